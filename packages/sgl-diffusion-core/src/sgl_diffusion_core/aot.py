@@ -1,0 +1,22 @@
+"""Ahead-of-time compile variants: what the compile lanes build for every Triton backend.
+
+A Triton backend module exposes ``aot_variants() -> list[AotVariant]`` and names it in its
+``KernelSpec.aot``; ``tools/aot_compile.py`` compiles each variant for sm_80, sm_90,
+sm_100, gfx942 and gfx950 with no GPU present and reports registers, shared memory and
+spills.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AotVariant:
+    name: str  # e.g. "ln_modulate[bf16,D=5120,per-sample]"
+    kernel: Any  # the @triton.jit function
+    signature: dict[str, str]  # argument -> Triton type ("*bf16", "i32", "fp32", "constexpr")
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    num_warps: int = 4
+    num_stages: int = 1

@@ -1,0 +1,213 @@
+"""Benchmark helpers: bytes model, timing, same-run copy bandwidth, host overhead, JSON records."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform as _platform
+import statistics
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+
+def tensor_bytes(*tensors: torch.Tensor | None) -> int:
+    """Bytes of the logical elements of the given tensors (each read or written once)."""
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+
+    def gbps(self, nbytes: int) -> float:
+        return nbytes / (self.median_ms * 1e-3) / 1e9
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_gpu(fn: Callable[[], Any], device: torch.device, *, warmup: int = 10, rep: int = 100,
+             flush_bytes: int = 256 << 20) -> Timing:
+    """Median / p20 / p80 of ``fn`` in ms, with CUDA events and an L2 flush before each call."""
+    if device.type != "cuda":
+        return time_host(fn, warmup=max(1, warmup // 5), rep=max(3, rep // 10))
+    flush = torch.empty(flush_bytes, dtype=torch.uint8, device=device)
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
+    for i in range(rep):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    _sync(device)
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return _stats(times)
+
+
+def time_host(fn: Callable[[], Any], *, warmup: int = 2, rep: int = 10) -> Timing:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(rep):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return _stats(sorted(times))
+
+
+def _stats(times: list[float]) -> Timing:
+    def q(p: float) -> float:
+        return times[min(len(times) - 1, int(p * (len(times) - 1) + 0.5))]
+
+    return Timing(statistics.median(times), q(0.2), q(0.8))
+
+
+def copy_bandwidth(nbytes: int, device: torch.device, **kw: Any) -> tuple[Timing, float]:
+    """Same-run device-to-device copy of ``nbytes`` (read + write counted): (timing, GB/s)."""
+    n = max(1, nbytes // 2 // 2)  # bf16 elements so that read + write = nbytes
+    src = torch.randn(n, device=device).to(torch.bfloat16)
+    dst = torch.empty_like(src)
+    t = time_gpu(lambda: dst.copy_(src), device, **kw)
+    return t, t.gbps(2 * src.numel() * src.element_size())
+
+
+def host_us_per_call(fn: Callable[[], Any], device: torch.device, *, calls: int = 200) -> float:
+    """Host time of one call in microseconds, measured while the GPU is kept busy.
+
+    A long sleep kernel is queued first so every call below only enqueues work; the host
+    loop then measures the Python + dispatch + launch cost alone, at any problem size.
+    """
+    fn()
+    _sync(device)
+    if device.type == "cuda":
+        torch.cuda._sleep(int(2e9) // 1000 * 20)  # ~tens of ms of GPU time ahead of the calls
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    _sync(device)
+    return (t1 - t0) / calls * 1e6
+
+
+def git_sha(root: str | os.PathLike | None = None) -> str:
+    sha = os.environ.get("SGL_DIFFUSION_GIT_SHA")
+    if sha:
+        return sha
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+    except Exception:
+        return "unknown"
+
+
+def environment(device: torch.device) -> dict[str, Any]:
+    """GPU name, torch / triton versions, git SHA, date: the header of every benchmark record."""
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else _platform.processor() or "cpu"
+    return {
+        "gpu": gpu,
+        "device": str(device),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),
+        "git_sha": git_sha(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "python": _platform.python_version(),
+    }
+
+
+@dataclass
+class BenchRecord:
+    """One benchmark file: environment header plus one row per (case, provider)."""
+
+    op: str
+    env: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, **row: Any) -> None:
+        self.rows.append(row)
+
+    def write(self, path: str | os.PathLike) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        return p
+
+
+@dataclass
+class BenchCase:
+    """One benchmark shape of one op.
+
+    bytes: the minimal bytes a perfect fused kernel moves (inputs read once, output written once).
+    providers: name -> zero-argument callable; ``"sgl_diffusion"`` is ours, others are
+        baselines (``"eager"``, ``"torch.compile"``, other libraries when installed).
+    check: optional zero-argument callable that raises if ours is wrong at this shape.
+    """
+
+    name: str
+    shape: str
+    dtype: str
+    bytes: int
+    providers: dict[str, Callable[[], Any]]
+    check: Callable[[], None] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[str], None] = print,
+              rep: int = 100, host_calls: int = 200) -> BenchRecord:
+    """Time every provider of every case plus a same-run copy of the same bytes; one record."""
+    rec = BenchRecord(op=op, env=environment(device))
+    for case in cases:
+        progress(f"[{op}] {case.name} {case.shape} {case.dtype}: checking")
+        status = "not checked"
+        if case.check is not None:
+            case.check()
+            status = "passed"
+        copy_t, copy_gbps = copy_bandwidth(case.bytes, device, rep=rep)
+        progress(f"[{op}] {case.name}: copy {copy_t.median_ms * 1e3:.1f} us = {copy_gbps:.0f} GB/s")
+        for prov, fn in case.providers.items():
+            progress(f"[{op}] {case.name}: timing {prov}")
+            try:
+                t = time_gpu(fn, device, rep=rep)
+            except Exception as exc:  # a baseline that fails (e.g. compile error) is reported, not fatal
+                progress(f"[{op}] {case.name}: {prov} failed: {type(exc).__name__}: {exc}")
+                rec.add(case=case.name, shape=case.shape, dtype=case.dtype, provider=prov,
+                        error=f"{type(exc).__name__}: {exc}")
+                continue
+            host = host_us_per_call(fn, device, calls=host_calls) if device.type == "cuda" else None
+            gbps = t.gbps(case.bytes)
+            rec.add(
+                case=case.name, shape=case.shape, dtype=case.dtype, provider=prov, bytes=case.bytes,
+                median_us=t.median_ms * 1e3, p20_us=t.p20_ms * 1e3, p80_us=t.p80_ms * 1e3,
+                gbps=gbps, copy_gbps=copy_gbps, copy_us=copy_t.median_ms * 1e3,
+                frac_of_copy=gbps / copy_gbps, host_us_per_call=host, check=status, **case.extra,
+            )
+            progress(f"[{op}] {case.name}: {prov:>14} {t.median_ms * 1e3:9.1f} us  {gbps:7.0f} GB/s  "
+                     f"{100 * gbps / copy_gbps:5.1f}% of copy" + (f"  host {host:.1f} us/call" if host else ""))
+        # ratios against baselines, for the summary
+        ours = next((r for r in rec.rows if r.get("case") == case.name and r.get("provider") == "sgl_diffusion"
+                     and "median_us" in r), None)
+        if ours:
+            for r in rec.rows:
+                if r.get("case") == case.name and "median_us" in r:
+                    r["speedup_of_ours"] = r["median_us"] / ours["median_us"]
+    return rec

@@ -1,0 +1,28 @@
+"""Errors shared by every sgl-diffusion package."""
+
+from __future__ import annotations
+
+
+class UnsupportedInputError(ValueError):
+    """No backend of an op can serve these inputs (or the requested backend cannot).
+
+    The message lists every backend's reasons. ``reasons`` holds them as data:
+    ``{backend: [reason, ...]}``.
+    """
+
+    def __init__(self, message: str, reasons: dict[str, list[str]] | None = None):
+        super().__init__(message)
+        self.reasons: dict[str, list[str]] = dict(reasons or {})
+
+
+class MissingPackageError(ImportError):
+    """A name was touched whose distribution (or optional backend) is not installed."""
+
+    def __init__(self, what: str, distribution: str, *, extra: str | None = None):
+        target = f"{distribution}[{extra}]" if extra else distribution
+        super().__init__(
+            f"{what} needs the distribution {target!r}, which is not installed. "
+            f"Install it with: pip install {target}",
+            name=distribution,
+        )
+        self.distribution = distribution

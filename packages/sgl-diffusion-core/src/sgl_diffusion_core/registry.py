@@ -1,0 +1,364 @@
+"""The KernelSpec registry and the one seam where backend dispatch happens.
+
+An *op* (``"norm.ln_modulate"``) is registered once with an :class:`OpDef`: its public
+distribution and a ``describe`` function that turns call arguments into an
+:class:`InputDesc` (device, dtypes, layouts, and problems no backend could serve).
+Each *backend* of an op is a :class:`KernelSpec` whose capabilities are plain data;
+:func:`select_impl` walks the specs by priority and returns the first that can serve,
+or raises :class:`UnsupportedInputError` with every backend's reasons.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+import torch
+
+from .errors import UnsupportedInputError
+from .platform import module_available, triton_interpret
+
+DTYPE_NAMES = {
+    torch.bfloat16: "bfloat16",
+    torch.float16: "float16",
+    torch.float32: "float32",
+    torch.float64: "float64",
+}
+FLOAT_DTYPES = ("bfloat16", "float16", "float32")
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+@dataclass(frozen=True)
+class Contract:
+    """Numeric contract of one (op, backend).
+
+    ``exact``: ``torch.equal`` to the documented eager chain on the same device and dtype.
+    ``close``: fp32 internal math, one final rounding; ``tolerances`` holds
+    ``(dtype, atol, rtol)`` per dtype and is enforced by the tests.
+    """
+
+    kind: Literal["exact", "close"]
+    tolerances: tuple[tuple[str, float, float], ...] = ()
+
+    @classmethod
+    def exact(cls) -> Contract:
+        return cls("exact")
+
+    @classmethod
+    def close(cls, tolerances: dict[str, tuple[float, float]] | None = None) -> Contract:
+        from .testing import TOLERANCES
+
+        table = dict(TOLERANCES)
+        table.update(tolerances or {})
+        return cls("close", tuple((k, float(a), float(r)) for k, (a, r) in sorted(table.items())))
+
+    def tolerance(self, dtype: torch.dtype | str) -> tuple[float, float]:
+        """``(atol, rtol)`` for one dtype; ``(0, 0)`` for an exact contract."""
+        if self.kind == "exact":
+            return (0.0, 0.0)
+        name = dtype if isinstance(dtype, str) else dtype_name(dtype)
+        for k, a, r in self.tolerances:
+            if k == name:
+                return (a, r)
+        raise KeyError(f"contract declares no tolerance for dtype {name!r}")
+
+    def __str__(self) -> str:
+        if self.kind == "exact":
+            return "exact"
+        tols = ", ".join(f"{k}: atol={a:g} rtol={r:g}" for k, a, r in self.tolerances)
+        return f"close ({tols})"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can serve, as data (the docs' selection matrix is generated from it).
+
+    platforms: tensor platforms it runs on (``cuda``, ``hip``, ``cpu``, ``mps``, ``xpu``).
+    min_arch: ``(platform, arch)`` pairs: minimum sm (e.g. ``("cuda", 80)``) or the exact
+        list of supported gfx names for ROCm (``("hip", "gfx942")``, one pair per name).
+    dtypes: storage dtypes of the main input.
+    max_last_dim: the largest last (reduced/hidden) dimension; None for no limit.
+    layouts: layout tags the backend serves (op-defined, e.g. ``"per-frame"``); empty = all.
+    interpretable: a Triton backend that also runs on CPU tensors under ``TRITON_INTERPRET=1``
+        (never auto-selected there: the interpreter is a testing tool; ask with ``backend=``).
+    requires: importable modules it needs (``"triton"``), checked without importing them.
+    """
+
+    platforms: tuple[str, ...]
+    dtypes: tuple[str, ...] = FLOAT_DTYPES
+    min_arch: tuple[tuple[str, int | str], ...] = ()
+    max_last_dim: int | None = None
+    layouts: tuple[str, ...] = ()
+    interpretable: bool = False
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One backend of one op."""
+
+    op: str
+    backend: str
+    target: str  # "package.module:function"
+    capabilities: Capabilities
+    contract: Contract
+    priority: int = 0  # higher is tried first
+    notes: str = ""
+    # "module:function" returning the kernel variants to compile ahead of time (Triton
+    # backends): a list of sgl_diffusion_core.aot.AotVariant. Used by the compile lanes.
+    aot: str | None = None
+
+    def load(self) -> Callable[..., Any]:
+        """Import and return the target (imports the backend module on first use)."""
+        return resolve_target(self.target)
+
+    def reasons(self, desc: InputDesc, *, explicit: bool = False) -> list[str]:
+        """Why this backend cannot serve ``desc`` (empty list: it can)."""
+        caps = self.capabilities
+        out: list[str] = []
+        plat = desc.platform
+        if plat is not None and plat not in caps.platforms:
+            if plat == "cpu" and caps.interpretable and triton_interpret():
+                if not explicit:
+                    out.append("runs on CPU only in the Triton interpreter; ask for it with backend=")
+            elif plat == "cpu" and caps.interpretable:
+                out.append(
+                    f"tensors on cpu; this backend runs on {'/'.join(caps.platforms)} "
+                    "(or on CPU under TRITON_INTERPRET=1)"
+                )
+            else:
+                out.append(f"tensors on {plat}; this backend runs on {'/'.join(caps.platforms)}")
+        for mod in caps.requires:
+            if not module_available(mod):
+                out.append(f"needs the Python module {mod!r}, which is not installed")
+        if plat is not None and desc.arch is not None and plat in caps.platforms:
+            mins = [a for p, a in caps.min_arch if p == plat]
+            if mins:
+                if isinstance(mins[0], int):
+                    if isinstance(desc.arch, int) and desc.arch < mins[0]:
+                        out.append(f"device arch sm_{desc.arch} is below the minimum sm_{mins[0]}")
+                elif desc.arch not in mins:
+                    out.append(f"device arch {desc.arch} is not one of {', '.join(map(str, mins))}")
+        for dt in desc.dtypes:
+            if dt not in caps.dtypes:
+                out.append(f"dtype {dt} is not supported (supported: {', '.join(caps.dtypes)})")
+        if caps.max_last_dim is not None and desc.last_dim is not None:
+            if desc.last_dim > caps.max_last_dim:
+                out.append(f"last dim {desc.last_dim} exceeds this backend's limit {caps.max_last_dim}")
+        if caps.layouts:
+            for lay in desc.layouts:
+                if lay not in caps.layouts:
+                    out.append(f"layout {lay!r} is not supported (supported: {', '.join(caps.layouts)})")
+        return out
+
+
+@dataclass
+class InputDesc:
+    """What backend selection needs to know about one call's inputs.
+
+    problems: reasons that rule out *every* backend (shape mismatch, mixed devices, ...).
+    """
+
+    platform: str | None
+    arch: int | str | None = None
+    dtypes: tuple[str, ...] = ()
+    last_dim: int | None = None
+    layouts: tuple[str, ...] = ()
+    problems: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)  # op-specific facts (geometry)
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """An op: its id, the distribution that ships it, and its ``describe`` target."""
+
+    op: str
+    distribution: str
+    describe: str  # "module:function" (*args, **kwargs) -> InputDesc
+    public: str  # "module:function" of the user-facing entry point
+    summary: str = ""
+    default_exact: bool | None = None
+    # "module:function" (device, dtype) -> iterable of sgl_diffusion_core.bench.BenchCase
+    bench: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    backend: str
+    ok: bool
+    reasons: tuple[str, ...]
+    contract: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Each backend's verdict for one call, in priority order, and the one auto-selection picks."""
+
+    op: str
+    verdicts: tuple[Verdict, ...]
+    problems: tuple[str, ...]
+    chosen: str | None
+
+    def __str__(self) -> str:
+        lines = [f"{self.op}: " + (f"would use {self.chosen!r}" if self.chosen else "no backend can serve")]
+        for p in self.problems:
+            lines.append(f"  input problem: {p}")
+        for v in self.verdicts:
+            state = "ok" if v.ok else "no"
+            why = "" if v.ok else ": " + "; ".join(v.reasons)
+            lines.append(f"  [{state}] {v.backend} (priority {v.priority}, {v.contract}){why}")
+        return "\n".join(lines)
+
+
+_TARGET_CACHE: dict[str, Any] = {}
+
+
+def resolve_target(target: str) -> Any:
+    """Import ``"pkg.module:attr"`` and return the attribute (cached)."""
+    obj = _TARGET_CACHE.get(target)
+    if obj is None:
+        mod_name, _, attr = target.partition(":")
+        if not attr:
+            raise ValueError(f"target {target!r} is not of the form 'module:function'")
+        obj = getattr(importlib.import_module(mod_name), attr)
+        _TARGET_CACHE[target] = obj
+    return obj
+
+
+class Registry:
+    """All ops and their backends. Thread-safe registration; reads are lock-free."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ops: dict[str, OpDef] = {}
+        self._specs: dict[str, dict[str, KernelSpec]] = {}
+
+    def register_op(self, opdef: OpDef) -> OpDef:
+        with self._lock:
+            old = self._ops.get(opdef.op)
+            if old is not None and old != opdef:
+                raise ValueError(f"conflicting registration of op {opdef.op!r}:\n  {old}\n  {opdef}")
+            self._ops[opdef.op] = opdef
+            self._specs.setdefault(opdef.op, {})
+        return opdef
+
+    def register(self, spec: KernelSpec) -> KernelSpec:
+        with self._lock:
+            if spec.op not in self._ops:
+                raise ValueError(f"register op {spec.op!r} (register_op) before its backend {spec.backend!r}")
+            old = self._specs[spec.op].get(spec.backend)
+            if old is not None and old != spec:
+                raise ValueError(
+                    f"conflicting registration of backend {spec.backend!r} for op {spec.op!r}:\n"
+                    f"  {old}\n  {spec}"
+                )
+            self._specs[spec.op][spec.backend] = spec
+        return spec
+
+    def ops(self) -> list[str]:
+        return sorted(self._ops)
+
+    def op(self, op_id: str) -> OpDef:
+        try:
+            return self._ops[op_id]
+        except KeyError:
+            raise KeyError(f"unknown op {op_id!r}; registered ops: {', '.join(self.ops()) or 'none'}") from None
+
+    def specs(self, op_id: str) -> list[KernelSpec]:
+        """Backends of an op, highest priority first."""
+        self.op(op_id)
+        return sorted(self._specs[op_id].values(), key=lambda s: (-s.priority, s.backend))
+
+    def all_specs(self) -> list[KernelSpec]:
+        return [s for op in self.ops() for s in self.specs(op)]
+
+
+REGISTRY = Registry()
+register_op = REGISTRY.register_op
+register = REGISTRY.register
+
+
+def _honours(spec: KernelSpec, exact: bool | None, opdef: OpDef) -> bool:
+    want = opdef.default_exact if exact is None else exact
+    return not want or spec.contract.kind == "exact"
+
+
+def select_impl(
+    op_id: str, desc: InputDesc, *, backend: str | None = None, exact: bool | None = None
+) -> KernelSpec:
+    """The single dispatch seam: the spec that will serve ``desc``.
+
+    ``backend=None`` picks the highest-priority backend that can serve (and honours
+    ``exact``); an explicit backend that cannot serve raises, there is no silent fallback.
+    """
+    opdef = REGISTRY.op(op_id)
+    specs = REGISTRY.specs(op_id)
+    if desc.problems:
+        raise UnsupportedInputError(
+            f"{op_id}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems),
+            {s.backend: list(desc.problems) for s in specs},
+        )
+    if backend is not None:
+        chosen = [s for s in specs if s.backend == backend]
+        if not chosen:
+            raise UnsupportedInputError(
+                f"{op_id}: unknown backend {backend!r}; registered: {', '.join(s.backend for s in specs)}",
+                {},
+            )
+        spec = chosen[0]
+        reasons = spec.reasons(desc, explicit=True)
+        if not _honours(spec, exact, opdef):
+            reasons.append(f"contract is {spec.contract.kind}, but exact=True was requested")
+        if reasons:
+            raise UnsupportedInputError(
+                f"{op_id}: backend {backend!r} cannot serve these inputs:\n"
+                + "\n".join(f"  - {r}" for r in reasons),
+                {backend: reasons},
+            )
+        return spec
+    all_reasons: dict[str, list[str]] = {}
+    for spec in specs:
+        reasons = spec.reasons(desc)
+        if not _honours(spec, exact, opdef):
+            reasons.append(f"contract is {spec.contract.kind}, but an exact result was requested")
+        if not reasons:
+            return spec
+        all_reasons[spec.backend] = reasons
+    lines = [f"  {b}: " + "; ".join(r) for b, r in all_reasons.items()]
+    raise UnsupportedInputError(f"{op_id}: no backend can serve these inputs:\n" + "\n".join(lines), all_reasons)
+
+
+def describe(op_id: str, *args: Any, **kwargs: Any) -> InputDesc:
+    opdef = REGISTRY.op(op_id)
+    return resolve_target(opdef.describe)(*args, **kwargs)
+
+
+def explain(op_id: str, *args: Any, **kwargs: Any) -> Explanation:
+    """Each backend's verdict on these arguments, and which one ``backend=None`` would pick.
+
+    Takes the op's own arguments (``backend=`` and ``exact=`` included, which narrow the
+    choice exactly as the op would).
+    """
+    backend = kwargs.pop("backend", None)
+    exact = kwargs.pop("exact", None)
+    opdef = REGISTRY.op(op_id)
+    desc = describe(op_id, *args, **kwargs)
+    verdicts = []
+    chosen = None
+    for spec in REGISTRY.specs(op_id):
+        reasons = list(desc.problems) + spec.reasons(desc, explicit=backend == spec.backend)
+        if not _honours(spec, exact, opdef):
+            reasons.append(f"contract is {spec.contract.kind}, but an exact result was requested")
+        if backend is not None and spec.backend != backend:
+            reasons.append(f"backend={backend!r} was requested")
+        ok = not reasons
+        if ok and chosen is None:
+            chosen = spec.backend
+        verdicts.append(Verdict(spec.backend, ok, tuple(reasons), str(spec.contract), spec.priority))
+    return Explanation(op_id, tuple(verdicts), tuple(desc.problems), chosen)

@@ -1,0 +1,96 @@
+"""Test helpers for every package: one tolerance table, one exact and one close comparison.
+
+Both comparisons raise ``AssertionError`` with the number of mismatches and the worst
+coordinates (index, actual, expected, error), so a failing kernel test says where it broke.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# (atol, rtol) per storage dtype for `close` contracts: fp32 math, one final rounding.
+# bf16 has 8 significant bits (relative step 2^-8 = 0.0039); two differently ordered fp32
+# reductions may land on either side of a rounding boundary, so up to 2 ulp of the value
+# (rtol 2^-7) plus an absolute floor for results that cancel to ~0.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "bfloat16": (1e-2, 2**-7),
+    "float16": (1e-3, 2**-10),
+    "float32": (1e-5, 1e-5),
+}
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    from .registry import dtype_name
+
+    return TOLERANCES[dtype_name(dtype)]
+
+
+def _where(shape: torch.Size, flat_index: int) -> tuple[int, ...]:
+    idx = []
+    for size in reversed(shape):
+        idx.append(flat_index % size)
+        flat_index //= size
+    return tuple(reversed(idx))
+
+
+def _report(kind: str, actual: torch.Tensor, expected: torch.Tensor, bad: torch.Tensor, err: torch.Tensor, k: int) -> str:
+    n_bad = int(bad.sum())
+    flat_err = torch.where(bad, err, torch.zeros_like(err)).flatten()
+    worst = torch.topk(flat_err, min(k, n_bad)).indices.tolist()
+    lines = [f"{kind}: {n_bad} of {actual.numel()} elements differ (shape {tuple(actual.shape)}, {actual.dtype})"]
+    a = actual.flatten()
+    e = expected.flatten()
+    for i in worst:
+        lines.append(
+            f"  at {_where(actual.shape, i)}: actual {a[i].item()!r}, expected {e[i].item()!r}, "
+            f"error {flat_err[i].item():.3g}"
+        )
+    return "\n".join(lines)
+
+
+def _check_meta(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    if actual.shape != expected.shape:
+        raise AssertionError(f"shape mismatch: actual {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+    if actual.dtype != expected.dtype:
+        raise AssertionError(f"dtype mismatch: actual {actual.dtype}, expected {expected.dtype}")
+
+
+def assert_exact(actual: torch.Tensor, expected: torch.Tensor, *, worst: int = 5) -> None:
+    """``torch.equal`` (NaNs in the same places count as equal), or a report of the worst coordinates."""
+    _check_meta(actual, expected)
+    if torch.equal(actual, expected):
+        return
+    a = actual.detach().cpu().double()
+    e = expected.detach().cpu().double()
+    both_nan = a.isnan() & e.isnan()
+    bad = (a != e) & ~both_nan
+    if not bool(bad.any()):
+        return
+    err = (a - e).abs().nan_to_num(float("inf"))
+    raise AssertionError(_report("not bit-exact", a, e, bad, err, worst))
+
+
+def assert_close(
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
+    worst: int = 5,
+) -> None:
+    """``|actual - expected| <= atol + rtol * |expected|`` elementwise (tolerance from TOLERANCES by dtype).
+
+    NaN or inf where the expected value is finite always fails.
+    """
+    _check_meta(actual, expected)
+    d_atol, d_rtol = tolerance(expected.dtype)
+    atol = d_atol if atol is None else atol
+    rtol = d_rtol if rtol is None else rtol
+    a = actual.detach().cpu().double()
+    e = expected.detach().cpu().double()
+    err = (a - e).abs()
+    same_nonfinite = (~e.isfinite()) & ((a == e) | (a.isnan() & e.isnan()))
+    bad = ~((err <= atol + rtol * e.abs()) | same_nonfinite)
+    if bool(bad.any()):
+        err = err.nan_to_num(float("inf"))
+        raise AssertionError(_report(f"not close (atol={atol:g}, rtol={rtol:g})", a, e, bad, err, worst))

@@ -1,0 +1,36 @@
+"""sgl-diffusion-norm: fused normalization kernels for diffusion transformers.
+
+The surface is lazy (PEP 562): importing this package registers its ops in the
+``sgl_diffusion_core`` registry (data only) and imports no backend and no Triton; the
+first touch of an op imports its entry module, the first call its backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import specs as _specs  # noqa: F401  (registers ops and backends)
+from .__about__ import __version__
+
+# public name -> entry module (relative to this package)
+_EXPORTS: dict[str, str] = {
+    "ln_modulate": "ln_modulate_api",
+    "can_use_ln_modulate": "ln_modulate_api",
+    "ln_modulate_reference": "ln_modulate_api",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    obj = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = obj
+    return obj
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,50 @@
+"""Registry entries of sgl-diffusion-norm: plain data, imported with the package (no backend import)."""
+
+from __future__ import annotations
+
+from sgl_diffusion_core import Capabilities, Contract, KernelSpec, OpDef, register, register_op
+
+DISTRIBUTION = "sgl-diffusion-norm"
+PKG = "sgl_diffusion_norm"
+
+# Layout tags of the modulation tensors (scale / shift), as returned by describe_ln_modulate.
+MODULATION_LAYOUTS = ("per-channel", "per-sample", "per-token", "per-frame")
+
+register_op(
+    OpDef(
+        op="norm.ln_modulate",
+        distribution=DISTRIBUTION,
+        describe=f"{PKG}.ln_modulate_api:describe_ln_modulate",
+        public=f"{PKG}.ln_modulate_api:ln_modulate",
+        summary="LayerNorm(x) [* weight + bias] * (scale_offset + scale) + shift",
+    )
+)
+register(
+    KernelSpec(
+        op="norm.ln_modulate",
+        backend="triton",
+        target=f"{PKG}.ln_modulate_triton:ln_modulate",
+        capabilities=Capabilities(
+            platforms=("cuda", "hip"),
+            min_arch=(("cuda", 80), ("hip", "gfx942"), ("hip", "gfx950")),
+            max_last_dim=65536,
+            layouts=MODULATION_LAYOUTS,
+            interpretable=True,
+            requires=("triton",),
+        ),
+        contract=Contract.close(),
+        priority=10,
+        notes="one program per row; whole row in registers up to 8192 columns, chunked two-pass above",
+    )
+)
+register(
+    KernelSpec(
+        op="norm.ln_modulate",
+        backend="torch",
+        target=f"{PKG}.ln_modulate_torch:ln_modulate",
+        capabilities=Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"), layouts=MODULATION_LAYOUTS),
+        contract=Contract.close(),
+        priority=0,
+        notes="the executable spec: eager PyTorch in fp32, one final rounding",
+    )
+)
