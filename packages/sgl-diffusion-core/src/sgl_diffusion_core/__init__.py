@@ -4,6 +4,7 @@ custom-op registration, and the test and benchmark helpers every domain package 
 Importing this package imports torch (it must look at tensors) but no Triton.
 """
 
+from . import aot, bench, testing
 from .__about__ import __version__
 from .errors import MissingPackageError, UnsupportedInputError
 from .launch import RowConfig, next_pow2
@@ -52,6 +53,9 @@ __all__ = [
     "UnsupportedInputError",
     "Verdict",
     "__version__",
+    "aot",
+    "bench",
+    "testing",
     "default_device",
     "describe",
     "device_arch",

@@ -118,3 +118,29 @@ def ln_modulate(
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out
+
+
+def aot_variants():
+    """Variants the compile lanes build: production widths, both row paths, all-optional and minimal args."""
+    from sgl_diffusion_core.aot import AotVariant
+
+    def sig(dt: str, idx: str) -> dict[str, str]:
+        s = {n: f"*{dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
+        s.update({n: idx for n in ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L")})
+        s.update({"eps": "fp32", "scale_offset": "fp32"})
+        s.update({n: "constexpr" for n in ("HAS_SHIFT", "HAS_W", "HAS_BIAS", "BLOCK", "CHUNKS")})
+        return s
+
+    out = []
+    for dt, esize in (("bf16", 2), ("fp16", 2), ("fp32", 4)):
+        for D, full in ((3072, True), (5120, False), (1536, False), (16384, False)):
+            for plat in ("cuda",):
+                cfg = RowConfig.from_heuristic(D, esize, plat)
+                const = {"HAS_SHIFT": True, "HAS_W": full, "HAS_BIAS": full, "BLOCK": cfg.block, "CHUNKS": cfg.chunks}
+                idx = "i64" if D == 16384 else "i32"
+                out.append(AotVariant(
+                    name=f"ln_modulate[{dt},D={D},chunks={cfg.chunks},affine={full},{idx}]",
+                    kernel=_ln_modulate_kernel, signature=sig(dt, idx), constexprs=const,
+                    num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+                ))
+    return out

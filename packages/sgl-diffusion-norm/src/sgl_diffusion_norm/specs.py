@@ -17,6 +17,7 @@ register_op(
         describe=f"{PKG}.ln_modulate_api:describe_ln_modulate",
         public=f"{PKG}.ln_modulate_api:ln_modulate",
         summary="LayerNorm(x) [* weight + bias] * (scale_offset + scale) + shift",
+        bench=f"{PKG}.ln_modulate_bench:bench_cases",
     )
 )
 register(
@@ -35,6 +36,7 @@ register(
         contract=Contract.close(),
         priority=10,
         notes="one program per row; whole row in registers up to 8192 columns, chunked two-pass above",
+        aot=f"{PKG}.ln_modulate_triton:aot_variants",
     )
 )
 register(

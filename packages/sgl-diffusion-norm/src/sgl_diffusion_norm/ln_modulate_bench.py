@@ -1,0 +1,130 @@
+"""Benchmark cases of ``ln_modulate`` at production shapes (../shared/SHAPES.md).
+
+Providers: ``sgl_diffusion`` (the public op, default backend), ``eager`` (the diffusers
+chain ``F.layer_norm(x) * (1 + scale) + shift`` in the storage dtype) and
+``torch.compile`` of that chain. Bytes: x read once, y written once, plus the
+modulation tensors (read once each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from sgl_diffusion_core import bench, testing
+
+# name -> (B, S, D, modulation layout)
+SHAPES: dict[str, tuple[int, int, int, str]] = {
+    "flux": (1, 4608, 3072, "per-sample"),
+    "wan": (1, 75600, 5120, "per-sample"),
+    "hunyuan": (1, 118800, 3072, "per-sample"),
+    "wan-per-token": (1, 75600, 5120, "per-token"),
+    "wan-per-frame": (1, 75600, 5120, "per-frame"),
+}
+DEFAULT = ("flux", "wan", "hunyuan")
+
+
+def _eager(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, L: int) -> torch.Tensor:
+    y = F.layer_norm(x, (x.shape[-1],), eps=1e-6)
+    if scale.dim() == 4:  # per frame: view tokens as [B, F, L, D]
+        B, S, D = x.shape
+        return (y.view(B, S // L, L, D) * (1 + scale) + shift).view(B, S, D)
+    return y * (1 + scale) + shift
+
+
+def make_inputs(B: int, S: int, D: int, layout: str, dtype: torch.dtype, device: torch.device):
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(B, S, D, device=device, dtype=dtype, generator=g)
+    L = 1
+    if layout == "per-sample":
+        mod = torch.randn(B, 6, D, device=device, dtype=dtype, generator=g)  # adaLN-Zero chunks
+        scale, shift = mod[:, 1:2], mod[:, 0:1]
+    elif layout == "per-token":  # strided chunks of a [B, S, 6*D] projection (Wan2.2-TI2V style)
+        proj = torch.randn(B, S, 6 * D, device=device, dtype=dtype, generator=g) * 0.1
+        scale, shift = proj[..., D:2 * D], proj[..., :D]
+    else:  # per-frame, 21 latent frames
+        Fr = 21
+        L = S // Fr
+        scale = torch.randn(B, Fr, 1, D, device=device, dtype=dtype, generator=g) * 0.1
+        shift = torch.randn(B, Fr, 1, D, device=device, dtype=dtype, generator=g) * 0.1
+    return x, scale, shift, L
+
+
+def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                names: list[str] | None = None) -> Iterator[bench.BenchCase]:
+    from . import ln_modulate, ln_modulate_reference
+
+    compiled = torch.compile(_eager, dynamic=False)
+    for name in names or DEFAULT:
+        if name not in SHAPES:
+            raise ValueError(f"unknown ln_modulate bench case {name!r}; known: {', '.join(SHAPES)}")
+        B, S, D, layout = SHAPES[name]
+        x, scale, shift, L = make_inputs(B, S, D, layout, dtype, device)
+        out = ln_modulate(x, scale, shift)
+
+        def check(x=x, scale=scale, shift=shift, out=out):
+            ours = ln_modulate(x, scale, shift)
+            testing.assert_close(ours, ln_modulate_reference(x, scale, shift))
+
+        nbytes = bench.tensor_bytes(x, out) + (
+            bench.tensor_bytes(scale, shift) if layout != "per-sample" else 2 * D * x.element_size()
+        )
+        yield bench.BenchCase(
+            name=name,
+            shape=f"[{B}, {S}, {D}] {layout}",
+            dtype=str(dtype).removeprefix("torch."),
+            bytes=nbytes,
+            providers={
+                "sgl_diffusion": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b),
+                "eager": lambda x=x, a=scale, b=shift, L=L: _eager(x, a, b, L),
+                "torch.compile": lambda x=x, a=scale, b=shift, L=L: compiled(x, a, b, L),
+            },
+            check=check,
+            extra={"layout": layout},
+        )
+        del x, scale, shift, out
+
+
+def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None,
+         progress=print) -> list[dict]:
+    """Sweep launch configurations of the Triton backend at the bench shapes (GPU tuning aid).
+
+    Returns one row per (case, block, chunks, num_warps) with time and % of a same-run copy;
+    the winners are written into ``sgl_diffusion_core.launch`` as data.
+    """
+    from sgl_diffusion_core import RowConfig, resolve_target
+
+    from .ln_modulate_api import describe_ln_modulate
+
+    launch = resolve_target("sgl_diffusion_norm.ln_modulate_triton:ln_modulate")
+    rows = []
+    for name in names or DEFAULT:
+        B, S, D, layout = SHAPES[name]
+        x, scale, shift, L = make_inputs(B, S, D, layout, dtype, device)
+        geom = describe_ln_modulate(x, scale, shift).info["geom"]
+        nbytes = bench.tensor_bytes(x, x)
+        _, copy_gbps = bench.copy_bandwidth(nbytes, device)
+        blocks = sorted({b for b in (512, 1024, 2048, 4096, 8192, 16384) if b // 8 <= D <= 4 * b} | {
+            RowConfig.from_heuristic(D, x.element_size(), "cuda").block})
+        for block in blocks:
+            chunks = -(-D // block)
+            if chunks > 1 and block < 512:
+                continue
+            for warps in (2, 4, 8, 16, 32):
+                if block // (32 * warps) < 1:
+                    continue
+                cfg = RowConfig(block=block, chunks=chunks, num_warps=warps)
+                try:
+                    t = bench.time_gpu(lambda: launch(x, scale, shift, geom=geom, config=cfg), device, rep=50)
+                except Exception as exc:  # a config the compiler rejects (e.g. out of resources)
+                    progress(f"{name} {cfg}: failed {type(exc).__name__}")
+                    continue
+                gbps = t.gbps(nbytes)
+                rows.append({"case": name, "D": D, "block": block, "chunks": chunks, "num_warps": warps,
+                             "median_us": t.median_ms * 1e3, "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
+                progress(f"{name} D={D} block={block} chunks={chunks} warps={warps}: "
+                         f"{t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s {100 * gbps / copy_gbps:.1f}% of copy")
+        del x, scale, shift
+    return rows

@@ -1,0 +1,238 @@
+"""ln_modulate against its executable spec (the torch backend), on every runnable backend.
+
+Shape grid (CPU lane, Triton interpreter: keep rows few):
+  D=1      degenerate row (variance 0), last-dim stride irrelevant
+  D=7, 1000, 2432   odd / non-power-of-two widths (masked tail of the register block)
+  D=3072   FLUX/Hunyuan width (power-of-two block, no mask waste)
+  D=9000   wider than the 8192 register block: the chunked two-pass path with a masked tail
+  D=16384  the issue's minimum supported width, chunked, exact multiple of the block
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sgl_diffusion_norm as norm
+from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing, triton_interpret
+
+OP = "norm.ln_modulate"
+DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+
+
+def contract_check(backend: str, out: torch.Tensor, ref: torch.Tensor) -> None:
+    spec = next(s for s in REGISTRY.specs(OP) if s.backend == backend)
+    if spec.contract.kind == "exact":
+        testing.assert_exact(out, ref)
+    else:
+        atol, rtol = spec.contract.tolerance(ref.dtype)
+        testing.assert_close(out, ref, atol=atol, rtol=rtol)
+
+
+def run_both(backend, x, scale, shift=None, **kw):
+    out = norm.ln_modulate(x, scale, shift, backend=backend, **kw)
+    ref = norm.ln_modulate_reference(x, scale, shift, **kw)
+    assert out.shape == x.shape and out.dtype == x.dtype and out.is_contiguous()
+    contract_check(backend, out, ref)
+    return out
+
+
+def test_cpu_lane_runs_triton_in_interpreter(device):
+    """The CPU lane must exercise the Triton kernels: without TRITON_INTERPRET=1 they would not run."""
+    import importlib.util
+
+    if device.type == "cpu" and importlib.util.find_spec("triton") is not None:
+        assert triton_interpret(), "CPU lane without TRITON_INTERPRET=1: Triton kernels would not be tested"
+
+
+@pytest.mark.parametrize("D", [1, 7, 1000, 2432, 3072, 9000])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_per_sample_with_affine(backend, device, D, dtype):
+    torch.manual_seed(D)
+    B, S = 2, 3
+    x = torch.randn(B, S, D, device=device).to(dtype)
+    mod = torch.randn(B, 6, D, device=device).to(dtype)  # adaLN chunks: [B, 6, D] -> [B, 1, D] views
+    w = torch.randn(D, device=device)
+    b = torch.randn(D, device=device)
+    run_both(backend, x, mod[:, 1:2], mod[:, 0:1], weight=w, bias=b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("D", [3000, 9000, 16384])
+def test_large_mean_rows(backend, device, dtype, D):
+    """Rows with |mean| = 1000 * std. Any fp32 algorithm loses ~cond * 2^-24 on the centred input
+    (cond = |mean| / std), so the bound is the contract tolerance plus that conditioning term; a
+    naive E[x^2] - E[x]^2 in fp32 (the cancellation the chunked path avoids) misses it by ~100x."""
+    torch.manual_seed(D)
+    mean, std = 1000.0, 1.0
+    x = (torch.randn(2, 2, D, device=device) * std + mean).to(dtype)
+    sc = torch.randn(D, device=device).to(dtype)
+    out = norm.ln_modulate(x, sc, backend=backend)
+    ref = norm.ln_modulate_reference(x, sc)
+    atol, rtol = next(s for s in REGISTRY.specs(OP) if s.backend == backend).contract.tolerance(dtype)
+    cond = mean / x.float().std().item()
+    atol += 8 * cond * 2**-24 * (1 + sc.float().abs().max().item())
+    testing.assert_close(out, ref, atol=atol, rtol=rtol)
+
+
+@pytest.mark.parametrize(
+    "layout", ["channel", "sample2d", "sample3d", "sample-b1", "token-strided", "frame", "frame-b1"]
+)
+def test_modulation_layouts(backend, device, layout):
+    torch.manual_seed(1)
+    B, S, D = 2, 6, 96
+    dt = torch.bfloat16
+    x = torch.randn(B, S, D, device=device).to(dt)
+    if layout == "channel":
+        sc, sh = torch.randn(D, device=device).to(dt), torch.randn(D, device=device).to(dt)
+    elif layout == "sample2d":
+        sc, sh = torch.randn(B, D, device=device).to(dt), torch.randn(B, D, device=device).to(dt)
+    elif layout == "sample3d":
+        sc, sh = torch.randn(B, 1, D, device=device).to(dt), torch.randn(B, 1, D, device=device).to(dt)
+    elif layout == "sample-b1":
+        sc, sh = torch.randn(1, 1, D, device=device).to(dt), torch.randn(1, D, device=device).to(dt)
+    elif layout == "token-strided":  # chunks of a fused [B, S, 6*D] projection
+        proj = torch.randn(B, S, 6 * D, device=device).to(dt)
+        sc, sh = proj[..., D:2 * D], proj[..., 4 * D:5 * D]
+        assert not sc.is_contiguous()
+    elif layout == "frame":  # F=3 frames of L=2 tokens
+        sc, sh = torch.randn(B, 3, 1, D, device=device).to(dt), torch.randn(B, 3, 1, D, device=device).to(dt)
+    else:
+        sc, sh = torch.randn(1, 2, 1, D, device=device).to(dt), torch.randn(B, 2, 1, D, device=device).to(dt)
+    run_both(backend, x, sc, sh)
+    run_both(backend, x, sc, None, scale_offset=0.0)
+
+
+def test_per_frame_equals_expanded_per_token(backend, device):
+    """Frame f covers tokens f*L .. (f+1)*L-1: per-frame must equal the same rows given per token."""
+    B, Fr, L, D = 2, 3, 4, 64
+    x = torch.randn(B, Fr * L, D, device=device).to(torch.bfloat16)
+    sc = torch.randn(B, Fr, 1, D, device=device).to(torch.bfloat16)
+    sh = torch.randn(B, Fr, 1, D, device=device).to(torch.bfloat16)
+    per_token = lambda t: t.expand(B, Fr, L, D).reshape(B, Fr * L, D).contiguous()  # noqa: E731
+    a = norm.ln_modulate(x, sc, sh, backend=backend)
+    b = norm.ln_modulate(x, per_token(sc), per_token(sh), backend=backend)
+    testing.assert_exact(a, b)
+
+
+def test_x_views_and_2d(backend, device):
+    torch.manual_seed(2)
+    D = 130
+    big = torch.randn(3, 10, 2 * D + 5, device=device).to(torch.bfloat16)
+    x = big[:, 1:8, 3:3 + D]  # arbitrary B and S strides, last dim contiguous
+    assert not x.is_contiguous()
+    run_both(backend, x, torch.randn(3, D, device=device).to(torch.bfloat16))
+    x2 = torch.randn(9, 2 * D, device=device).to(torch.float16)[:, :D]  # [N, D] with row stride 2D
+    run_both(backend, x2, torch.randn(9, D, device=device).to(torch.float16))  # per token
+    run_both(backend, x2, torch.randn(1, D, device=device).to(torch.float16), torch.randn(D, device=device))
+
+
+def test_mixed_dtypes(backend, device):
+    """Modulation in fp32 (Wan keeps it fp32) against bf16 activations; output keeps x's dtype."""
+    x = torch.randn(1, 5, 256, device=device).to(torch.bfloat16)
+    sc = torch.randn(1, 1, 256, device=device)
+    sh = torch.randn(1, 1, 256, device=device).to(torch.float16)
+    out = run_both(backend, x, sc, sh, weight=torch.randn(256, device=device).to(torch.bfloat16))
+    assert out.dtype == torch.bfloat16
+
+
+def test_widest_supported_row(backend, device):
+    D = 16384
+    x = torch.randn(1, 2, D, device=device).to(torch.bfloat16)
+    run_both(backend, x, torch.randn(1, 1, D, device=device).to(torch.bfloat16), torch.zeros(D, device=device))
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (2, 0, 64), (0, 3, 64)])
+def test_empty_input(backend, device, shape):
+    x = torch.randn(shape, device=device).to(torch.bfloat16)
+    out = norm.ln_modulate(x, torch.randn(64, device=device), backend=backend)
+    assert out.shape == x.shape and out.numel() == 0
+
+
+def _assert_unsupported(fragment, *args, **kw):
+    with pytest.raises(UnsupportedInputError) as info:
+        norm.ln_modulate(*args, **kw)
+    assert fragment in str(info.value), str(info.value)
+    assert not norm.can_use_ln_modulate(*args, **kw)
+    return info.value
+
+
+def test_unsupported_inputs(device):
+    x = torch.randn(2, 4, 32, device=device)
+    sc = torch.randn(2, 1, 32, device=device)
+    _assert_unsupported("dtype torch.int32", x.to(torch.int32), sc)
+    _assert_unsupported("does not broadcast", x, torch.randn(3, 1, 32, device=device))
+    _assert_unsupported("does not broadcast", x, torch.randn(2, 1, 31, device=device))
+    _assert_unsupported("does not broadcast", x, torch.randn(2, 4, 1, 1, 32, device=device))
+    _assert_unsupported("S divisible by F", x, torch.randn(2, 3, 1, 32, device=device))
+    _assert_unsupported("last dim must be contiguous", torch.randn(2, 4, 64, device=device)[..., ::2], sc)
+    _assert_unsupported("last dim must be contiguous", x, torch.randn(2, 1, 64, device=device)[..., ::2])
+    _assert_unsupported("x must be [B, S, D] or [N, D]", torch.randn(32, device=device), sc)
+    _assert_unsupported("weight must be a contiguous [D]", x, sc, weight=torch.randn(31, device=device))
+    _assert_unsupported("must be a torch.Tensor", x, 1.0)
+    other = torch.device("meta") if device.type == "cpu" else torch.device("cpu")
+    _assert_unsupported("all tensors must be on one device", x, sc.to(other))
+    _assert_unsupported("unknown backend", x, sc, backend="nope")
+
+
+def test_explicit_backend_never_falls_back(device):
+    """D over the Triton limit: an explicit triton request raises; auto selection serves it with torch."""
+    spec = next(s for s in REGISTRY.specs(OP) if s.backend == "triton")
+    D = spec.capabilities.max_last_dim + 1
+    x = torch.randn(1, 1, D, device=device)
+    err = _assert_unsupported("exceeds this backend's limit", x, torch.randn(D, device=device), backend="triton")
+    assert "triton" in err.reasons
+    out = norm.ln_modulate(x, torch.randn(D, device=device))
+    assert out.shape == x.shape
+    verdicts = {v.backend: v for v in explain(OP, x, torch.randn(D, device=device)).verdicts}
+    assert not verdicts["triton"].ok and any("limit" in r for r in verdicts["triton"].reasons)
+    assert verdicts["torch"].ok
+
+
+def test_explain_lists_every_backend(device):
+    x = torch.randn(2, 4, 32, device=device)
+    e = explain(OP, x, torch.randn(2, 3, 1, 32, device=device))
+    assert e.chosen is None and {v.backend for v in e.verdicts} == {s.backend for s in REGISTRY.specs(OP)}
+    assert all(not v.ok for v in e.verdicts)
+    assert "S divisible by F" in str(e)
+    ok = explain(OP, x, torch.randn(32, device=device))
+    assert ok.chosen == ("triton" if device.type == "cuda" else "torch")
+
+
+def test_opcheck(backend, device):
+    x = torch.randn(2, 3, 40, device=device).to(torch.bfloat16)
+    sc = torch.randn(2, 1, 40, device=device).to(torch.bfloat16)
+    sh = torch.randn(40, device=device)
+    w = torch.randn(40, device=device)
+    torch.library.opcheck(
+        torch.ops.sgl_diffusion.ln_modulate.default, (x, sc, sh, w, None, 1e-6, 1.0, backend)
+    )
+    torch.library.opcheck(torch.ops.sgl_diffusion.ln_modulate.default, (x, sc, None, None, None, 1e-5, 0.0, backend))
+
+
+def test_compile_fullgraph_no_graph_break(backend, device):
+    import torch._dynamo
+
+    def block(x, mod):
+        shift, scale = mod.chunk(2, dim=1)
+        h = norm.ln_modulate(x, scale, shift, backend=backend)
+        return h * 2.0 + 1.0
+
+    torch._dynamo.reset()
+    x = torch.randn(2, 5, 48, device=device).to(torch.bfloat16)
+    mod = torch.randn(2, 2, 48, device=device).to(torch.bfloat16)
+    expl = torch._dynamo.explain(block)(x, mod)
+    assert expl.graph_break_count == 0, expl.break_reasons
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    testing.assert_exact(compiled(x, mod), block(x, mod))
+
+
+def test_eager_call_skips_custom_op_dispatch(device, monkeypatch):
+    """Eager calls go straight to the cached plan (host overhead), not through torch.ops."""
+    x = torch.randn(1, 2, 16, device=device)
+    sc = torch.randn(16, device=device)
+    calls = []
+    op = torch.ops.sgl_diffusion.ln_modulate
+    monkeypatch.setattr(torch.ops.sgl_diffusion, "ln_modulate", lambda *a: calls.append(a) or op(*a), raising=False)
+    norm.ln_modulate(x, sc)
+    assert calls == []
