@@ -16,7 +16,7 @@ import importlib
 from typing import Any
 
 from . import _exports
-from .__about__ import __version__
+from .__about__ import __version__ as __version__
 
 
 class MissingDistributionError(ImportError):

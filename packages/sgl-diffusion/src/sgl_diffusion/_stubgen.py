@@ -33,19 +33,22 @@ class MissingDistributionError(ImportError):
 def render(exports: dict[str, tuple[str, str]] | None = None) -> str:
     """The text of ``__init__.pyi`` for an export table (default: the package's)."""
     table = EXPORTS if exports is None else exports
-    by_module: dict[str, list[str]] = {}
-    for name, (module, _dist) in table.items():
-        by_module.setdefault(module, []).append(name)
-    parts = [_HEADER]
-    for module in sorted(by_module):
-        names = sorted(by_module[module])
-        body = "".join(f"    {n} as {n},\n" for n in names)
-        parts.append(f"from {module} import (\n{body})\n")
-    parts.append("from .__about__ import __version__ as __version__\n")
-    parts.append("\n" + _ERROR)
-    all_names = sorted([*table, "__version__"])
-    parts.append("\n__all__ = [\n" + "".join(f'    "{n}",\n' for n in all_names) + "]\n")
-    return "".join(parts[:1]) + "\n" + "".join(parts[1:])
+    # one re-export per line, ordered as isort / ruff's "I" rules order them (module, then
+    # CONSTANTS, Classes, functions), so the generated stub is lint-clean as written
+    imports = sorted(((module, _member_key(name)), name) for name, (module, _dist) in table.items())
+    lines = [_HEADER]
+    lines += [f"from {module} import {name} as {name}" for (module, _), name in imports]
+    lines += ["", "from .__about__ import __version__ as __version__", "", _ERROR]
+    lines.append("__all__ = [")
+    lines += [f'    "{n}",' for n in sorted([*table, "__version__"])]
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def _member_key(name: str) -> tuple[int, str]:
+    if name.isupper():
+        return (0, name)
+    return (1 if name[:1].isupper() else 2, name.lower())
 
 
 def is_stale(path: Path = STUB_PATH) -> bool:
