@@ -158,13 +158,14 @@ _PLANS = PlanCache()
 
 
 def _empty_plan(geom: Geometry):
-    def run(x, scale, shift, *, weight, bias, eps, scale_offset, geom=geom):
-        return torch.empty(geom.out_shape, dtype=x.dtype, device=x.device)
+    def run(x, scale, shift, weight, bias, eps, scale_offset, _shape=geom.out_shape):
+        return torch.empty(_shape, dtype=x.dtype, device=x.device)
 
     return run
 
 
 def _plan(x, scale, shift, weight, bias, backend):
+    """The runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for this call signature."""
     try:
         key = (tensor_sig(x), tensor_sig(scale), tensor_sig(shift), tensor_sig(weight), tensor_sig(bias), backend)
     except AttributeError:  # a non-tensor argument: let describe() name it
@@ -178,9 +179,14 @@ def _plan(x, scale, shift, weight, bias, backend):
             plan = _empty_plan(geom)
         else:
             fn = spec.load()
+            prepare = getattr(fn, "prepare", None)  # a backend may precompute its launch per signature
+            if prepare is not None:
+                plan = prepare(geom, x, scale, shift, weight, bias)
+            else:
 
-            def plan(x, scale, shift, *, weight, bias, eps, scale_offset, _fn=fn, _geom=geom):
-                return _fn(x, scale, shift, weight=weight, bias=bias, eps=eps, scale_offset=scale_offset, geom=_geom)
+                def plan(x, scale, shift, weight, bias, eps, scale_offset, _fn=fn, _geom=geom):
+                    return _fn(x, scale, shift, weight=weight, bias=bias, eps=eps, scale_offset=scale_offset,
+                               geom=_geom)
 
         if key is not None:
             _PLANS.put(key, plan)
@@ -218,9 +224,7 @@ def ln_modulate(
     """
     if is_compiling():
         return _custom_op(x, scale, shift, weight, bias, float(eps), float(scale_offset), backend)
-    return _plan(x, scale, shift, weight, bias, backend)(
-        x, scale, shift, weight=weight, bias=bias, eps=eps, scale_offset=scale_offset
-    )
+    return _plan(x, scale, shift, weight, bias, backend)(x, scale, shift, weight, bias, eps, scale_offset)
 
 
 def can_use_ln_modulate(
@@ -261,9 +265,7 @@ def ln_modulate_reference(
 # --- custom op: the path torch.compile traces -------------------------------------------------
 
 def _op_impl(x, scale, shift, weight, bias, eps, scale_offset, backend):
-    return _plan(x, scale, shift, weight, bias, backend)(
-        x, scale, shift, weight=weight, bias=bias, eps=eps, scale_offset=scale_offset
-    )
+    return _plan(x, scale, shift, weight, bias, backend)(x, scale, shift, weight, bias, eps, scale_offset)
 
 
 def _op_fake(x, scale, shift, weight, bias, eps, scale_offset, backend):

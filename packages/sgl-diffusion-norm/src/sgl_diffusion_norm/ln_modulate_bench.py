@@ -106,25 +106,24 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
         geom = describe_ln_modulate(x, scale, shift).info["geom"]
         nbytes = bench.tensor_bytes(x, x)
         _, copy_gbps = bench.copy_bandwidth(nbytes, device)
-        blocks = sorted({b for b in (512, 1024, 2048, 4096, 8192, 16384) if b // 8 <= D <= 4 * b} | {
-            RowConfig.from_heuristic(D, x.element_size(), "cuda").block})
+        blocks = [b for b in (512, 1024, 2048, 4096, 8192) if b >= D // 16 and b <= 2 * D]
         for block in blocks:
             chunks = -(-D // block)
-            if chunks > 1 and block < 512:
-                continue
-            for warps in (2, 4, 8, 16, 32):
-                if block // (32 * warps) < 1:
+            for warps in (1, 2, 4, 8):
+                if block // (32 * warps) < 2:
                     continue
-                cfg = RowConfig(block=block, chunks=chunks, num_warps=warps)
-                try:
-                    t = bench.time_gpu(lambda: launch(x, scale, shift, geom=geom, config=cfg), device, rep=50)
-                except Exception as exc:  # a config the compiler rejects (e.g. out of resources)
-                    progress(f"{name} {cfg}: failed {type(exc).__name__}")
-                    continue
-                gbps = t.gbps(nbytes)
-                rows.append({"case": name, "D": D, "block": block, "chunks": chunks, "num_warps": warps,
-                             "median_us": t.median_ms * 1e3, "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
-                progress(f"{name} D={D} block={block} chunks={chunks} warps={warps}: "
-                         f"{t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s {100 * gbps / copy_gbps:.1f}% of copy")
+                for stages in (1, 2, 3) if chunks > 1 else (1,):
+                    cfg = RowConfig(block=block, chunks=chunks, num_warps=warps, num_stages=stages)
+                    try:
+                        t = bench.time_gpu(lambda: launch(x, scale, shift, geom=geom, config=cfg), device, rep=40)
+                    except Exception as exc:  # a config the compiler rejects (e.g. out of resources)
+                        progress(f"{name} {cfg}: failed {type(exc).__name__}")
+                        continue
+                    gbps = t.gbps(nbytes)
+                    rows.append({"case": name, "D": D, "block": block, "chunks": chunks, "num_warps": warps,
+                                 "num_stages": stages, "median_us": t.median_ms * 1e3, "gbps": gbps,
+                                 "frac_of_copy": gbps / copy_gbps})
+                    progress(f"{name} D={D} block={block} chunks={chunks} warps={warps} stages={stages}: "
+                             f"{t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s {100 * gbps / copy_gbps:.1f}% of copy")
         del x, scale, shift
     return rows

@@ -90,6 +90,35 @@ def config_for(D: int, dtype: torch.dtype, device: torch.device) -> RowConfig:
     return RowConfig.from_heuristic(D, torch.empty((), dtype=dtype).element_size(), plat, arch)
 
 
+def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None):
+    """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for one call signature."""
+    from sgl_diffusion_core.triton_launch import PreparedLaunch
+
+    cfg = config or config_for(geom.D, x.dtype, x.device)
+    sc, sh = geom.scale, geom.shift
+    scalars = (
+        geom.S, geom.D, geom.x_sb, geom.x_ss, sc.sb, sc.ss, sc.L,
+        0 if sh is None else sh.sb, 0 if sh is None else sh.ss, 1 if sh is None else sh.L,
+    )
+    launch = PreparedLaunch(
+        _ln_modulate_kernel,
+        (geom.B * geom.S,),
+        {"HAS_SHIFT": shift is not None, "HAS_W": weight is not None, "HAS_BIAS": bias is not None,
+         "BLOCK": cfg.block, "CHUNKS": cfg.chunks},
+        num_warps=cfg.num_warps,
+        num_stages=cfg.num_stages,
+    )
+    shape, dtype, device = geom.out_shape, x.dtype, x.device
+
+    def run(x, scale, shift, weight, bias, eps, scale_offset):
+        out = torch.empty(shape, dtype=dtype, device=device)
+        launch(x, scale, x if shift is None else shift, x if weight is None else weight,
+               x if bias is None else bias, out, *scalars, eps, scale_offset)
+        return out
+
+    return run
+
+
 def ln_modulate(
     x: torch.Tensor,
     scale: torch.Tensor,
@@ -102,22 +131,11 @@ def ln_modulate(
     geom,
     config: RowConfig | None = None,
 ) -> torch.Tensor:
-    """Launch the kernel. ``geom`` comes from ``describe_ln_modulate`` (validated inputs)."""
-    out = torch.empty(geom.out_shape, dtype=x.dtype, device=x.device)
-    cfg = config or config_for(geom.D, x.dtype, x.device)
-    sc, sh = geom.scale, geom.shift
-    _ln_modulate_kernel[(geom.B * geom.S,)](
-        x, scale, x if shift is None else shift, x if weight is None else weight, x if bias is None else bias, out,
-        geom.S, geom.D,
-        geom.x_sb, geom.x_ss,
-        sc.sb, sc.ss, sc.L,
-        0 if sh is None else sh.sb, 0 if sh is None else sh.ss, 1 if sh is None else sh.L,
-        eps, scale_offset,
-        HAS_SHIFT=shift is not None, HAS_W=weight is not None, HAS_BIAS=bias is not None,
-        BLOCK=cfg.block, CHUNKS=cfg.chunks,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )
-    return out
+    """Launch the kernel once. ``geom`` comes from ``describe_ln_modulate`` (validated inputs)."""
+    return prepare(geom, x, scale, shift, weight, bias, config)(x, scale, shift, weight, bias, eps, scale_offset)
+
+
+ln_modulate.prepare = prepare
 
 
 def aot_variants():

@@ -14,7 +14,9 @@ What the umbrella re-exports from core: what a *user* of the ops touches (errors
 ``explain`` / ``select_impl``, the registry and its data types, platform queries).
 Helpers for *kernel authors* (``PlanCache``, ``RowConfig``, ``next_pow2``,
 ``register_custom_op``, ``tensor_sig``, ``is_compiling``, ``dtype_name``,
-``FLOAT_DTYPES``, ``resolve_target``) stay in ``sgl_diffusion_core``.
+``FLOAT_DTYPES``, ``resolve_target``) and its submodules (``aot``, ``bench``,
+``testing``) stay in ``sgl_diffusion_core``. A test fails when core exports a name
+that is neither re-exported here nor listed there as a kernel-author helper.
 
 This module imports nothing: ``import sgl_diffusion`` must stay light.
 """

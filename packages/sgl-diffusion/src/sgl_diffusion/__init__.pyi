@@ -1,0 +1,65 @@
+# Generated from sgl_diffusion/_exports.py by `python -m sgl_diffusion._stubgen`; do not edit.
+# At run time these names are resolved lazily (PEP 562, see __init__.py); this stub is
+# what type checkers and IDEs see.
+
+from sgl_diffusion_core import REGISTRY as REGISTRY
+from sgl_diffusion_core import Capabilities as Capabilities
+from sgl_diffusion_core import Contract as Contract
+from sgl_diffusion_core import Explanation as Explanation
+from sgl_diffusion_core import InputDesc as InputDesc
+from sgl_diffusion_core import KernelSpec as KernelSpec
+from sgl_diffusion_core import MachineInfo as MachineInfo
+from sgl_diffusion_core import MissingPackageError as MissingPackageError
+from sgl_diffusion_core import OpDef as OpDef
+from sgl_diffusion_core import UnsupportedInputError as UnsupportedInputError
+from sgl_diffusion_core import Verdict as Verdict
+from sgl_diffusion_core import default_device as default_device
+from sgl_diffusion_core import describe as describe
+from sgl_diffusion_core import device_arch as device_arch
+from sgl_diffusion_core import explain as explain
+from sgl_diffusion_core import machine as machine
+from sgl_diffusion_core import module_available as module_available
+from sgl_diffusion_core import register as register
+from sgl_diffusion_core import register_op as register_op
+from sgl_diffusion_core import select_impl as select_impl
+from sgl_diffusion_core import tensor_platform as tensor_platform
+from sgl_diffusion_core import triton_interpret as triton_interpret
+from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
+from sgl_diffusion_norm import ln_modulate as ln_modulate
+from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
+
+from .__about__ import __version__ as __version__
+
+class MissingDistributionError(ImportError):
+    distribution: str
+    module: str
+    def __init__(self, attr: str, module: str, distribution: str) -> None: ...
+
+__all__ = [
+    "Capabilities",
+    "Contract",
+    "Explanation",
+    "InputDesc",
+    "KernelSpec",
+    "MachineInfo",
+    "MissingPackageError",
+    "OpDef",
+    "REGISTRY",
+    "UnsupportedInputError",
+    "Verdict",
+    "__version__",
+    "can_use_ln_modulate",
+    "default_device",
+    "describe",
+    "device_arch",
+    "explain",
+    "ln_modulate",
+    "ln_modulate_reference",
+    "machine",
+    "module_available",
+    "register",
+    "register_op",
+    "select_impl",
+    "tensor_platform",
+    "triton_interpret",
+]

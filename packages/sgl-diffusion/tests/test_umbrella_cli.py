@@ -1,0 +1,169 @@
+"""The ``sgl-diffusion`` command: doctor (subprocess) and bench (in process, on a fake op)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from sgl_diffusion import _exports, cli
+from sgl_diffusion_core import REGISTRY, Capabilities, Contract, InputDesc, KernelSpec, OpDef, register, register_op
+from sgl_diffusion_core.bench import BenchCase, tensor_bytes
+
+FAKE_OP = "umbrellatest.fake_scale"
+NO_BENCH_OP = "umbrellatest.no_bench"
+FAKE_SHAPES = {"tiny": (4, 64), "small": (16, 256)}
+
+
+def _describe(x: torch.Tensor) -> InputDesc:
+    return InputDesc(platform=x.device.type, dtypes=(str(x.dtype).removeprefix("torch."),))
+
+
+def fake_scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def fake_bench_cases(device: torch.device, dtype: torch.dtype, names: list[str] | None):
+    for name in names or FAKE_SHAPES:
+        if name not in FAKE_SHAPES:
+            raise ValueError(f"unknown case {name!r}; known: {', '.join(FAKE_SHAPES)}")
+        x = torch.randn(FAKE_SHAPES[name], device=device).to(dtype)
+        out = fake_scale(x)
+
+        def check(x=x, out=out):
+            torch.testing.assert_close(fake_scale(x), x + x)
+
+        yield BenchCase(
+            name=name,
+            shape=str(list(x.shape)),
+            dtype=str(dtype).removeprefix("torch."),
+            bytes=tensor_bytes(x, out),
+            providers={"sgl_diffusion": lambda x=x: fake_scale(x), "eager": lambda x=x: x + x},
+            check=check,
+        )
+
+
+@pytest.fixture(scope="module")
+def fake_ops():
+    """Register two test ops (one with a bench target, one without); remove them afterwards."""
+    here = __name__
+    caps = Capabilities(platforms=("cpu", "cuda", "hip"))
+    for op, bench in ((FAKE_OP, f"{here}:fake_bench_cases"), (NO_BENCH_OP, None)):
+        register_op(OpDef(op=op, distribution="sgl-diffusion", describe=f"{here}:_describe",
+                          public=f"{here}:fake_scale", summary="x * 2 (umbrella test op)", bench=bench))
+        register(KernelSpec(op=op, backend="torch", target=f"{here}:fake_scale", capabilities=caps,
+                            contract=Contract.exact()))
+    yield
+    for op in (FAKE_OP, NO_BENCH_OP):  # the registry has no public unregister; keep it clean for other tests
+        REGISTRY._ops.pop(op, None)
+        REGISTRY._specs.pop(op, None)
+
+
+def test_help_and_no_command(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    assert info.value.code == 0
+    assert "doctor" in capsys.readouterr().out
+    assert cli.main([]) == 2
+
+
+def test_doctor_text(run_python):
+    proc = run_python("-m", "sgl_diffusion", "doctor")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "platform" in out and "TRITON_INTERPRET" in out
+    for dist in _exports.DISTRIBUTIONS:
+        assert dist in out
+    assert "norm.ln_modulate" in out
+    assert "would choose:" in out
+
+
+def test_doctor_json(run_python):
+    proc = run_python("-m", "sgl_diffusion", "doctor", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert {"sgl_diffusion", "python", "platform", "triton", "distributions", "ops"} <= set(report)
+    assert report["platform"]["describe"]
+    assert set(report["triton"]) >= {"available", "version", "interpret"}
+    dists = {d["distribution"]: d for d in report["distributions"]}
+    assert set(dists) == set(_exports.DISTRIBUTIONS)
+    for d in dists.values():
+        assert d["installed"] and d["version"] and d["error"] is None, d
+    ops = {o["op"]: o for o in report["ops"]}
+    ln = ops["norm.ln_modulate"]
+    names = [b["backend"] for b in ln["backends"]]
+    assert {"triton", "torch"} <= set(names)
+    assert ln["would_choose"] in names
+    assert [b["backend"] for b in ln["backends"] if b["would_choose"]] == [ln["would_choose"]]
+    for b in ln["backends"]:
+        assert {"priority", "contract", "platforms", "available", "reasons"} <= set(b)
+    if report["platform"]["default_platform"] == "cpu":
+        assert ln["would_choose"] == "torch"
+
+
+def test_doctor_in_process_sees_registered_ops(fake_ops):
+    report = cli.collect_doctor()
+    ops = {o["op"]: o for o in report["ops"]}
+    assert ops[FAKE_OP]["would_choose"] == "torch"
+    assert FAKE_OP in cli.format_doctor(report)
+
+
+def test_bench_fake_op(fake_ops, tmp_path, capsys):
+    out = tmp_path / "bench" / "fake.json"
+    rc = cli.main(["bench", "--op", "fake_scale", "--dtype", "fp32", "--cases", "tiny,small", "--rep", "3",
+                   "--device", "cpu", "--out", str(out)])
+    stdout = capsys.readouterr().out
+    assert rc == 0
+    assert f"[{FAKE_OP}] tiny" in stdout and "checking" in stdout and "timing sgl_diffusion" in stdout
+    assert "speedup of ours" in stdout  # the summary table
+    record = json.loads(out.read_text())
+    assert record["op"] == FAKE_OP
+    assert {"gpu", "device", "torch", "triton", "git_sha", "date"} <= set(record["env"])
+    assert {(r["case"], r["provider"]) for r in record["rows"]} == {
+        (c, p) for c in ("tiny", "small") for p in ("sgl_diffusion", "eager")
+    }
+    for row in record["rows"]:
+        assert {"shape", "dtype", "bytes", "median_us", "gbps", "copy_gbps", "frac_of_copy", "host_us_per_call",
+                "speedup_of_ours", "check"} <= set(row)
+        assert row["dtype"] == "float32" and row["check"] == "passed"
+
+
+def test_bench_full_op_id_and_all_cases(fake_ops, capsys):
+    assert cli.main(["bench", "--op", FAKE_OP, "--rep", "3", "--device", "cpu"]) == 0
+    stdout = capsys.readouterr().out
+    assert "tiny" in stdout and "small" in stdout
+
+
+def test_bench_usage_errors(fake_ops, capsys):
+    assert cli.main(["bench", "--op", "no_such_op"]) == 2
+    assert "unknown op 'no_such_op'" in capsys.readouterr().err
+    assert cli.main(["bench", "--op", NO_BENCH_OP]) == 2
+    assert "has no benchmark" in capsys.readouterr().err
+    assert cli.main(["bench", "--op", FAKE_OP, "--cases", "nope", "--rep", "3", "--device", "cpu"]) == 2
+    assert "unknown case 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        cli.main(["bench", "--op", FAKE_OP, "--dtype", "int8"])
+    assert info.value.code == 2
+
+
+def test_resolve_op():
+    ops = ["a.foo", "b.foo", "a.bar"]
+    assert cli.resolve_op("a.foo", ops) == "a.foo"
+    assert cli.resolve_op("bar", ops) == "a.bar"
+    with pytest.raises(cli.UsageError, match="ambiguous"):
+        cli.resolve_op("foo", ops)
+    with pytest.raises(cli.UsageError, match="unknown op"):
+        cli.resolve_op("baz", ops)
+
+
+def test_summary_reports_failed_baselines():
+    rows = [
+        {"case": "flux", "provider": "sgl_diffusion", "median_us": 20.5, "gbps": 3000.0, "frac_of_copy": 0.8,
+         "host_us_per_call": 9.1, "speedup_of_ours": 1.0},
+        {"case": "flux", "provider": "torch.compile", "error": "RuntimeError: boom"},
+    ]
+    lines = cli.format_bench_summary(rows).splitlines()
+    assert lines[0].split()[:3] == ["case", "provider", "us"]
+    assert "80.0" in lines[2] and "1.00x" in lines[2]
+    assert lines[3].endswith("failed: RuntimeError: boom")
