@@ -41,7 +41,7 @@ def host_overheads(progress=print) -> dict:
         "public_ln_modulate": lambda: norm.ln_modulate(x, sc, sh),
         "public_ln_modulate_backend_triton": lambda: norm.ln_modulate(x, sc, sh, backend="triton"),
         "torch_empty": lambda: torch.empty((1, 16, 3072), dtype=torch.bfloat16, device=dev),
-        "tensor_sig_x5": lambda: [(t.shape, t.stride(), t.dtype, t.device) for t in (x, sc, sh, None and x, x)],
+        "tensor_sig_x5": lambda: [(t.shape, t.stride(), t.dtype, t.device) for t in (x, sc, sh, x, x)],
         "is_compiling": torch.compiler.is_compiling,
     }
     out = {}
