@@ -10,11 +10,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-# Measured on one H200 (see docs/benchmarks): (D, elem_bytes) -> (block, num_warps).
-# Entries override the generic rule below for shapes where it was beaten.
-_CUDA_TUNED: dict[tuple[int, int], tuple[int, int]] = {}
-
-
 def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
@@ -27,23 +22,40 @@ class RowConfig:
     num_stages: int = 1
 
     @classmethod
-    def from_heuristic(cls, n_cols: int, elem_bytes: int, platform: str, arch: int | str | None = None) -> RowConfig:
-        return _row_config(n_cols, elem_bytes, platform, arch)
+    def from_heuristic(cls, n_cols: int, elem_bytes: int, platform: str, arch: int | str | None = None,
+                       n_rows: int | None = None) -> RowConfig:
+        return _row_config(n_cols, elem_bytes, platform, arch, n_rows is not None and n_rows < _FEW_ROWS)
+
+
+# Below this many rows (FLUX: 4608) there are too few programs to hide latency with small
+# chunks, and a whole power-of-two row in registers wins when it wastes no lanes.
+_FEW_ROWS = 16384
+# Bytes of one chunk: 1024 bf16 values. With 2 warps that is 16 values (2 x 16-byte loads)
+# per thread per chunk, and many resident programs per SM keep enough loads in flight.
+_CHUNK_BYTES = 2048
 
 
 @functools.cache
-def _row_config(n_cols: int, elem_bytes: int, platform: str, arch: int | str | None) -> RowConfig:
+def _row_config(n_cols: int, elem_bytes: int, platform: str, arch: int | str | None, few_rows: bool) -> RowConfig:
+    """Rules measured on one H200 (bf16, docs/benchmarks/ln_modulate_tune_h200.json):
+
+    * D=5120 x 75600 rows: 1024-wide chunks x 5 with 2 warps 92.0% of copy; the whole row in
+      an 8192 block (37.5% masked lanes) 65% at best; 2048 x 3 84%.
+    * D=3072 x 118800 rows: 1024 x 3 with 2 warps 96.6%; whole row (4096 block) 82%.
+    * D=3072 x 4608 rows: whole row (4096 block, 25% masked) with 2 warps 86.3%; 1024 x 3 82%.
+    * more warps per row always lost (8 warps: 60-70%, 16: 40-50%).
+
+    ROCm (64-wide wavefronts) reuses the same bytes per chunk with one wavefront per row;
+    it is compiled in the compile lanes but was not measured on hardware.
+    """
+    n = max(n_cols, 1)
     warp = 64 if platform == "hip" else 32
-    tuned = _CUDA_TUNED.get((n_cols, elem_bytes)) if platform == "cuda" else None
-    if tuned is not None:
-        block, warps = tuned
+    chunk = max(_CHUNK_BYTES // elem_bytes, 16)
+    full = next_pow2(n)
+    if n <= chunk or (few_rows and full * elem_bytes <= 4 * _CHUNK_BYTES):
+        block = full
     else:
-        # Whole row in registers up to 8192 columns (16 fp32 values per thread at 16 warps).
-        block = min(next_pow2(max(n_cols, 1)), 8192)
-        # ~16 bytes of input per thread per chunk gives 128-bit accesses; at most 16 warps.
-        threads = max(warp, min(block * elem_bytes // 16, 512 if warp == 32 else 1024))
-        warps = max(1, min(16, threads // warp))
-        if block * elem_bytes >= 8192 and warps < 8 and warp == 32:
-            warps = 8
-    chunks = -(-max(n_cols, 1) // block)
-    return RowConfig(block=block, chunks=chunks, num_warps=warps)
+        block = chunk
+    # ~16 values per thread per chunk, at most 2 warps per row.
+    warps = max(1, min(2, block // (16 * warp)))
+    return RowConfig(block=block, chunks=-(-n // block), num_warps=warps)

@@ -22,11 +22,15 @@ SHAPES: dict[str, tuple[int, int, int, str]] = {
     "hunyuan": (1, 118800, 3072, "per-sample"),
     "wan-per-token": (1, 75600, 5120, "per-token"),
     "wan-per-frame": (1, 75600, 5120, "per-frame"),
+    # Wan's own chain: FP32LayerNorm on bf16 x, fp32 modulation, result cast back to bf16
+    "wan-fp32mod": (1, 75600, 5120, "per-sample-fp32"),
 }
 DEFAULT = ("flux", "wan", "hunyuan")
 
 
 def _eager(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, L: int) -> torch.Tensor:
+    if scale.dtype == torch.float32 and x.dtype != torch.float32:  # diffusers Wan: FP32LayerNorm + fp32 mods
+        return (F.layer_norm(x.float(), (x.shape[-1],), eps=1e-6) * (1 + scale) + shift).to(x.dtype)
     y = F.layer_norm(x, (x.shape[-1],), eps=1e-6)
     if scale.dim() == 4:  # per frame: view tokens as [B, F, L, D]
         B, S, D = x.shape
@@ -38,8 +42,9 @@ def make_inputs(B: int, S: int, D: int, layout: str, dtype: torch.dtype, device:
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.randn(B, S, D, device=device, dtype=dtype, generator=g)
     L = 1
-    if layout == "per-sample":
-        mod = torch.randn(B, 6, D, device=device, dtype=dtype, generator=g)  # adaLN-Zero chunks
+    if layout.startswith("per-sample"):
+        mdt = torch.float32 if layout.endswith("fp32") else dtype
+        mod = torch.randn(B, 6, D, device=device, dtype=mdt, generator=g)  # adaLN-Zero chunks
         scale, shift = mod[:, 1:2], mod[:, 0:1]
     elif layout == "per-token":  # strided chunks of a [B, S, 6*D] projection (Wan2.2-TI2V style)
         proj = torch.randn(B, S, 6 * D, device=device, dtype=dtype, generator=g) * 0.1
@@ -69,7 +74,7 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
             testing.assert_close(ours, ln_modulate_reference(x, scale, shift))
 
         nbytes = bench.tensor_bytes(x, out) + (
-            bench.tensor_bytes(scale, shift) if layout != "per-sample" else 2 * D * x.element_size()
+            bench.tensor_bytes(scale, shift) if not layout.startswith("per-sample") else 2 * D * scale.element_size()
         )
         yield bench.BenchCase(
             name=name,
