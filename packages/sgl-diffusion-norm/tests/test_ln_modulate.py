@@ -236,3 +236,15 @@ def test_eager_call_skips_custom_op_dispatch(device, monkeypatch):
     monkeypatch.setattr(torch.ops.sgl_diffusion, "ln_modulate", lambda *a: calls.append(a) or op(*a), raising=False)
     norm.ln_modulate(x, sc)
     assert calls == []
+
+
+def test_same_signature_different_alignment(backend, device):
+    """Two views with equal shape and strides, one 16-byte aligned and one not, share a cached plan:
+    the prepared launch must not reuse the aligned specialization for the misaligned pointer."""
+    D = 256
+    big = torch.randn(5, D + 8, device=device).to(torch.bfloat16)
+    sc = torch.randn(D, device=device).to(torch.bfloat16)
+    aligned, shifted = big[:, :D], big[:, 1:D + 1]
+    assert aligned.stride() == shifted.stride() and shifted.data_ptr() % 16 != 0
+    for x in (aligned, shifted, aligned, shifted):
+        run_both(backend, x, sc)

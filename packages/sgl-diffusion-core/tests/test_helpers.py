@@ -1,0 +1,106 @@
+"""Test helpers, bench helpers, platform, plan cache, launch heuristics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from sgl_diffusion_core import (
+    PlanCache,
+    RowConfig,
+    bench,
+    machine,
+    next_pow2,
+    register_custom_op,
+    tensor_platform,
+    testing,
+)
+
+
+def test_assert_exact_reports_worst_coordinates():
+    a = torch.zeros(3, 4)
+    b = a.clone()
+    b[1, 2] = 5.0
+    b[2, 3] = 1.0
+    with pytest.raises(AssertionError) as info:
+        testing.assert_exact(a, b)
+    msg = str(info.value)
+    assert "2 of 12 elements differ" in msg and "at (1, 2)" in msg
+    assert msg.index("(1, 2)") < msg.index("(2, 3)")  # worst first
+    testing.assert_exact(torch.tensor([float("nan")]), torch.tensor([float("nan")]))
+    with pytest.raises(AssertionError, match="dtype mismatch"):
+        testing.assert_exact(a, a.double())
+    with pytest.raises(AssertionError, match="shape mismatch"):
+        testing.assert_exact(a, a[:2])
+
+
+def test_assert_close_uses_the_table():
+    e = torch.tensor([1.0, 2.0, 100.0], dtype=torch.bfloat16)
+    testing.assert_close(e, e)
+    atol, rtol = testing.TOLERANCES["bfloat16"]
+    bump = torch.tensor([0.0, 0.0, 100.0 * rtol * 4], dtype=torch.float32)
+    with pytest.raises(AssertionError, match="at \\(2,\\)"):
+        testing.assert_close((e.float() + bump).to(torch.bfloat16), e)
+    with pytest.raises(AssertionError, match="not close"):
+        testing.assert_close(torch.tensor([float("nan")]), torch.tensor([1.0]))
+    testing.assert_close(torch.tensor([1.0 + 1e-7]), torch.tensor([1.0]))
+
+
+def test_platform():
+    assert tensor_platform(torch.device("cpu")) == "cpu"
+    m = machine()
+    assert m is machine()  # cached
+    assert m.platform in ("cuda", "hip", "cpu", "mps", "xpu")
+    assert m.torch_version == torch.__version__ and isinstance(m.describe(), str)
+
+
+def test_plan_cache_bounded():
+    c = PlanCache(limit=2)
+    c.put(("a",), len)
+    c.put(("b",), len)
+    assert c.get(("a",)) is len
+    c.put(("c",), len)
+    assert len(c) == 1 and c.get(("a",)) is None
+
+
+@pytest.mark.parametrize("D", [1, 7, 1000, 3072, 5120, 16384])
+@pytest.mark.parametrize("elem", [2, 4])
+@pytest.mark.parametrize("plat", ["cuda", "hip"])
+def test_row_config_covers_the_row(D, elem, plat):
+    for rows in (1, 4608, 75600):
+        cfg = RowConfig.from_heuristic(D, elem, plat, n_rows=rows)
+        assert cfg.block == next_pow2(cfg.block) and cfg.block * cfg.chunks >= D
+        assert cfg.block * (cfg.chunks - 1) < D  # no empty chunk
+        assert 1 <= cfg.num_warps <= 16
+
+
+def test_bench_helpers_on_cpu(tmp_path):
+    x = torch.ones(4, 8, dtype=torch.bfloat16)
+    assert bench.tensor_bytes(x, None, x) == 2 * 64
+    t = bench.time_host(lambda: x + 1, rep=5)
+    assert 0 < t.p20_ms <= t.median_ms <= t.p80_ms
+    case = bench.BenchCase(name="tiny", shape="[4, 8]", dtype="bfloat16", bytes=128,
+                           providers={"sgl_diffusion": lambda: x * 2, "eager": lambda: x * 2},
+                           check=lambda: None)
+    rec = bench.run_cases("test.tiny", [case], torch.device("cpu"), progress=lambda s: None, rep=10)
+    path = rec.write(tmp_path / "r.json")
+    data = json.loads(path.read_text())
+    assert {"gpu", "torch", "triton", "git_sha", "date"} <= set(data["env"])
+    assert [r["provider"] for r in data["rows"]] == ["sgl_diffusion", "eager"]
+    assert all("frac_of_copy" in r and r["check"] == "passed" for r in data["rows"])
+
+
+def test_register_custom_op_with_fake_compiles():
+    def impl(x: torch.Tensor) -> torch.Tensor:
+        return x * 3
+
+    def fake(x):
+        return torch.empty_like(x)
+
+    op = register_custom_op("test_triple", impl, fake, schema="(Tensor x) -> Tensor")
+    assert register_custom_op("test_triple", impl, fake, schema="(Tensor x) -> Tensor") is op
+    torch.library.opcheck(torch.ops.sgl_diffusion.test_triple.default, (torch.randn(3),))
+    f = torch.compile(lambda x: torch.ops.sgl_diffusion.test_triple(x) + 1, fullgraph=True, backend="aot_eager")
+    testing.assert_exact(f(torch.ones(2)), torch.full((2,), 4.0))
