@@ -20,7 +20,10 @@ import torch
 
 
 class PreparedLaunch:
-    def __init__(self, kernel: Any, grid: tuple[int, ...], constexprs: dict[str, Any], *,
+    """Grid, constexprs and launch options of one call signature; the kernel's pointer
+    arguments must be its first ``n_ptrs`` parameters and the constexprs its last ones."""
+
+    def __init__(self, kernel: Any, grid: tuple[int, ...], constexprs: dict[str, Any], *, n_ptrs: int,
                  num_warps: int, num_stages: int = 1, direct: bool = True) -> None:
         names = list(kernel.arg_names)
         n_const = len(constexprs)
@@ -30,16 +33,23 @@ class PreparedLaunch:
         self.grid = tuple(grid) + (1,) * (3 - len(grid))
         self.constexprs = constexprs
         self._const_tail = tuple(constexprs[n] for n in names[len(names) - n_const:])
+        self._n_ptrs = n_ptrs
         self.options = {"num_warps": num_warps, "num_stages": num_stages}
         self._direct = direct
         self._runner = None
 
     def __call__(self, *args: Any) -> None:
+        n = self._n_ptrs
+        ptrs = [t.data_ptr() for t in args[:n]]
+        misaligned = 0
+        for p in ptrs:
+            misaligned |= p & 15
         runner = self._runner
-        aligned = all(a.data_ptr() & 15 == 0 for a in args if isinstance(a, torch.Tensor))
-        if runner is not None and aligned:
-            runner(*args, *self._const_tail)
+        if runner is not None and not misaligned:
+            # Integer pointers: the launcher takes them as they are (no data_ptr() call and no
+            # cuPointerGetAttribute per argument); devices were validated when the plan was made.
+            runner(*ptrs, *args[n:], *self._const_tail)
             return
         compiled = self.kernel[self.grid](*args, **self.constexprs, **self.options)
-        if self._direct and aligned and compiled is not None and hasattr(compiled, "__getitem__"):
+        if self._direct and not misaligned and compiled is not None and hasattr(compiled, "__getitem__"):
             self._runner = compiled[self.grid]

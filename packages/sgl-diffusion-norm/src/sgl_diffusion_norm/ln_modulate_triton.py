@@ -107,6 +107,7 @@ def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None
         (geom.B * geom.S,),
         {"HAS_SHIFT": shift is not None, "HAS_W": weight is not None, "HAS_BIAS": bias is not None,
          "BLOCK": cfg.block, "CHUNKS": cfg.chunks},
+        n_ptrs=6,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
