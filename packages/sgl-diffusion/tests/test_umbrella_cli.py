@@ -8,8 +8,19 @@ import pytest
 import torch
 
 from sgl_diffusion import _exports, cli
-from sgl_diffusion_core import REGISTRY, Capabilities, Contract, InputDesc, KernelSpec, OpDef, register, register_op
-from sgl_diffusion_core.bench import BenchCase, tensor_bytes
+from sgl_diffusion_core import (
+    REGISTRY,
+    Capabilities,
+    Contract,
+    InputDesc,
+    KernelSpec,
+    OpDef,
+    bench,
+    register,
+    register_op,
+)
+
+BenchCase, tensor_bytes = bench.BenchCase, bench.tensor_bytes
 
 FAKE_OP = "umbrellatest.fake_scale"
 NO_BENCH_OP = "umbrellatest.no_bench"

@@ -6,6 +6,7 @@ Importing this package imports torch (it must look at tensors) but no Triton.
 
 from . import aot, bench, testing
 from .__about__ import __version__
+from .aot import AotVariant
 from .errors import MissingPackageError, UnsupportedInputError
 from .launch import RowConfig, next_pow2
 from .ops import PlanCache, is_compiling, register_custom_op, tensor_sig
@@ -36,10 +37,12 @@ from .registry import (
     resolve_target,
     select_impl,
 )
+from .triton_launch import PreparedLaunch
 
 __all__ = [
     "FLOAT_DTYPES",
     "REGISTRY",
+    "AotVariant",
     "Capabilities",
     "Contract",
     "Explanation",
@@ -49,6 +52,7 @@ __all__ = [
     "MissingPackageError",
     "OpDef",
     "PlanCache",
+    "PreparedLaunch",
     "RowConfig",
     "UnsupportedInputError",
     "Verdict",

@@ -20,3 +20,4 @@ class AotVariant:
     constexprs: dict[str, Any] = field(default_factory=dict)
     num_warps: int = 4
     num_stages: int = 1
+    options: dict[str, Any] = field(default_factory=dict)  # extra compile options, e.g. enable_fp_fusion

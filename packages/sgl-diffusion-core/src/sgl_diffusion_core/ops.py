@@ -10,7 +10,8 @@ registered custom op only while ``torch.compile`` traces (:func:`is_compiling`).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import torch
 
@@ -117,8 +118,11 @@ class KernelSpec:
         """Import and return the target (imports the backend module on first use)."""
         return resolve_target(self.target)
 
-    def reasons(self, desc: InputDesc, *, explicit: bool = False) -> list[str]:
-        """Why this backend cannot serve ``desc`` (empty list: it can)."""
+    def reasons(self, desc: InputDesc, *, explicit: bool = False, distribution: str | None = None) -> list[str]:
+        """Why this backend cannot serve ``desc`` (empty list: it can).
+
+        ``distribution`` (the op's) lets a missing module name the extra that installs it.
+        """
         caps = self.capabilities
         out: list[str] = []
         plat = desc.platform
@@ -135,7 +139,8 @@ class KernelSpec:
                 out.append(f"tensors on {plat}; this backend runs on {'/'.join(caps.platforms)}")
         for mod in caps.requires:
             if not module_available(mod):
-                out.append(f"needs the Python module {mod!r}, which is not installed")
+                how = f"pip install '{distribution}[{mod}]'" if distribution else f"pip install {mod}"
+                out.append(f"needs the Python module {mod!r}, which is not installed ({how})")
         if plat is not None and desc.arch is not None and plat in caps.platforms:
             mins = [a for p, a in caps.min_arch if p == plat]
             if mins:
@@ -312,7 +317,7 @@ def select_impl(
                 {},
             )
         spec = chosen[0]
-        reasons = spec.reasons(desc, explicit=True)
+        reasons = spec.reasons(desc, explicit=True, distribution=opdef.distribution)
         if not _honours(spec, exact, opdef):
             reasons.append(f"contract is {spec.contract.kind}, but exact=True was requested")
         if reasons:
@@ -324,7 +329,7 @@ def select_impl(
         return spec
     all_reasons: dict[str, list[str]] = {}
     for spec in specs:
-        reasons = spec.reasons(desc)
+        reasons = spec.reasons(desc, distribution=opdef.distribution)
         if not _honours(spec, exact, opdef):
             reasons.append(f"contract is {spec.contract.kind}, but an exact result was requested")
         if not reasons:
@@ -352,7 +357,9 @@ def explain(op_id: str, *args: Any, **kwargs: Any) -> Explanation:
     verdicts = []
     chosen = None
     for spec in REGISTRY.specs(op_id):
-        reasons = list(desc.problems) + spec.reasons(desc, explicit=backend == spec.backend)
+        reasons = list(desc.problems) + spec.reasons(
+            desc, explicit=backend == spec.backend, distribution=opdef.distribution
+        )
         if not _honours(spec, exact, opdef):
             reasons.append(f"contract is {spec.contract.kind}, but an exact result was requested")
         if backend is not None and spec.backend != backend:

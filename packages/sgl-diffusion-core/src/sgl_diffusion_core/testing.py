@@ -33,7 +33,9 @@ def _where(shape: torch.Size, flat_index: int) -> tuple[int, ...]:
     return tuple(reversed(idx))
 
 
-def _report(kind: str, actual: torch.Tensor, expected: torch.Tensor, bad: torch.Tensor, err: torch.Tensor, k: int) -> str:
+def _report(
+    kind: str, actual: torch.Tensor, expected: torch.Tensor, bad: torch.Tensor, err: torch.Tensor, k: int
+) -> str:
     n_bad = int(bad.sum())
     flat_err = torch.where(bad, err, torch.zeros_like(err)).flatten()
     worst = torch.topk(flat_err, min(k, n_bad)).indices.tolist()

@@ -1,4 +1,4 @@
-"""A prepared Triton launch with a lean host path (imported by Triton backends only).
+"""A prepared Triton launch with a lean host path (used by Triton backends; imports no Triton).
 
 ``kernel[grid](*args, **constexprs)`` re-binds and re-specializes every argument on every
 call; with ~20 arguments that costs more host time than the kernel takes at image sizes.
@@ -16,15 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 
 class PreparedLaunch:
     """Grid, constexprs and launch options of one call signature; the kernel's pointer
     arguments must be its first ``n_ptrs`` parameters and the constexprs its last ones."""
 
     def __init__(self, kernel: Any, grid: tuple[int, ...], constexprs: dict[str, Any], *, n_ptrs: int,
-                 num_warps: int, num_stages: int = 1, direct: bool = True) -> None:
+                 num_warps: int, num_stages: int = 1, fp_fusion: bool = True, direct: bool = True) -> None:
         names = list(kernel.arg_names)
         n_const = len(constexprs)
         if set(names[len(names) - n_const:]) != set(constexprs):
@@ -34,7 +32,9 @@ class PreparedLaunch:
         self.constexprs = constexprs
         self._const_tail = tuple(constexprs[n] for n in names[len(names) - n_const:])
         self._n_ptrs = n_ptrs
-        self.options = {"num_warps": num_warps, "num_stages": num_stages}
+        # fp_fusion=False forbids contracting a*b+c into an FMA (exact contracts need it off);
+        # stated explicitly so the choice does not depend on Triton's changing default.
+        self.options = {"num_warps": num_warps, "num_stages": num_stages, "enable_fp_fusion": fp_fusion}
         self._direct = direct
         self._runner = None
 

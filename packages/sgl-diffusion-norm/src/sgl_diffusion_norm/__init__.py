@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 from . import specs as _specs  # noqa: F401  (registers ops and backends)
-from .__about__ import __version__
+from .__about__ import __version__ as __version__
 
 # public name -> entry module (relative to this package)
 _EXPORTS: dict[str, str] = {

@@ -120,7 +120,8 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
                 for stages in (1, 2, 3) if chunks > 1 else (1,):
                     cfg = RowConfig(block=block, chunks=chunks, num_warps=warps, num_stages=stages)
                     try:
-                        t = bench.time_gpu(lambda: launch(x, scale, shift, geom=geom, config=cfg), device, rep=40)
+                        fn = lambda x=x, a=scale, b=shift, g=geom, c=cfg: launch(x, a, b, geom=g, config=c)  # noqa: E731
+                        t = bench.time_gpu(fn, device, rep=40)
                     except Exception as exc:  # a config the compiler rejects (e.g. out of resources)
                         progress(f"{name} {cfg}: failed {type(exc).__name__}")
                         continue

@@ -6,7 +6,8 @@ Otherwise the row is processed in ``BLOCK``-wide chunks: a statistics pass with
 pivot-shifted sums (no cancellation for rows with a large mean), then an output pass that
 re-reads the row, which is still in L1/L2. Small chunks with few warps per row beat a
 whole row in registers on the H200 (see ``sgl_diffusion_core.launch``): more programs
-per SM keep more loads in flight, and a 5120-wide row needs no masked lanes. Modulation rows are found with ``base + b*sb + (s // L)*ss``, so
+per SM keep more loads in flight, and a 5120-wide row needs no masked lanes.
+Modulation rows are found with ``base + b*sb + (s // L)*ss``, so
 per-channel, per-sample, per-token (strided) and per-frame layouts share one kernel and
 a new sequence length never recompiles (``S`` and ``L`` are not specialized).
 """
@@ -94,7 +95,7 @@ def config_for(D: int, rows: int, dtype: torch.dtype, device: torch.device) -> R
 
 def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None):
     """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for one call signature."""
-    from sgl_diffusion_core.triton_launch import PreparedLaunch
+    from sgl_diffusion_core import PreparedLaunch
 
     cfg = config or config_for(geom.D, geom.B * geom.S, x.dtype, x.device)
     sc, sh = geom.scale, geom.shift
@@ -141,9 +142,10 @@ def ln_modulate(
 ln_modulate.prepare = prepare
 
 
-def aot_variants():
-    """Variants the compile lanes build: production widths, both row paths, all-optional and minimal args."""
-    from sgl_diffusion_core.aot import AotVariant
+def aot_variants(platform: str = "cuda"):
+    """Variants the compile lanes build: production widths with the launch configuration this
+    platform would use (both row paths), with and without the optional affine arguments."""
+    from sgl_diffusion_core import AotVariant
 
     def sig(dt: str, idx: str) -> dict[str, str]:
         s = {n: f"*{dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
@@ -152,16 +154,16 @@ def aot_variants():
         s.update({n: "constexpr" for n in ("HAS_SHIFT", "HAS_W", "HAS_BIAS", "BLOCK", "CHUNKS")})
         return s
 
-    out = []
+    out: dict[str, AotVariant] = {}
     for dt, esize in (("bf16", 2), ("fp16", 2), ("fp32", 4)):
         for D, full in ((3072, True), (5120, False), (1536, False), (16384, False)):
-            for plat in ("cuda",):
-                cfg = RowConfig.from_heuristic(D, esize, plat)
+            for rows in (4608, 75600):
+                cfg = RowConfig.from_heuristic(D, esize, platform, n_rows=rows)
                 const = {"HAS_SHIFT": True, "HAS_W": full, "HAS_BIAS": full, "BLOCK": cfg.block, "CHUNKS": cfg.chunks}
                 idx = "i64" if D == 16384 else "i32"
-                out.append(AotVariant(
-                    name=f"ln_modulate[{dt},D={D},chunks={cfg.chunks},affine={full},{idx}]",
-                    kernel=_ln_modulate_kernel, signature=sig(dt, idx), constexprs=const,
-                    num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-                ))
-    return out
+                name = f"ln_modulate[{dt},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},affine={full},{idx}]"
+                out[name] = AotVariant(
+                    name=name, kernel=_ln_modulate_kernel, signature=sig(dt, idx), constexprs=const,
+                    num_warps=cfg.num_warps, num_stages=cfg.num_stages, options={"enable_fp_fusion": True},
+                )
+    return list(out.values())

@@ -1,0 +1,245 @@
+"""Every build, test, lint and compile task of the monorepo, in one place.
+
+    bash tools/setup_env.sh                # once: makes .venv (torch, triton, dev tools, packages editable)
+    .venv/bin/nox -l                       # list sessions
+    .venv/bin/nox -s ci                    # what CI runs: lint, import surface, cpu tests, AOT compile, build
+    .venv/bin/nox -s "tests(package='norm', platform='cpu')"
+    .venv/bin/nox -s "tests(package='norm', platform='cuda')"   # skips, saying so, without an NVIDIA GPU
+    .venv/bin/nox -s "compile(target='sm_90')" build lint import_surface
+
+Why every session has ``venv_backend="none"``: the family's only heavy dependencies are
+torch and triton (together several hundred MB, a multi-GB CUDA build if pip ever resolves an
+unpinned torch). Letting nox build a virtualenv per session would reinstall them for every
+(package x platform) pair. Instead ``tools/setup_env.sh`` prepares ONE environment, ``.venv``
+at the repository root, with pinned torch/triton, the pinned dev tools and every package
+installed editable, and every session here runs its commands with that environment's
+interpreter (``.venv/bin/python -m pytest``, ``-m ruff``, ``-m build``, ...), whichever
+Python runs nox itself. A session fails with a clear message when ``.venv`` is missing.
+On a machine whose Python environment is provided (a GPU host with its own CUDA/ROCm
+torch and triton, the family installed with ``pip install --no-deps -e packages/*``), set
+``SGL_PYTHON=/path/to/python`` to run the sessions with that interpreter instead.
+
+The package list is derived from the directories under ``packages/`` (short names: the
+directory without the ``sgl-diffusion-`` prefix; ``packages/sgl-diffusion`` is
+``umbrella``), so a new package gets its sessions without editing this file.
+
+Lanes that need hardware (``platform='cuda'``/``'rocm'``) check for it first and *skip*
+with the reason when it is absent; a skip is never reported as a pass. The ``ci`` session
+does not call them (CI has no GPU); it runs the CPU lane of every package under the Triton
+interpreter and the ahead-of-time compile lanes for every GPU target instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import nox
+from nox.command import CommandFailed
+
+ROOT = Path(__file__).resolve().parent
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PREFIX = "sgl-diffusion-"
+
+
+def _discover_packages() -> dict[str, str]:
+    """Short name -> directory name under packages/, for every directory with a pyproject.toml."""
+    out: dict[str, str] = {}
+    for pyproject in sorted((ROOT / "packages").glob("*/pyproject.toml")):
+        d = pyproject.parent.name
+        short = d[len(PREFIX) :] if d.startswith(PREFIX) else ("umbrella" if d == PREFIX.rstrip("-") else d)
+        out[short] = d
+    return out
+
+
+PACKAGES = _discover_packages()
+PLATFORMS = ("cpu", "cuda", "rocm")
+TARGETS = ("sm_80", "sm_90", "sm_100", "gfx942", "gfx950")
+
+nox.options.default_venv_backend = "none"
+nox.options.sessions = ["ci"]
+
+
+def _py(session: nox.Session) -> str:
+    """The interpreter every command runs with: .venv's, or $SGL_PYTHON (a machine with its own torch)."""
+    override = os.environ.get("SGL_PYTHON")
+    if override:
+        return override
+    if not VENV_PY.exists():
+        session.error(f"{VENV_PY} does not exist: run `bash tools/setup_env.sh` first (it prepares the one env)")
+    return str(VENV_PY)
+
+
+def _pytest(session: nox.Session, *args: str, env: dict[str, str | None], what: str, extra: Sequence[str] = ()) -> None:
+    """Run pytest; exit code 5 (nothing collected) is a failure with its own message."""
+    try:
+        session.run(_py(session), "-m", "pytest", *args, *extra, env=env)
+    except CommandFailed as exc:
+        if "code 5" in str(exc.reason or ""):
+            session.error(f"{what}: pytest collected no test (exit code 5); a lane that runs nothing does not pass")
+        raise
+
+
+# --- tests -------------------------------------------------------------------------------------------
+
+
+def _gpu_present(session: nox.Session, platform: str) -> str | None:
+    """Name of the first GPU of that kind on this machine, or None."""
+    want_hip = platform == "rocm"
+    code = (
+        "import torch\n"
+        "ok = torch.cuda.is_available() and (torch.version.hip is not None) == " + repr(want_hip) + "\n"
+        "print(torch.cuda.get_device_name(0) if ok else '')\n"
+    )
+    out = session.run(_py(session), "-c", code, silent=True) or ""
+    name = out.strip().splitlines()[-1].strip() if out.strip() else ""
+    return name or None
+
+
+def run_tests(session: nox.Session, package: str, platform: str, extra: Sequence[str] = ()) -> None:
+    d = PACKAGES[package]
+    tests_dir = ROOT / "packages" / d / "tests"
+    rel = tests_dir.relative_to(ROOT).as_posix()
+    if not any(tests_dir.rglob("test_*.py")) and not any(tests_dir.rglob("*_test.py")):
+        session.error(f"{rel} holds no test file: the {package} {platform} lane would run nothing")
+    if platform == "cpu":
+        session.log(f"{package}: cpu lane (torch reference + Triton kernels under TRITON_INTERPRET=1)")
+        _pytest(session, rel, "-m", "not gpu", env={"TRITON_INTERPRET": "1"}, what=f"{package} cpu lane", extra=extra)
+        return
+    gpu = _gpu_present(session, platform)
+    if gpu is None:
+        kind = "CUDA" if platform == "cuda" else "ROCm"
+        session.skip(f"no {kind} GPU on this machine: the {platform} lane did not run")
+    session.log(f"{package}: {platform} lane on {gpu} (every test, gpu-marked included)")
+    what = f"{package} {platform} lane"
+    _pytest(session, rel, "-m", "gpu or not gpu", env={"TRITON_INTERPRET": None}, what=what, extra=extra)
+
+
+@nox.session(venv_backend="none")
+@nox.parametrize("platform", PLATFORMS)
+@nox.parametrize("package", list(PACKAGES))
+def tests(session: nox.Session, package: str, platform: str) -> None:
+    """One package's tests on one lane: cpu (interpreter), cuda or rocm (skip without that GPU)."""
+    run_tests(session, package, platform, session.posargs)
+
+
+# --- compile -----------------------------------------------------------------------------------------
+
+
+def run_compile(session: nox.Session, target: str, extra: Sequence[str] = ()) -> None:
+    session.run(_py(session), "tools/aot_compile.py", "--target", target, "--json", f"build/aot/{target}.json", *extra)
+
+
+@nox.session(name="compile", venv_backend="none")
+@nox.parametrize("target", TARGETS)
+def compile_(session: nox.Session, target: str) -> None:
+    """Compile every registered Triton kernel ahead of time for one GPU target (no GPU needed)."""
+    run_compile(session, target, session.posargs)
+
+
+# --- build, lint, import surface ---------------------------------------------------------------------
+
+
+def run_build(session: nox.Session) -> None:
+    py = _py(session)
+    dist = ROOT / "dist"
+    if dist.exists():
+        shutil.rmtree(dist)
+    for d in PACKAGES.values():
+        # --no-isolation: build with the hatchling in .venv; an isolated build env would make pip
+        # fetch the build backend (and, through a bad requires, torch) for every package.
+        session.run(py, "-m", "build", "--no-isolation", "--outdir", "dist", f"packages/{d}")
+    artifacts = sorted(str(p.relative_to(ROOT)) for p in dist.iterdir())
+    session.run(py, "-m", "twine", "--no-color", "check", "--strict", *artifacts)
+    session.run(py, "tools/check_wheels.py", "dist", "--all-packages")
+
+
+@nox.session(venv_backend="none")
+def build(session: nox.Session) -> None:
+    """Wheel + sdist of every package into dist/, then twine check and tools/check_wheels.py."""
+    run_build(session)
+
+
+def run_lint(session: nox.Session) -> None:
+    py = _py(session)
+    session.run(py, "-m", "ruff", "check", ".")
+    # What format --check leaves out (packages/, tools/gpu/) is listed, with why, in [tool.ruff.format].
+    session.run(py, "-m", "ruff", "format", "--check", ".")
+
+
+@nox.session(venv_backend="none")
+def lint(session: nox.Session) -> None:
+    """ruff check on the whole repo; ruff format --check on what [tool.ruff.format] does not exclude."""
+    run_lint(session)
+
+
+def run_import_surface(session: nox.Session, extra: Sequence[str] = ()) -> None:
+    env: dict[str, str | None] = {"TRITON_INTERPRET": None}
+    _pytest(session, "tests-integration", "-m", "not gpu", env=env, what="import surface", extra=extra)
+
+
+@nox.session(venv_backend="none")
+def import_surface(session: nox.Session) -> None:
+    """Cross-package rules: no deep imports, exports resolve, registry targets resolve, laziness."""
+    run_import_surface(session, session.posargs)
+
+
+# --- ci ----------------------------------------------------------------------------------------------
+
+
+@nox.session(venv_backend="none")
+def ci(session: nox.Session) -> None:
+    """What CI runs, in order, failing fast: lint, import surface, cpu tests, AOT compile, build.
+
+    SGL_CI_KEEP_GOING=1 runs every step even after a failure (ci still fails at the end),
+    to see every problem in one run.
+    """
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("lint", lambda: run_lint(session)),
+        ("import_surface", lambda: run_import_surface(session)),
+    ]
+    for p in PACKAGES:
+        steps.append((f"tests(package='{p}', platform='cpu')", lambda p=p: run_tests(session, p, "cpu")))
+    for t in TARGETS:
+        steps.append((f"compile(target='{t}')", lambda t=t: run_compile(session, t)))
+    steps.append(("build", lambda: run_build(session)))
+    keep_going = os.environ.get("SGL_CI_KEEP_GOING", "") not in ("", "0")
+
+    session.run(
+        _py(session),
+        "-c",
+        "import sys, torch, triton; print(f'python {sys.version.split()[0]}, torch {torch.__version__}, "
+        "triton {triton.__version__}')",
+    )
+    session.log("ci: the cuda and rocm lanes are not part of ci (no GPU here); run them on a GPU machine")
+    timings: list[tuple[str, float, str]] = []
+
+    def summary() -> None:
+        session.log("ci: step timings")
+        for label, secs, status in timings:
+            session.log(f"  {status:<6} {secs:7.1f}s  {label}")
+
+    failed: list[str] = []
+    for i, (label, step) in enumerate(steps, 1):
+        session.log(f"===== ci step {i}/{len(steps)}: {label} =====")
+        t0 = time.perf_counter()
+        try:
+            step()
+        except Exception as exc:  # CommandFailed, a session.error or session.skip inside a step: all fail ci
+            timings.append((label, time.perf_counter() - t0, "FAILED"))
+            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            msg = f"ci step {i}/{len(steps)} '{label}' failed ({reason}); re-run it alone: nox -s \"{label}\""
+            if not keep_going:
+                summary()
+                session.error(msg)
+            session.warn(msg)
+            failed.append(label)
+            continue
+        timings.append((label, time.perf_counter() - t0, "ok"))
+    summary()
+    if failed:
+        session.error(f"ci: {len(failed)} of {len(steps)} steps failed: {', '.join(failed)}")
+    session.log(f"ci: all {len(steps)} steps passed")

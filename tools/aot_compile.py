@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Compile every registered Triton kernel ahead of time for one GPU target; no GPU needed.
+
+    python tools/aot_compile.py --target sm_90 [--json build/aot/sm_90.json] [-k substring]
+    python tools/aot_compile.py --target all
+
+Imports every distribution found under ``packages/*/src`` (a domain package registers its
+ops and backends on import), walks ``sgl_diffusion_core.REGISTRY.all_specs()`` and, for
+every spec with ``aot="module:function"``, calls that function for its list of
+``AotVariant`` and compiles each one with ``triton.compile`` for the target. The function
+takes no argument, or one: the platform being compiled for (``"cuda"`` or ``"hip"``), so
+that a backend can return the launch configurations it really uses there (warp size 64 on
+ROCm changes block and warp heuristics). Prints one line per variant as it goes, then a
+table of registers, spills, shared memory, stack and compile time.
+
+Resource usage:
+  CUDA  registers, static shared memory and stack frame from the cubin (Triton's bundled
+        ``cuobjdump --dump-resource-usage``); spill stores/loads (bytes per thread) from the
+        bundled ``ptxas -v`` run on the same PTX with Triton's flags (the PTX of sm_90 and
+        sm_100 targets ``sm_90a`` / ``sm_100a``, read from its ``.target`` line; sm_90+
+        uses ``ptxas-blackwell``, as Triton does). Spills land in the stack frame, not in
+        LOCAL, so ``stack B`` is the column that grows.
+  ROCm  ``.vgpr_count``, ``.sgpr_count``, ``.agpr_count``, ``.vgpr_spill_count``,
+        ``.sgpr_spill_count``, ``.group_segment_fixed_size`` (static LDS) and
+        ``.private_segment_fixed_size`` (scratch) from the AMDGPU metadata in the amdgcn text.
+  Both  ``smem B`` is the dynamic shared memory / LDS Triton launches with
+        (``metadata.shared``); ``static smem B`` is what the binary reserves itself
+        (1 KiB of system shared memory on sm_90+).
+
+Exits non-zero when a variant fails to compile, when an ``aot`` target does not resolve,
+when a Triton backend (a spec that requires ``triton``) has no ``aot`` entry, or when no
+variant was found at all: a compile lane that compiled nothing must not pass.
+
+Each run compiles into a fresh, temporary Triton cache (unless ``--cache-dir`` is given),
+so compile times are real and a stale cache never hides a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# target name -> (Triton backend, arch, warp size)
+TARGETS: dict[str, tuple[str, int | str, int]] = {
+    "sm_80": ("cuda", 80, 32),
+    "sm_90": ("cuda", 90, 32),
+    "sm_100": ("cuda", 100, 32),
+    "gfx942": ("hip", "gfx942", 64),
+    "gfx950": ("hip", "gfx950", 64),
+}
+
+
+@dataclasses.dataclass
+class Result:
+    variant: str
+    spec: str  # "op/backend"
+    target: str
+    ok: bool
+    seconds: float
+    registers: str = "-"  # "72" (CUDA) or "39v/59s/0a" (ROCm: VGPRs/SGPRs/AGPRs)
+    spills: str = "-"  # CUDA: "stores/loads" in bytes per thread; ROCm: "vgpr/sgpr" spill counts
+    spilled: bool = False
+    smem: int | None = None  # dynamic shared memory / LDS bytes Triton launches with
+    static_smem: int | None = None  # static shared memory in the binary (CUDA SHARED, ROCm group segment)
+    stack: int | None = None  # CUDA stack frame bytes per thread (spills land here) / ROCm private segment
+    num_warps: int = 0
+    error: str = ""
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+# --- discovery ------------------------------------------------------------------------------------
+
+
+def family_packages() -> list[str]:
+    """Import names of every distribution under packages/*/src (one top-level package each)."""
+    names = []
+    for init in sorted(ROOT.glob("packages/*/src/*/__init__.py")):
+        names.append(init.parent.name)
+    return names
+
+
+def import_family() -> list[str]:
+    """Import every package of the family (top level only); registration happens on import."""
+    names = family_packages()
+    if not names:
+        raise SystemExit(f"aot_compile: no packages found under {ROOT / 'packages'}/*/src")
+    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    if missing:
+        # Not installed (e.g. run outside .venv): fall back to the source trees.
+        for src in sorted(ROOT.glob("packages/*/src")):
+            sys.path.insert(0, str(src))
+        print(f"aot_compile: {', '.join(missing)} not installed; importing from packages/*/src", flush=True)
+    for name in names:
+        importlib.import_module(name)
+    return names
+
+
+# --- resource usage --------------------------------------------------------------------------------
+
+
+def _run_tool(cmd: list[str]) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr or proc.stdout}")
+    return proc.stdout + proc.stderr
+
+
+def cuda_usage(kernel: Any, res: Result, workdir: Path) -> None:
+    from triton import knobs
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    name = kernel.metadata.name
+    cubin = workdir / f"{name}.cubin"
+    cubin.write_bytes(kernel.asm["cubin"])
+    out = _run_tool([knobs.nvidia.cuobjdump.path, "--dump-resource-usage", str(cubin)])
+    m = re.search(r"Function\s+(\S+):\s*\n\s*(REG:.*)", out)
+    if m is None:
+        raise RuntimeError(f"cuobjdump printed no resource usage for {name}:\n{out}")
+    fields = dict(re.findall(r"(\w+(?:\[\d+\])?):(\d+)", m.group(2)))
+    res.registers = fields.get("REG", "?")
+    res.static_smem = int(fields.get("SHARED", 0))
+    res.stack = int(fields.get("STACK", 0)) + int(fields.get("LOCAL", 0))
+
+    # Spills: ptxas -v on the same PTX, with the flags Triton used for the cubin.
+    ptx = kernel.asm["ptx"]
+    gpu = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
+    if gpu is None:
+        raise RuntimeError("no .target line in the PTX")
+    ptx_file = workdir / f"{name}.ptx"
+    ptx_file.write_text(ptx)
+    arch = TARGETS[res.target][1]
+    fmad = [] if kernel.metadata.enable_fp_fusion else ["--fmad=false"]
+    cmd = [get_ptxas(arch).path, "-v", *fmad, "--regAllocOptLevel=2", f"--gpu-name={gpu.group(1)}"]
+    log = _run_tool([*cmd, str(ptx_file), "-o", str(workdir / f"{name}.ptxas.cubin")])
+    stores = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    regs = re.search(r"Used (\d+) registers", log)
+    if stores is None:
+        raise RuntimeError(f"ptxas -v printed no spill line:\n{log}")
+    res.spills = f"{stores.group(1)}/{stores.group(2)}"
+    res.spilled = int(stores.group(1)) + int(stores.group(2)) > 0
+    if regs is not None and regs.group(1) != res.registers:
+        res.notes.append(f"ptxas -v reports {regs.group(1)} registers, the cubin {res.registers}")
+
+
+def _amd_field(text: str, key: str) -> int | None:
+    m = re.search(rf"^\s*\.{re.escape(key)}:\s*(\d+)", text, re.MULTILINE)
+    return int(m.group(1)) if m else None
+
+
+def rocm_usage(kernel: Any, res: Result) -> None:
+    text = kernel.asm["amdgcn"]
+    meta = text.split(".amdgpu_metadata", 1)[-1]  # the YAML kernel metadata block
+    vgpr = _amd_field(meta, "vgpr_count")
+    sgpr = _amd_field(meta, "sgpr_count")
+    agpr = _amd_field(meta, "agpr_count")
+    if agpr is None:
+        m = re.search(r"^; NumAgprs:\s*(\d+)", text, re.MULTILINE)
+        agpr = int(m.group(1)) if m else 0
+    if vgpr is None or sgpr is None:
+        raise RuntimeError("no .vgpr_count/.sgpr_count in the amdgcn metadata")
+    res.registers = f"{vgpr}v/{sgpr}s/{agpr}a"
+    vspill = _amd_field(meta, "vgpr_spill_count") or 0
+    sspill = _amd_field(meta, "sgpr_spill_count") or 0
+    res.spills = f"{vspill}v/{sspill}s"
+    res.spilled = vspill + sspill > 0
+    res.static_smem = _amd_field(meta, "group_segment_fixed_size")
+    res.stack = _amd_field(meta, "private_segment_fixed_size")
+
+
+# --- compile ----------------------------------------------------------------------------------------
+
+
+def compile_variant(variant: Any, spec_id: str, target: str, workdir: Path) -> Result:
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    backend, arch, warp = TARGETS[target]
+    name = getattr(variant, "name", repr(variant))
+    res = Result(variant=name, spec=spec_id, target=target, ok=False, seconds=0.0)
+    t0 = time.perf_counter()
+    try:
+        res.num_warps = int(variant.num_warps)
+        options = {"num_warps": res.num_warps, "num_stages": int(variant.num_stages)}
+        options.update(getattr(variant, "options", None) or {})  # e.g. enable_fp_fusion=False
+        src = triton.compiler.ASTSource(
+            fn=variant.kernel, signature=dict(variant.signature), constexprs=dict(variant.constexprs)
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kernel = triton.compile(src, target=GPUTarget(backend, arch, warp), options=options)
+        for w in caught:
+            res.notes.append(f"{w.category.__name__}: {w.message}")
+        res.seconds = time.perf_counter() - t0
+        res.smem = int(kernel.metadata.shared)
+        vdir = workdir / re.sub(r"[^\w.=-]+", "_", f"{target}-{name}")
+        vdir.mkdir(parents=True, exist_ok=True)
+        if backend == "cuda":
+            cuda_usage(kernel, res, vdir)
+        else:
+            rocm_usage(kernel, res)
+        res.ok = True
+    except Exception as exc:  # report every failure, keep compiling the rest
+        res.seconds = res.seconds or (time.perf_counter() - t0)
+        tb = traceback.format_exception_only(type(exc), exc)
+        res.error = "".join(tb).strip()
+    return res
+
+
+def _call_aot(fn: Any, platform_name: str) -> list[Any]:
+    """Call an ``aot`` function: with the platform if it takes a parameter, else with nothing."""
+    params = [
+        p for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return list(fn(platform_name) if params else fn())
+
+
+def collect_variants(name_filter: str | None, platform_name: str) -> tuple[list[tuple[str, Any]], list[str]]:
+    """``[(spec_id, variant)]`` for every registered spec with ``aot``, and the problems found."""
+    import sgl_diffusion_core as core
+
+    problems: list[str] = []
+    out: list[tuple[str, Any]] = []
+    specs = core.REGISTRY.all_specs()
+    if not specs:
+        problems.append("the registry holds no KernelSpec at all (did the domain packages register?)")
+    for spec in specs:
+        spec_id = f"{spec.op}/{spec.backend}"
+        if spec.aot is None:
+            if "triton" in spec.capabilities.requires:
+                problems.append(f"{spec_id}: a Triton backend with no aot= entry; its kernels are never compiled here")
+            continue
+        try:
+            variants = _call_aot(core.resolve_target(spec.aot), platform_name)
+        except Exception as exc:
+            problems.append(f"{spec_id}: aot target {spec.aot!r} failed: {type(exc).__name__}: {exc}")
+            continue
+        if not variants:
+            problems.append(f"{spec_id}: aot target {spec.aot!r} returned no variants")
+        for v in variants:
+            missing = [
+                a for a in ("name", "kernel", "signature", "constexprs", "num_warps", "num_stages") if not hasattr(v, a)
+            ]
+            if missing:
+                problems.append(f"{spec_id}: {spec.aot} returned {v!r}, not an AotVariant (missing {missing})")
+                continue
+            if name_filter and name_filter not in v.name:
+                continue
+            out.append((spec_id, v))
+    names = [v.name for _, v in out]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        problems.append(f"duplicate variant names: {', '.join(dups)}")
+    return out, problems
+
+
+def fmt_table(results: list[Result]) -> str:
+    head = ("variant", "target", "warps", "registers", "spills", "smem B", "static smem B", "stack B", "compile s")
+    rows = [head]
+    for r in results:
+        if r.ok:
+            rows.append(
+                (
+                    r.variant,
+                    r.target,
+                    str(r.num_warps),
+                    r.registers,
+                    r.spills,
+                    str(r.smem),
+                    str(r.static_smem),
+                    str(r.stack),
+                    f"{r.seconds:.2f}",
+                )
+            )
+        else:
+            rows.append((r.variant, r.target, str(r.num_warps), "FAILED", "-", "-", "-", "-", f"{r.seconds:.2f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", required=True, choices=[*TARGETS, "all"], help="GPU target, or 'all'")
+    ap.add_argument("--json", type=Path, help="write the results as JSON to this file")
+    ap.add_argument("-k", dest="name_filter", help="compile only variants whose name contains this")
+    ap.add_argument("--cache-dir", type=Path, help="Triton cache directory (default: a fresh temporary one)")
+    args = ap.parse_args(argv)
+    targets = list(TARGETS) if args.target == "all" else [args.target]
+
+    results: list[Result] = []
+    tmp = Path(tempfile.mkdtemp(prefix="sgl-aot-"))
+    os.environ["TRITON_CACHE_DIR"] = str(args.cache_dir or tmp / "triton-cache")
+    try:
+        import triton
+
+        packages = import_family()
+        print(f"aot_compile: triton {triton.__version__}; packages: {', '.join(packages)}", flush=True)
+        # Variants per platform (an aot function may return different configs for cuda and hip).
+        plan: list[tuple[str, str, Any]] = []  # (target, spec_id, variant)
+        problems: list[str] = []
+        for plat in dict.fromkeys(TARGETS[t][0] for t in targets):
+            variants, probs = collect_variants(args.name_filter, plat)
+            problems += [p for p in probs if p not in problems]
+            plan += [(t, spec_id, v) for t in targets if TARGETS[t][0] == plat for spec_id, v in variants]
+        for n, (target, spec_id, v) in enumerate(plan, 1):
+            print(f"[{n}/{len(plan)}] {target} {v.name} ({spec_id}) ...", end=" ", flush=True)
+            r = compile_variant(v, spec_id, target, tmp / "work")
+            results.append(r)
+            if r.ok:
+                print(f"ok {r.seconds:.2f}s, registers {r.registers}, spills {r.spills}, smem {r.smem} B", flush=True)
+            else:
+                print(f"FAILED after {r.seconds:.2f}s", flush=True)
+                print("    " + r.error.replace("\n", "\n    "), flush=True)
+            for note in r.notes:
+                print(f"    note: {note}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    if results:
+        print()
+        print(fmt_table(results))
+    failed = [r for r in results if not r.ok]
+    spilled = [r for r in results if r.ok and r.spilled]
+    if spilled:
+        print(
+            f"\nwarning: {len(spilled)} variant(s) spill registers: "
+            + ", ".join(f"{r.variant}@{r.target} ({r.spills})" for r in spilled)
+        )
+    if not plan and not problems:
+        problems.append(
+            "no AOT variant found: no registered spec has an aot= entry"
+            + (f" matching -k {args.name_filter!r}" if args.name_filter else "")
+        )
+
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "targets": targets,
+            "triton": triton.__version__,
+            "python": platform.python_version(),
+            "problems": problems,
+            "results": [dataclasses.asdict(r) for r in results],
+        }
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"\nwrote {args.json}")
+
+    status = 0
+    if problems:
+        print("\nerror: " + "\nerror: ".join(problems), file=sys.stderr)
+        status = 1
+    if failed:
+        print(
+            f"\nerror: {len(failed)} of {len(results)} compile(s) failed: "
+            + ", ".join(f"{r.variant}@{r.target}" for r in failed),
+            file=sys.stderr,
+        )
+        status = 1
+    if status == 0:
+        print(f"\naot_compile: {len(results)} compile(s) for {', '.join(targets)} ok")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
