@@ -60,9 +60,9 @@ def fake_ops():
     """Register two test ops (one with a bench target, one without); remove them afterwards."""
     here = __name__
     caps = Capabilities(platforms=("cpu", "cuda", "hip"))
-    for op, bench in ((FAKE_OP, f"{here}:fake_bench_cases"), (NO_BENCH_OP, None)):
+    for op, bench_target in ((FAKE_OP, f"{here}:fake_bench_cases"), (NO_BENCH_OP, None)):
         register_op(OpDef(op=op, distribution="sgl-diffusion", describe=f"{here}:_describe",
-                          public=f"{here}:fake_scale", summary="x * 2 (umbrella test op)", bench=bench))
+                          public=f"{here}:fake_scale", summary="x * 2 (umbrella test op)", bench=bench_target))
         register(KernelSpec(op=op, backend="torch", target=f"{here}:fake_scale", capabilities=caps,
                             contract=Contract.exact()))
     yield
