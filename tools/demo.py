@@ -25,8 +25,11 @@ def main() -> int:
     gpu = torch.cuda.is_available()
     dev = torch.device("cuda" if gpu else "cpu")
     B, S, D = (1, 4608, 3072) if gpu else (1, 64, 3072)
-    print(f"\nln_modulate on {dev} ({'compiled Triton' if gpu else 'Triton interpreter on CPU'}), "
-          f"x [{B}, {S}, {D}] bf16, per-sample scale/shift", flush=True)
+    print(
+        f"\nln_modulate on {dev} ({'compiled Triton' if gpu else 'Triton interpreter on CPU'}), "
+        f"x [{B}, {S}, {D}] bf16, per-sample scale/shift",
+        flush=True,
+    )
     torch.manual_seed(0)
     x = torch.randn(B, S, D, device=dev, dtype=torch.bfloat16)
     mod = torch.randn(B, 6, D, device=dev, dtype=torch.bfloat16)
