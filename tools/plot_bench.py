@@ -1,0 +1,69 @@
+"""Plot a benchmark record (JSON from `sgl-diffusion bench --out`) as a PNG next to it.
+
+    python tools/plot_bench.py docs/benchmarks/ln_modulate_bench_h200.json [--out file.png]
+
+One group of bars per case: effective GB/s of every provider, with the same-run
+device-to-device copy as a dashed mark; the label on our bar is its % of copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def plot(path: Path, out: Path | None = None) -> Path:
+    data = json.loads(path.read_text())
+    rows = [r for r in data["rows"] if "gbps" in r]
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    providers = list(dict.fromkeys(r["provider"] for r in rows))
+    width = 0.8 / max(1, len(providers))
+    fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(cases)), 4.5))
+    for j, prov in enumerate(providers):
+        xs, ys = [], []
+        for i, case in enumerate(cases):
+            r = next((r for r in rows if r["case"] == case and r["provider"] == prov), None)
+            if r is not None:
+                xs.append(i + (j - (len(providers) - 1) / 2) * width)
+                ys.append(r["gbps"] / 1e3)
+                if prov == "sgl_diffusion":
+                    ax.annotate(
+                        f"{100 * r['frac_of_copy']:.0f}%", (xs[-1], ys[-1]), ha="center", va="bottom", fontsize=8
+                    )
+        ax.bar(xs, ys, width, label=prov)
+    for i, case in enumerate(cases):
+        copy = next(r["copy_gbps"] for r in rows if r["case"] == case)
+        ax.hlines(
+            copy / 1e3, i - 0.45, i + 0.45, colors="k", linestyles="dashed", label="same-run copy" if i == 0 else None
+        )
+    ax.set_xticks(
+        range(len(cases)), [f"{c}\n{next(r['shape'] for r in rows if r['case'] == c)}" for c in cases], fontsize=7
+    )
+    ax.set_ylabel("effective bandwidth (TB/s)")
+    env = data["env"]
+    ax.set_title(
+        f"{data['op']} on {env['gpu']} ({rows[0]['dtype']}), torch {env['torch']}, triton {env['triton']}", fontsize=9
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = out or path.with_suffix(".png")
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json", type=Path)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    print(plot(args.json, args.out))
+
+
+if __name__ == "__main__":
+    main()
