@@ -21,7 +21,6 @@ class RowConfig:
     chunks: int  # chunks per row; 1 = whole row in registers
     num_warps: int
     num_stages: int = 1
-    rows: int = 1  # rows per program (power of two)
 
     @classmethod
     def from_heuristic(cls, n_cols: int, elem_bytes: int, platform: str, arch: int | str | None = None,

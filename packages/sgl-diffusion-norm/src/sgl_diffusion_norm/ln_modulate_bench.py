@@ -115,11 +115,10 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
         for block in blocks:
             chunks = -(-D // block)
             for warps in (1, 2, 4, 8):
-                for rpp in (1, 2, 4):
-                    per_thread = block * rpp // (32 * warps)
-                    if not 8 <= per_thread <= 64:
-                        continue
-                    cfg = RowConfig(block=block, chunks=chunks, num_warps=warps, rows=rpp)
+                if block // (32 * warps) < 2:
+                    continue
+                for stages in (1, 2, 3) if chunks > 1 else (1,):
+                    cfg = RowConfig(block=block, chunks=chunks, num_warps=warps, num_stages=stages)
                     try:
                         fn = lambda x=x, a=scale, b=shift, g=geom, c=cfg: launch(x, a, b, geom=g, config=c)  # noqa: E731
                         t = bench.time_gpu(fn, device, rep=40)
@@ -128,9 +127,9 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
                         continue
                     gbps = t.gbps(nbytes)
                     rows.append({"case": name, "D": D, "block": block, "chunks": chunks, "num_warps": warps,
-                                 "rows": rpp, "median_us": t.median_ms * 1e3, "gbps": gbps,
+                                 "num_stages": stages, "median_us": t.median_ms * 1e3, "gbps": gbps,
                                  "frac_of_copy": gbps / copy_gbps})
-                    progress(f"{name} D={D} block={block} chunks={chunks} warps={warps} rows={rpp}: "
+                    progress(f"{name} D={D} block={block} chunks={chunks} warps={warps} stages={stages}: "
                              f"{t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s {100 * gbps / copy_gbps:.1f}% of copy")
         del x, scale, shift
     return rows

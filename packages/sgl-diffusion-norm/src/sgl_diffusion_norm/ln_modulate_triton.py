@@ -22,13 +22,12 @@ from sgl_diffusion_core import RowConfig, device_arch, tensor_platform
 
 
 @triton.jit
-def _modulate(y, offs, cmask, mask, W, BIAS, sc_row, sh_row, scale_offset,
+def _modulate(y, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
               HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SHIFT: tl.constexpr):
-    # y, mask: [ROWS, BLOCK]; offs, cmask: [1, BLOCK]; sc_row, sh_row: [ROWS, 1] row pointers
     if HAS_W:
-        y = y * tl.load(W + offs, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = y * tl.load(W + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     if HAS_BIAS:
-        y = y + tl.load(BIAS + offs, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = y + tl.load(BIAS + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     sc = tl.load(sc_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     y = y * (scale_offset + sc)
     if HAS_SHIFT:
@@ -36,61 +35,54 @@ def _modulate(y, offs, cmask, mask, W, BIAS, sc_row, sh_row, scale_offset,
     return y
 
 
-@triton.jit(do_not_specialize=["R", "S", "sc_L", "sh_L", "eps", "scale_offset"])
+@triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "eps", "scale_offset"])
 def _ln_modulate_kernel(
     X, SC, SH, W, BIAS, Y,
-    R, S, D,
+    S, D,
     x_sb, x_ss,
     sc_sb, sc_ss, sc_L,
     sh_sb, sh_ss, sh_L,
     eps, scale_offset,
     HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
-    BLOCK: tl.constexpr, CHUNKS: tl.constexpr, ROWS: tl.constexpr,
+    BLOCK: tl.constexpr, CHUNKS: tl.constexpr,
 ):
-    # ROWS rows (b, s) of the flattened [R = B*S, D] problem per program
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    rmask = rows < R
-    rows = tl.where(rmask, rows, 0)  # masked rows read row 0 (always valid) and store nothing
-    b = rows // S
-    s = rows - b * S
-    x_base = X + b * x_sb + s * x_ss
-    x_row = x_base[:, None]
-    y_row = (Y + rows * D)[:, None]
-    sc_row = (SC + b * sc_sb + (s // sc_L) * sc_ss)[:, None]
-    sh_row = (SH + b * sh_sb + (s // sh_L) * sh_ss)[:, None]
-    cols = tl.arange(0, BLOCK)[None, :]
+    row = tl.program_id(0).to(tl.int64)
+    b = row // S
+    s = row - b * S
+    x_row = X + b * x_sb + s * x_ss
+    y_row = Y + row * D
+    sc_row = SC + b * sc_sb + (s // sc_L) * sc_ss
+    sh_row = SH + b * sh_sb + (s // sh_L) * sh_ss
+    cols = tl.arange(0, BLOCK)
     if CHUNKS == 1:
-        cmask = cols < D
-        mask = rmask[:, None] & cmask
+        mask = cols < D
         x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        mean = tl.sum(x, axis=1) / D
-        xc = tl.where(mask, x - mean[:, None], 0.0)
-        var = tl.sum(xc * xc, axis=1) / D
+        mean = tl.sum(x, axis=0) / D
+        xc = tl.where(mask, x - mean, 0.0)
+        var = tl.sum(xc * xc, axis=0) / D
         rstd = 1.0 / tl.sqrt(var + eps)
-        y = _modulate(xc * rstd[:, None], cols, cmask, mask, W, BIAS, sc_row, sh_row, scale_offset,
-                      HAS_W, HAS_BIAS, HAS_SHIFT)
+        y = _modulate(xc * rstd, cols, mask, W, BIAS, sc_row, sh_row, scale_offset, HAS_W, HAS_BIAS, HAS_SHIFT)
         tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
     else:
-        pivot = tl.load(x_base).to(tl.float32)[:, None]
-        acc1 = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
-        acc2 = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+        pivot = tl.load(x_row).to(tl.float32)
+        acc1 = tl.zeros([BLOCK], dtype=tl.float32)
+        acc2 = tl.zeros([BLOCK], dtype=tl.float32)
         for c in tl.range(0, CHUNKS):
             offs = c * BLOCK + cols
-            mask = rmask[:, None] & (offs < D)
+            mask = offs < D
             x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
             d = tl.where(mask, x - pivot, 0.0)
             acc1 += d
             acc2 += d * d
-        m1 = tl.sum(acc1, axis=1) / D
-        mean = pivot + m1[:, None]
-        var = tl.maximum(tl.sum(acc2, axis=1) / D - m1 * m1, 0.0)
-        rstd = (1.0 / tl.sqrt(var + eps))[:, None]
+        m1 = tl.sum(acc1, axis=0) / D
+        mean = pivot + m1
+        var = tl.maximum(tl.sum(acc2, axis=0) / D - m1 * m1, 0.0)
+        rstd = 1.0 / tl.sqrt(var + eps)
         for c in tl.range(0, CHUNKS):
             offs = c * BLOCK + cols
-            cmask = offs < D
-            mask = rmask[:, None] & cmask
+            mask = offs < D
             x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-            y = _modulate((x - mean) * rstd, offs, cmask, mask, W, BIAS, sc_row, sh_row, scale_offset,
+            y = _modulate((x - mean) * rstd, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
                           HAS_W, HAS_BIAS, HAS_SHIFT)
             tl.store(y_row + offs, y.to(Y.dtype.element_ty), mask=mask)
 
@@ -107,16 +99,15 @@ def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None
 
     cfg = config or config_for(geom.D, geom.B * geom.S, x.dtype, x.device)
     sc, sh = geom.scale, geom.shift
-    rows = geom.B * geom.S
     scalars = (
-        rows, geom.S, geom.D, geom.x_sb, geom.x_ss, sc.sb, sc.ss, sc.L,
+        geom.S, geom.D, geom.x_sb, geom.x_ss, sc.sb, sc.ss, sc.L,
         0 if sh is None else sh.sb, 0 if sh is None else sh.ss, 1 if sh is None else sh.L,
     )
     launch = PreparedLaunch(
         _ln_modulate_kernel,
-        (-(-rows // cfg.rows),),
+        (geom.B * geom.S,),
         {"HAS_SHIFT": shift is not None, "HAS_W": weight is not None, "HAS_BIAS": bias is not None,
-         "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "ROWS": cfg.rows},
+         "BLOCK": cfg.block, "CHUNKS": cfg.chunks},
         n_ptrs=6,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
@@ -158,9 +149,9 @@ def aot_variants(platform: str = "cuda"):
 
     def sig(dt: str, idx: str) -> dict[str, str]:
         s = {n: f"*{dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
-        s.update({n: idx for n in ("R", "S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L")})
+        s.update({n: idx for n in ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L")})
         s.update({"eps": "fp32", "scale_offset": "fp32"})
-        s.update({n: "constexpr" for n in ("HAS_SHIFT", "HAS_W", "HAS_BIAS", "BLOCK", "CHUNKS", "ROWS")})
+        s.update({n: "constexpr" for n in ("HAS_SHIFT", "HAS_W", "HAS_BIAS", "BLOCK", "CHUNKS")})
         return s
 
     out: dict[str, AotVariant] = {}
@@ -168,11 +159,9 @@ def aot_variants(platform: str = "cuda"):
         for D, full in ((3072, True), (5120, False), (1536, False), (16384, False)):
             for rows in (4608, 75600):
                 cfg = RowConfig.from_heuristic(D, esize, platform, n_rows=rows)
-                const = {"HAS_SHIFT": True, "HAS_W": full, "HAS_BIAS": full, "BLOCK": cfg.block, "CHUNKS": cfg.chunks,
-                         "ROWS": cfg.rows}
+                const = {"HAS_SHIFT": True, "HAS_W": full, "HAS_BIAS": full, "BLOCK": cfg.block, "CHUNKS": cfg.chunks}
                 idx = "i64" if D == 16384 else "i32"
-                name = (f"ln_modulate[{dt},D={D},rows={cfg.rows},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},"
-                        f"affine={full},{idx}]")
+                name = f"ln_modulate[{dt},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},affine={full},{idx}]"
                 out[name] = AotVariant(
                     name=name, kernel=_ln_modulate_kernel, signature=sig(dt, idx), constexprs=const,
                     num_warps=cfg.num_warps, num_stages=cfg.num_stages, options={"enable_fp_fusion": True},
