@@ -138,3 +138,27 @@ def test_missing_module_is_a_reason():
                       capabilities=Capabilities(platforms=("cpu",), requires=("no_such_module_xyz",)),
                       contract=Contract.exact())
     assert "no_such_module_xyz" in spec.reasons(InputDesc(platform="cpu"))[0]
+
+
+def test_unimported_domain_is_imported_on_lookup(tmp_path, monkeypatch):
+    """`explain("fakedomain.op", ...)` works before anyone imported sgl_diffusion_fakedomain."""
+    import sys
+
+    pkg = tmp_path / "sgl_diffusion_fakedomain"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from sgl_diffusion_core import Capabilities, Contract, KernelSpec, OpDef, register, register_op\n"
+        f"register_op(OpDef(op='fakedomain.scale', distribution='sgl-diffusion-fakedomain',\n"
+        f"                  describe='{MOD}:describe_scale', public='{MOD}:impl_ref'))\n"
+        f"register(KernelSpec(op='fakedomain.scale', backend='ref', target='{MOD}:impl_ref',\n"
+        "                    capabilities=Capabilities(platforms=('cpu',)), contract=Contract.exact()))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from sgl_diffusion_core import module_available
+
+    module_available.cache_clear()
+    assert "sgl_diffusion_fakedomain" not in sys.modules
+    assert explain("fakedomain.scale", torch.ones(3)).chosen == "ref"
+    assert "sgl_diffusion_fakedomain" in sys.modules
+    with pytest.raises(KeyError, match="sgl-diffusion-nosuchdomain, which is not installed"):
+        REGISTRY.op("nosuchdomain.op")

@@ -19,7 +19,9 @@ HEAVY = ("sgl_diffusion_core", "sgl_diffusion_norm", "torch", "triton")
 # A new name in sgl_diffusion_core.__all__ must land either in _exports._GROUPS or here.
 CORE_KERNEL_AUTHOR_ONLY = {
     "FLOAT_DTYPES",
+    "AotVariant",
     "PlanCache",
+    "PreparedLaunch",
     "RowConfig",
     "dtype_name",
     "is_compiling",

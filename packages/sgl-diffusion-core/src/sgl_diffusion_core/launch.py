@@ -60,7 +60,7 @@ def _row_config(n_cols: int, elem_bytes: int, platform: str, arch: int | str | N
     if block > chunk:
         # a whole wide row: 32 values per thread (2 warps measured equal to 4 at FLUX without
         # affine; with weight and bias the 2-warp build spills, the 4-warp one does not)
-        warps = block // (32 * warp)
+        warps = max(1, block // (32 * warp))
     else:
         # ~16 values per thread per chunk, at most 2 warps per row
         warps = max(1, min(2, block // (16 * warp)))

@@ -270,10 +270,22 @@ class Registry:
         return sorted(self._ops)
 
     def op(self, op_id: str) -> OpDef:
-        try:
-            return self._ops[op_id]
-        except KeyError:
-            raise KeyError(f"unknown op {op_id!r}; registered ops: {', '.join(self.ops()) or 'none'}") from None
+        """The op's definition. An op of a domain package that is installed but not imported
+        yet (``"norm.x"`` lives in ``sgl_diffusion_norm``) is registered by importing it."""
+        opdef = self._ops.get(op_id)
+        if opdef is None:
+            domain = op_id.partition(".")[0]
+            module = f"sgl_diffusion_{domain}"
+            hint = ""
+            if domain.isidentifier() and module_available(module):
+                importlib.import_module(module)  # registers the domain's ops (data only, no backend)
+                opdef = self._ops.get(op_id)
+            elif domain.isidentifier():
+                hint = f" (ops named {domain}.* ship in sgl-diffusion-{domain}, which is not installed)"
+            if opdef is None:
+                known = ", ".join(self.ops()) or "none"
+                raise KeyError(f"unknown op {op_id!r}; registered ops: {known}{hint}")
+        return opdef
 
     def specs(self, op_id: str) -> list[KernelSpec]:
         """Backends of an op, highest priority first."""
