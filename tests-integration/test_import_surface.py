@@ -438,8 +438,9 @@ def test_demo_runs_on_this_machine() -> None:
     """The README's main job (tools/demo.py: doctor, then ln_modulate checked against the
     reference and timed) runs end to end; on a machine without a GPU in the Triton interpreter."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, str(REPO / "tools" / "demo.py")], capture_output=True, text=True,
-                          env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "demo.py")], capture_output=True, text=True, env=env, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "check against the reference" in proc.stdout and "us per call" in proc.stdout
     assert "would use 'triton'" in proc.stdout
