@@ -50,7 +50,7 @@ def plot(path: Path, out: Path | None = None) -> Path:
     ax.set_title(
         f"{data['op']} on {env['gpu']} ({rows[0]['dtype']}), torch {env['torch']}, triton {env['triton']}", fontsize=9
     )
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     out = out or path.with_suffix(".png")
     fig.savefig(out, dpi=120)
