@@ -1,8 +1,10 @@
 """Benchmark cases of ``ln_modulate`` at production shapes (../shared/SHAPES.md).
 
 Providers: ``sgl_diffusion`` (the public op, default backend), ``eager`` (the diffusers
-chain ``F.layer_norm(x) * (1 + scale) + shift`` in the storage dtype) and
-``torch.compile`` of that chain. Bytes: x read once, y written once, plus the
+chain ``F.layer_norm(x) * (1 + scale) + shift`` in the storage dtype), ``torch.compile``
+of that chain specialized to each shape (``dynamic=False``: what a pipeline running at one
+resolution gets) and ``torch.compile(dynamic)`` (``dynamic=True``: what one compiled
+function gets once it has seen a second shape and recompiles with symbolic sizes). Bytes: x read once, y written once, plus the
 modulation tensors (read once each).
 """
 
@@ -62,6 +64,7 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
     from . import ln_modulate, ln_modulate_reference
 
     compiled = torch.compile(_eager, dynamic=False)
+    compiled_dyn = torch.compile(_eager, dynamic=True)
     for name in names or DEFAULT:
         if name not in SHAPES:
             raise ValueError(f"unknown ln_modulate bench case {name!r}; known: {', '.join(SHAPES)}")
@@ -85,6 +88,7 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
                 "sgl_diffusion": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b),
                 "eager": lambda x=x, a=scale, b=shift, L=L: _eager(x, a, b, L),
                 "torch.compile": lambda x=x, a=scale, b=shift, L=L: compiled(x, a, b, L),
+                "torch.compile(dynamic)": lambda x=x, a=scale, b=shift, L=L: compiled_dyn(x, a, b, L),
             },
             check=check,
             extra={"layout": layout},
