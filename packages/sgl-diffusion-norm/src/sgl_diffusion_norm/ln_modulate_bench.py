@@ -4,7 +4,8 @@ Providers: ``sgl_diffusion`` (the public op, default backend), ``eager`` (the di
 chain ``F.layer_norm(x) * (1 + scale) + shift`` in the storage dtype), ``torch.compile``
 of that chain specialized to each shape (``dynamic=False``: what a pipeline running at one
 resolution gets) and ``torch.compile(dynamic)`` (``dynamic=True``: what one compiled
-function gets once it has seen a second shape and recompiles with symbolic sizes). Bytes: x read once, y written once, plus the
+function gets once it has seen a second shape and recompiles with symbolic sizes).
+Bytes: x read once, y written once, plus the
 modulation tensors (read once each).
 """
 
@@ -63,9 +64,11 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
                 names: list[str] | None = None) -> Iterator[bench.BenchCase]:
     from . import ln_modulate, ln_modulate_reference
 
-    compiled = torch.compile(_eager, dynamic=False)
-    compiled_dyn = torch.compile(_eager, dynamic=True)
     for name in names or DEFAULT:
+        # fresh compiled functions per case: one function reused across cases would hit
+        # dynamo's recompile limit and silently fall back to eager
+        compiled = torch.compile(_eager, dynamic=False)
+        compiled_dyn = torch.compile(_eager, dynamic=True)
         if name not in SHAPES:
             raise ValueError(f"unknown ln_modulate bench case {name!r}; known: {', '.join(SHAPES)}")
         B, S, D, layout = SHAPES[name]
@@ -87,8 +90,8 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
             providers={
                 "sgl_diffusion": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b),
                 "eager": lambda x=x, a=scale, b=shift, L=L: _eager(x, a, b, L),
-                "torch.compile": lambda x=x, a=scale, b=shift, L=L: compiled(x, a, b, L),
-                "torch.compile(dynamic)": lambda x=x, a=scale, b=shift, L=L: compiled_dyn(x, a, b, L),
+                "torch.compile": lambda x=x, a=scale, b=shift, L=L, f=compiled: f(x, a, b, L),
+                "torch.compile(dynamic)": lambda x=x, a=scale, b=shift, L=L, f=compiled_dyn: f(x, a, b, L),
             },
             check=check,
             extra={"layout": layout},
