@@ -19,10 +19,11 @@ from typing import Any
 
 class PreparedLaunch:
     """Grid, constexprs and launch options of one call signature; the kernel's pointer
-    arguments must be its first ``n_ptrs`` parameters and the constexprs its last ones."""
+    arguments must be its first ``n_ptrs`` parameters and the constexprs its last ones;
+    ``options`` are Triton launch options (``RowConfig.launch_options``: num_warps, ...)."""
 
     def __init__(self, kernel: Any, grid: tuple[int, ...], constexprs: dict[str, Any], *, n_ptrs: int,
-                 num_warps: int, num_stages: int = 1, fp_fusion: bool = True, direct: bool = True) -> None:
+                 options: dict[str, Any], fp_fusion: bool = True, direct: bool = True) -> None:
         names = list(kernel.arg_names)
         n_const = len(constexprs)
         if set(names[len(names) - n_const:]) != set(constexprs):
@@ -34,7 +35,7 @@ class PreparedLaunch:
         self._n_ptrs = n_ptrs
         # fp_fusion=False forbids contracting a*b+c into an FMA (exact contracts need it off);
         # stated explicitly so the choice does not depend on Triton's changing default.
-        self.options = {"num_warps": num_warps, "num_stages": num_stages, "enable_fp_fusion": fp_fusion}
+        self.options = {**options, "enable_fp_fusion": fp_fusion}
         self._direct = direct
         self._runner = None
 

@@ -65,8 +65,9 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
     from . import ln_modulate, ln_modulate_reference
 
     for name in names or DEFAULT:
-        # fresh compiled functions per case: one function reused across cases would hit
-        # dynamo's recompile limit and silently fall back to eager
+        # fresh compiled functions per case, and dynamo's caches cleared: its recompile limit
+        # counts every compiled wrapper of one code object, and past it dynamo silently runs eager
+        torch._dynamo.reset()
         compiled = torch.compile(_eager, dynamic=False)
         compiled_dyn = torch.compile(_eager, dynamic=True)
         if name not in SHAPES:
@@ -103,7 +104,7 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
          progress=print) -> list[dict]:
     """Sweep launch configurations of the Triton backend at the bench shapes (GPU tuning aid).
 
-    Returns one row per (case, block, chunks, num_warps) with time and % of a same-run copy;
+    Returns one row per (case, block, chunks, num_warps, num_stages, max_registers) with time and % of a same-run copy;
     the winners are written into ``sgl_diffusion_core.launch`` as data.
     """
     from sgl_diffusion_core import RowConfig, resolve_target
@@ -124,8 +125,9 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
             for warps in (1, 2, 4, 8):
                 if block // (32 * warps) < 2:
                     continue
-                for stages in (1, 2, 3) if chunks > 1 else (1,):
-                    cfg = RowConfig(block=block, chunks=chunks, num_warps=warps, num_stages=stages)
+                for stages, max_regs in ((1, None), (2, None), (1, 80), (1, 128)) if chunks > 1 else ((1, None),):
+                    cfg = RowConfig(block=block, chunks=chunks, num_warps=warps, num_stages=stages,
+                                    max_registers=max_regs)
                     try:
                         fn = lambda x=x, a=scale, b=shift, g=geom, c=cfg: launch(x, a, b, geom=g, config=c)  # noqa: E731
                         t = bench.time_gpu(fn, device, rep=40)
@@ -134,9 +136,11 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
                         continue
                     gbps = t.gbps(nbytes)
                     rows.append({"case": name, "D": D, "block": block, "chunks": chunks, "num_warps": warps,
-                                 "num_stages": stages, "median_us": t.median_ms * 1e3, "gbps": gbps,
+                                 "num_stages": stages, "max_registers": max_regs,
+                                 "median_us": t.median_ms * 1e3, "gbps": gbps,
                                  "frac_of_copy": gbps / copy_gbps})
-                    progress(f"{name} D={D} block={block} chunks={chunks} warps={warps} stages={stages}: "
+                    progress(f"{name} D={D} block={block} chunks={chunks} warps={warps} stages={stages} "
+                             f"maxnreg={max_regs}: "
                              f"{t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s {100 * gbps / copy_gbps:.1f}% of copy")
         del x, scale, shift
     return rows

@@ -109,8 +109,7 @@ def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None
         {"HAS_SHIFT": shift is not None, "HAS_W": weight is not None, "HAS_BIAS": bias is not None,
          "BLOCK": cfg.block, "CHUNKS": cfg.chunks},
         n_ptrs=6,
-        num_warps=cfg.num_warps,
-        num_stages=cfg.num_stages,
+        options=cfg.launch_options(tensor_platform(x.device)),
     )
     shape, dtype, device = geom.out_shape, x.dtype, x.device
 
@@ -161,9 +160,12 @@ def aot_variants(platform: str = "cuda"):
                 cfg = RowConfig.from_heuristic(D, esize, platform, n_rows=rows)
                 const = {"HAS_SHIFT": True, "HAS_W": full, "HAS_BIAS": full, "BLOCK": cfg.block, "CHUNKS": cfg.chunks}
                 idx = "i64" if D == 16384 else "i32"
-                name = f"ln_modulate[{dt},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},affine={full},{idx}]"
+                name = (f"ln_modulate[{dt},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},"
+                        f"maxnreg={cfg.max_registers if platform == 'cuda' else None},affine={full},{idx}]")
                 out[name] = AotVariant(
                     name=name, kernel=_ln_modulate_kernel, signature=sig(dt, idx), constexprs=const,
-                    num_warps=cfg.num_warps, num_stages=cfg.num_stages, options={"enable_fp_fusion": True},
+                    num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+                    options={"enable_fp_fusion": True, **{k: v for k, v in cfg.launch_options(platform).items()
+                                                          if k not in ("num_warps", "num_stages")}},
                 )
     return list(out.values())
