@@ -54,9 +54,13 @@ def _row_config(n_cols: int, elem_bytes: int, platform: str, arch: int | str | N
     * D=3072 x 4608 rows: whole row (4096 block, 25% masked) with 2 warps 86.3%; 1024 x 3 82%.
     * more warps per row always lost (8 warps: 60-70%, 16: 40-50%).
     * the compiler unrolls the chunk loops and hoists the loads: 185 registers per thread at
-      5 chunks, so only ~5 programs fit an SM. Capping registers at 80 (maxnreg) for rows of
-      4 or more chunks (bf16/fp16) lifted D=5120 from 91.6-92.5% to 98.8% of copy; at 3 chunks
-      (D=3072) the cap cost 0.7%, so it is not applied there.
+      5 chunks, so only ~5 programs fit an SM. A standalone sweep of the same kernel with an
+      explicit ``tl.range(..., loop_unroll_factor=U)`` reached, at D=5120: U=5 + maxnreg=80
+      98.8% of copy, U=5 + maxnreg=128 97.1%, U=1 + maxnreg=128 96.2%, U=2 uncapped 93.7%
+      (docs/benchmarks/README.md, "next step"). This kernel keeps the
+      compiler's unrolling and applies the cap (bf16/fp16 rows of 4+ chunks, CUDA): measured
+      91.9% at Wan vs 91.6-92.5% without the cap, i.e. no change. Adding the unroll factor
+      is the next step (see docs/benchmarks/README.md). At 3 chunks the cap cost 0.7%.
 
     ROCm (64-wide wavefronts) reuses the same bytes per chunk with one wavefront per row;
     it is compiled in the compile lanes but was not measured on hardware.
