@@ -113,6 +113,10 @@ class KernelSpec:
     # "module:function" returning the kernel variants to compile ahead of time (Triton
     # backends): a list of sgl_diffusion_core.aot.AotVariant. Used by the compile lanes.
     aot: str | None = None
+    # Where this backend was *executed* on real hardware by our test lanes (e.g. "sm_90",
+    # "cpu"); any target of the compile lanes not listed here was only compiled. The docs'
+    # selection matrix reports both, so nobody mistakes a compile for a run.
+    executed_on: tuple[str, ...] = ()
 
     def load(self) -> Callable[..., Any]:
         """Import and return the target (imports the backend module on first use)."""

@@ -37,6 +37,7 @@ register(
         priority=10,
         notes="one program per row; whole row in registers up to 8192 columns, chunked two-pass above",
         aot=f"{PKG}.ln_modulate_triton:aot_variants",
+        executed_on=("sm_90", "cpu-interpreter"),
     )
 )
 register(
@@ -48,5 +49,6 @@ register(
         contract=Contract.close(),
         priority=0,
         notes="the executable spec: eager PyTorch in fp32, one final rounding",
+        executed_on=("sm_90", "cpu"),
     )
 )
