@@ -53,10 +53,15 @@ def _project_name(pyproject: Path) -> str:
 
 
 def _bound_names(init: Path) -> set[str]:
-    """Names the package's __init__.py binds at module level (imports, assignments, defs)."""
+    """Names the package's __init__.py binds at module level (imports, assignments, defs),
+    including lazy attributes declared for type checkers under ``if TYPE_CHECKING:``."""
     tree = ast.parse(init.read_text(), filename=str(init))
     out: set[str] = set()
-    for node in tree.body:
+    body = list(tree.body)
+    for node in tree.body:  # `if TYPE_CHECKING: from . import x` + a module __getattr__: a lazy attribute
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            body.extend(node.body)
+    for node in body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for a in node.names:
                 out.add((a.asname or a.name).split(".")[0])

@@ -1,14 +1,27 @@
 """sgl-diffusion core: platform detection, the KernelSpec registry, contracts, errors,
 custom-op registration, and the test and benchmark helpers every domain package uses.
 
-Importing this package imports torch (it must look at tensors) but no Triton.
+Importing this package imports torch (it must look at tensors) but no Triton;
+``triton_math`` (Triton device helpers for kernels) is a lazy attribute.
 """
+
+from typing import TYPE_CHECKING
 
 from . import aot, bench, testing
 from .__about__ import __version__
 from .aot import AotVariant
 from .errors import MissingPackageError, UnsupportedInputError
 from .launch import RowConfig, next_pow2
+from .modulation import (
+    MODULATION_LAYOUTS,
+    ModLayout,
+    RowGeometry,
+    broadcast_view,
+    check_tensors,
+    mod_layout,
+    row_geometry,
+    same_rows,
+)
 from .ops import PlanCache, is_compiling, register_custom_op, tensor_sig
 from .platform import (
     MachineInfo,
@@ -39,8 +52,22 @@ from .registry import (
 )
 from .triton_launch import PreparedLaunch
 
+if TYPE_CHECKING:
+    from . import triton_math as triton_math
+
+
+def __getattr__(name: str):
+    if name == "triton_math":  # imports Triton: only backends touch it
+        import importlib
+
+        return importlib.import_module(".triton_math", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# triton_math is reachable as an attribute but kept out of __all__: touching it imports Triton.
 __all__ = [
     "FLOAT_DTYPES",
+    "MODULATION_LAYOUTS",
     "REGISTRY",
     "AotVariant",
     "Capabilities",
@@ -50,15 +77,19 @@ __all__ = [
     "KernelSpec",
     "MachineInfo",
     "MissingPackageError",
+    "ModLayout",
     "OpDef",
     "PlanCache",
     "PreparedLaunch",
     "RowConfig",
+    "RowGeometry",
     "UnsupportedInputError",
     "Verdict",
     "__version__",
     "aot",
     "bench",
+    "broadcast_view",
+    "check_tensors",
     "testing",
     "default_device",
     "describe",
@@ -67,12 +98,15 @@ __all__ = [
     "explain",
     "is_compiling",
     "machine",
+    "mod_layout",
     "module_available",
     "next_pow2",
     "register",
     "register_custom_op",
     "register_op",
     "resolve_target",
+    "row_geometry",
+    "same_rows",
     "select_impl",
     "tensor_platform",
     "tensor_sig",

@@ -13,13 +13,17 @@ import torch
 
 from sgl_diffusion_core import (
     InputDesc,
+    ModLayout,
     PlanCache,
+    RowGeometry,
     UnsupportedInputError,
+    check_tensors,
     device_arch,
-    dtype_name,
     is_compiling,
+    mod_layout,
     register_custom_op,
     resolve_target,
+    row_geometry,
     select_impl,
     tensor_platform,
     tensor_sig,
@@ -29,74 +33,12 @@ OP = "norm.ln_modulate"
 
 
 @dataclass(frozen=True)
-class ModLayout:
-    """Where row ``(b, s)`` finds its modulation vector: ``base + b*sb + (s // L)*ss``."""
-
-    tag: str  # per-channel | per-sample | per-token | per-frame
-    sb: int
-    ss: int
-    L: int
-
-
-@dataclass(frozen=True)
 class Geometry:
     """Everything a backend needs beyond the tensors, computed once per call signature."""
 
-    B: int
-    S: int
-    D: int
-    x_sb: int
-    x_ss: int
-    out_shape: tuple[int, ...]
+    x: RowGeometry
     scale: ModLayout
     shift: ModLayout | None
-
-
-def _mod_layout(name: str, t: torch.Tensor, B: int, S: int, D: int, x2d: bool, problems: list[str]) -> ModLayout | None:
-    shape = tuple(t.shape)
-    want = "[N, D] or [D] / [1, D]" if x2d else "[D], [B, D], [B, 1, D], [B, S, D] or [B, F, 1, D]"
-    if t.dim() == 0 or shape[-1] != D:
-        problems.append(f"{name} of shape {list(shape)} does not broadcast against x (D={D}); expected {want}")
-        return None
-    if D > 1 and t.stride(-1) != 1:
-        problems.append(f"{name}: last dim must be contiguous (stride 1), got stride {t.stride(-1)}")
-        return None
-
-    def bstride(size: int, stride: int) -> int | None:
-        if size == B:
-            return stride if B > 1 else 0
-        return 0 if size == 1 else None
-
-    lay: ModLayout | None = None
-    if t.dim() == 1:
-        lay = ModLayout("per-channel", 0, 0, 1)
-    elif x2d and t.dim() == 2:
-        if shape[0] == S and S != 1:
-            lay = ModLayout("per-token", 0, t.stride(0), 1)
-        elif shape[0] == 1:
-            lay = ModLayout("per-sample", 0, 0, 1)
-    elif not x2d and t.dim() == 2:
-        sb = bstride(shape[0], t.stride(0))
-        if sb is not None:
-            lay = ModLayout("per-sample", sb, 0, 1)
-    elif not x2d and t.dim() == 3:
-        sb = bstride(shape[0], t.stride(0))
-        if sb is not None and shape[1] == 1:
-            lay = ModLayout("per-sample", sb, 0, 1)
-        elif sb is not None and shape[1] == S:
-            lay = ModLayout("per-token", sb, t.stride(1), 1)
-    elif not x2d and t.dim() == 4 and shape[2] == 1:
-        sb = bstride(shape[0], t.stride(0))
-        F = shape[1]
-        if sb is not None and F > 0 and S % F == 0:
-            lay = ModLayout("per-frame", sb, t.stride(1), max(S // F, 1))
-        elif sb is not None:
-            problems.append(f"{name}: per-frame layout [B, F, 1, D] needs S divisible by F, got S={S}, F={F}")
-            return None
-    if lay is None:
-        problems.append(f"{name} of shape {list(shape)} does not broadcast against x of shape "
-                        f"{[B, S, D] if not x2d else [S, D]}; expected {want}")
-    return lay
 
 
 def describe_ln_modulate(
@@ -111,54 +53,34 @@ def describe_ln_modulate(
 ) -> InputDesc:
     """Validate the arguments of ``ln_modulate`` and describe them for backend selection."""
     problems: list[str] = []
-    tensors = {"x": x, "scale": scale, "shift": shift, "weight": weight, "bias": bias}
-    for name, t in tensors.items():
-        if t is not None and not isinstance(t, torch.Tensor):
-            problems.append(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if problems or not isinstance(x, torch.Tensor) or not isinstance(scale, torch.Tensor):
-        if not isinstance(scale, torch.Tensor) and "scale" not in " ".join(problems):
-            problems.append("scale must be a torch.Tensor")
+    if not isinstance(x, torch.Tensor):
+        problems.append(f"x must be a torch.Tensor, got {type(x).__name__}")
+        check_tensors({"scale": scale, "shift": shift, "weight": weight, "bias": bias}, None, problems)
         return InputDesc(platform=None, problems=problems)
+    if not isinstance(scale, torch.Tensor):
+        problems.append(f"scale must be a torch.Tensor, got {type(scale).__name__}")
     platform = tensor_platform(x.device)
     arch = device_arch(platform, x.device.index) if platform in ("cuda", "hip") else None
-    dtypes = []
-    for name, t in tensors.items():
-        if t is None:
-            continue
-        if t.device != x.device:
-            problems.append(f"{name} is on {t.device}, x is on {x.device}: all tensors must be on one device")
-        if not t.dtype.is_floating_point:
-            problems.append(f"{name} has dtype {t.dtype}; expected bfloat16, float16 or float32")
-        else:
-            dtypes.append(dtype_name(t.dtype))
-    if x.dim() not in (2, 3):
-        problems.append(f"x must be [B, S, D] or [N, D], got shape {list(x.shape)}")
-        return InputDesc(platform, arch, tuple(dict.fromkeys(dtypes)), None, (), problems)
-    x2d = x.dim() == 2
-    B, S, D = (1, *x.shape) if x2d else tuple(x.shape)
-    if D > 1 and x.stride(-1) != 1:
-        problems.append(f"x: last dim must be contiguous (stride 1), got strides {list(x.stride())}")
-    x_sb = 0 if x2d else x.stride(0)
-    x_ss = x.stride(0) if x2d else x.stride(1)
-    for name in ("weight", "bias"):
-        t = tensors[name]
-        if t is not None and (tuple(t.shape) != (D,) or (D > 1 and t.stride(0) != 1)):
-            problems.append(f"{name} must be a contiguous [D] = [{D}] tensor, got shape {list(t.shape)} "
+    dtypes = check_tensors({"x": x, "scale": scale, "shift": shift, "weight": weight, "bias": bias}, x.device, problems)
+    g = row_geometry("x", x, problems)
+    if g is None or problems:
+        return InputDesc(platform, arch, tuple(dtypes), None if g is None else g.D, (), problems)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (tuple(t.shape) != (g.D,) or (g.D > 1 and t.stride(0) != 1)):
+            problems.append(f"{name} must be a contiguous [D] = [{g.D}] tensor, got shape {list(t.shape)} "
                             f"strides {list(t.stride())}")
-    sc = _mod_layout("scale", scale, B, S, D, x2d, problems)
-    sh = _mod_layout("shift", shift, B, S, D, x2d, problems) if shift is not None else None
+    sc = mod_layout("scale", scale, g, problems)
+    sh = mod_layout("shift", shift, g, problems) if shift is not None else None
     layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
-    geom = None
-    if not problems:
-        geom = Geometry(B, S, D, x_sb, x_ss, tuple(x.shape), sc, sh)
-    return InputDesc(platform, arch, tuple(dict.fromkeys(dtypes)), D, layouts, problems, {"geom": geom})
+    geom = Geometry(g, sc, sh) if not problems else None
+    return InputDesc(platform, arch, tuple(dtypes), g.D, layouts, problems, {"geom": geom})
 
 
 _PLANS = PlanCache()
 
 
 def _empty_plan(geom: Geometry):
-    def run(x, scale, shift, weight, bias, eps, scale_offset, _shape=geom.out_shape):
+    def run(x, scale, shift, weight, bias, eps, scale_offset, _shape=geom.x.shape):
         return torch.empty(_shape, dtype=x.dtype, device=x.device)
 
     return run

@@ -9,22 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-
-def _broadcast(t: torch.Tensor, x3: torch.Tensor, x_was_2d: bool) -> torch.Tensor:
-    """View a modulation tensor so that it broadcasts against ``x3 = [B, S, D]`` (fp32)."""
-    B, S, D = x3.shape
-    t = t.float()
-    if t.dim() == 1:
-        return t
-    if x_was_2d:  # [N, D] per token or [1, D]
-        return t.unsqueeze(0)
-    if t.dim() == 2:  # [B, D]
-        return t.unsqueeze(1)
-    if t.dim() == 3:  # [B, 1, D] or [B, S, D]
-        return t
-    # [B, F, 1, D]: frame f covers tokens f*L .. (f+1)*L - 1
-    Fr = t.shape[1]
-    return t.expand(t.shape[0], Fr, S // Fr, D).reshape(t.shape[0], S, D)
+from sgl_diffusion_core import broadcast_view, row_geometry
 
 
 def ln_modulate(
@@ -38,9 +23,9 @@ def ln_modulate(
     scale_offset: float = 1.0,
     geom: object = None,
 ) -> torch.Tensor:
-    x2d = x.dim() == 2
-    x3 = x.unsqueeze(0) if x2d else x
-    D = x3.shape[-1]
+    g = row_geometry("x", x, [])
+    x3 = x.unsqueeze(0) if g.is_2d else x
+    D = g.D
     y = F.layer_norm(
         x3.float(),
         (D,),
@@ -48,8 +33,8 @@ def ln_modulate(
         None if bias is None else bias.float(),
         eps,
     )
-    y = y * (scale_offset + _broadcast(scale, x3, x2d))
+    y = y * (scale_offset + broadcast_view(scale.float(), g))
     if shift is not None:
-        y = y + _broadcast(shift, x3, x2d)
+        y = y + broadcast_view(shift.float(), g)
     y = y.to(x.dtype)
-    return (y.squeeze(0) if x2d else y).contiguous()
+    return (y.squeeze(0) if g.is_2d else y).contiguous()

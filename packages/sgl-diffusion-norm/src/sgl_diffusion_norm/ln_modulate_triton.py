@@ -97,21 +97,22 @@ def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None
     """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for one call signature."""
     from sgl_diffusion_core import PreparedLaunch
 
-    cfg = config or config_for(geom.D, geom.B * geom.S, x.dtype, x.device)
+    g = geom.x
+    cfg = config or config_for(g.D, g.rows, x.dtype, x.device)
     sc, sh = geom.scale, geom.shift
     scalars = (
-        geom.S, geom.D, geom.x_sb, geom.x_ss, sc.sb, sc.ss, sc.L,
+        g.S, g.D, g.sb, g.ss, sc.sb, sc.ss, sc.L,
         0 if sh is None else sh.sb, 0 if sh is None else sh.ss, 1 if sh is None else sh.L,
     )
     launch = PreparedLaunch(
         _ln_modulate_kernel,
-        (geom.B * geom.S,),
+        (g.rows,),
         {"HAS_SHIFT": shift is not None, "HAS_W": weight is not None, "HAS_BIAS": bias is not None,
          "BLOCK": cfg.block, "CHUNKS": cfg.chunks},
         n_ptrs=6,
         options=cfg.launch_options(tensor_platform(x.device)),
     )
-    shape, dtype, device = geom.out_shape, x.dtype, x.device
+    shape, dtype, device = g.shape, x.dtype, x.device
 
     def run(x, scale, shift, weight, bias, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)

@@ -1,0 +1,159 @@
+"""Shared input geometry of row ops over ``x: [B, S, D]`` and their modulation tensors.
+
+Every adaLN-style op (norm + modulate, scale/shift, gated residual, ...) reads a row
+``(b, s)`` of ``x`` and a modulation vector (scale, shift, gate) broadcast per channel,
+per sample, per token or per frame. This module validates those layouts once, for every
+domain, and describes them so that one kernel serves all of them:
+row ``(b, s)`` finds its vector at ``base + b*sb + (s // L)*ss``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .registry import dtype_name
+
+MODULATION_LAYOUTS = ("per-channel", "per-sample", "per-token", "per-frame")
+
+
+@dataclass(frozen=True)
+class ModLayout:
+    """Where row ``(b, s)`` finds its modulation vector: ``base + b*sb + (s // L)*ss``."""
+
+    tag: str  # one of MODULATION_LAYOUTS
+    sb: int
+    ss: int
+    L: int
+
+
+@dataclass(frozen=True)
+class RowGeometry:
+    """``x`` seen as ``[B, S, D]`` rows (a 2-D ``[N, D]`` x is ``B=1, S=N``), last dim contiguous."""
+
+    B: int
+    S: int
+    D: int
+    sb: int  # element stride between samples
+    ss: int  # element stride between tokens
+    shape: tuple[int, ...]  # x's own shape (the output shape)
+    is_2d: bool
+
+    @property
+    def rows(self) -> int:
+        return self.B * self.S
+
+
+def check_tensors(tensors: dict[str, object], device: torch.device | None, problems: list[str]) -> list[str]:
+    """Type, device and float-dtype checks for named optional tensors; returns their dtype names."""
+    dtypes: list[str] = []
+    for name, t in tensors.items():
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            problems.append(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            continue
+        if device is not None and t.device != device:
+            problems.append(f"{name} is on {t.device}, x is on {device}: all tensors must be on one device")
+        if not t.dtype.is_floating_point:
+            problems.append(f"{name} has dtype {t.dtype}; expected bfloat16, float16 or float32")
+        else:
+            dtypes.append(dtype_name(t.dtype))
+    return list(dict.fromkeys(dtypes))
+
+
+def row_geometry(name: str, x: torch.Tensor, problems: list[str]) -> RowGeometry | None:
+    """``x`` as ``[B, S, D]`` rows, or None with the reason appended to ``problems``."""
+    if x.dim() not in (2, 3):
+        problems.append(f"{name} must be [B, S, D] or [N, D], got shape {list(x.shape)}")
+        return None
+    is_2d = x.dim() == 2
+    B, S, D = (1, *x.shape) if is_2d else tuple(x.shape)
+    if D > 1 and x.stride(-1) != 1:
+        problems.append(f"{name}: last dim must be contiguous (stride 1), got strides {list(x.stride())}")
+        return None
+    sb = 0 if is_2d else x.stride(0)
+    ss = x.stride(0) if is_2d else x.stride(1)
+    return RowGeometry(B, S, D, sb, ss, tuple(x.shape), is_2d)
+
+
+def same_rows(name: str, t: torch.Tensor, geom: RowGeometry, problems: list[str]) -> RowGeometry | None:
+    """A second full-size operand (e.g. ``update`` of a gated residual): same shape as x, own strides."""
+    if tuple(t.shape) != geom.shape:
+        problems.append(f"{name} of shape {list(t.shape)} must have x's shape {list(geom.shape)}")
+        return None
+    return row_geometry(name, t, problems)
+
+
+def mod_layout(name: str, t: torch.Tensor, geom: RowGeometry, problems: list[str]) -> ModLayout | None:
+    """Classify a modulation tensor against ``x``'s rows; None with the reason on mismatch.
+
+    Accepted: per channel ``[D]``; per sample ``[B, D]`` / ``[B, 1, D]`` (B may be 1);
+    per token ``[B, S, D]`` (``[N, D]`` for 2-D x), any strides with a contiguous last
+    dim; per frame ``[B, F, 1, D]`` with ``S = F * L`` (frame f covers tokens
+    ``f*L .. (f+1)*L - 1``). For 2-D x: ``[D]``, ``[1, D]`` or ``[N, D]``.
+    """
+    B, S, D, x2d = geom.B, geom.S, geom.D, geom.is_2d
+    shape = tuple(t.shape)
+    want = "[D], [1, D] or [N, D]" if x2d else "[D], [B, D], [B, 1, D], [B, S, D] or [B, F, 1, D]"
+    if t.dim() == 0 or shape[-1] != D:
+        problems.append(f"{name} of shape {list(shape)} does not broadcast against x (D={D}); expected {want}")
+        return None
+    if D > 1 and t.stride(-1) != 1:
+        problems.append(f"{name}: last dim must be contiguous (stride 1), got stride {t.stride(-1)}")
+        return None
+
+    def bstride(size: int, stride: int) -> int | None:
+        if size == B:
+            return stride if B > 1 else 0
+        return 0 if size == 1 else None
+
+    lay: ModLayout | None = None
+    if t.dim() == 1:
+        lay = ModLayout("per-channel", 0, 0, 1)
+    elif x2d and t.dim() == 2:
+        if shape[0] == S and S != 1:
+            lay = ModLayout("per-token", 0, t.stride(0), 1)
+        elif shape[0] == 1:
+            lay = ModLayout("per-sample", 0, 0, 1)
+    elif not x2d and t.dim() == 2:
+        sb = bstride(shape[0], t.stride(0))
+        if sb is not None:
+            lay = ModLayout("per-sample", sb, 0, 1)
+    elif not x2d and t.dim() == 3:
+        sb = bstride(shape[0], t.stride(0))
+        if sb is not None and shape[1] == 1:
+            lay = ModLayout("per-sample", sb, 0, 1)
+        elif sb is not None and shape[1] == S:
+            lay = ModLayout("per-token", sb, t.stride(1), 1)
+    elif not x2d and t.dim() == 4 and shape[2] == 1:
+        sb = bstride(shape[0], t.stride(0))
+        F = shape[1]
+        if sb is not None and F > 0 and S % F == 0:
+            lay = ModLayout("per-frame", sb, t.stride(1), max(S // F, 1))
+        elif sb is not None:
+            problems.append(f"{name}: per-frame layout [B, F, 1, D] needs S divisible by F, got S={S}, F={F}")
+            return None
+    if lay is None:
+        problems.append(
+            f"{name} of shape {list(shape)} does not broadcast against x of shape {list(geom.shape)}; expected {want}"
+        )
+    return lay
+
+
+def broadcast_view(t: torch.Tensor, geom: RowGeometry) -> torch.Tensor:
+    """A view of a (validated) modulation tensor that broadcasts against x viewed as ``[B, S, D]``.
+
+    For the eager reference implementations (no copy except the per-frame expansion).
+    """
+    if t.dim() == 1:
+        return t
+    if geom.is_2d:
+        return t.unsqueeze(0)
+    if t.dim() == 2:
+        return t.unsqueeze(1)
+    if t.dim() == 3:
+        return t
+    F = t.shape[1]
+    return t.expand(t.shape[0], F, geom.S // F, geom.D).reshape(t.shape[0], geom.S, geom.D)

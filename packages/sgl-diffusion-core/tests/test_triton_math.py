@@ -1,0 +1,55 @@
+"""round_to: fp32 -> bf16/fp16 with ties to even, bit-identical to torch's casts (interpreter and GPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton", reason="Triton is an optional dependency of core")
+tl = triton.language
+
+from sgl_diffusion_core import triton_interpret, triton_math  # noqa: E402
+
+
+@triton.jit
+def _round_kernel(X, Y, n, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(X + offs, mask=mask)
+    tl.store(Y + offs, triton_math.round_to(x, DTYPE), mask=mask)
+
+
+def _device():
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if not triton_interpret():
+        pytest.fail("no GPU and TRITON_INTERPRET is off: the kernel could not run (use the cpu lane)")
+    return torch.device("cpu")
+
+
+def _hard_values() -> torch.Tensor:
+    """Random normals at many scales, exact ties for bf16 and fp16, specials and subnormals."""
+    g = torch.Generator().manual_seed(0)
+    vals = [torch.randn(4096, generator=g) * s for s in (1e-30, 1e-6, 1.0, 1e4, 1e30)]
+    ones = torch.ones(256)
+    # bf16 keeps 7 fraction bits: 1 + k/256 lies half-way between neighbours for odd k
+    vals.append(ones + torch.arange(1, 512, 2)[:256] / 256.0)
+    # fp16 keeps 10 fraction bits: 1 + k/2048 for odd k
+    vals.append(ones + torch.arange(1, 512, 2)[:256] / 2048.0)
+    vals.append(torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 3.4e38, -3.4e38, 1e-45, 6e-8]))
+    bits = torch.tensor([0x7F800001, 0x7FC00001, 0xFF800001, 0x00000001, 0x007FFFFF], dtype=torch.int64)
+    vals.append(bits.to(torch.int32).view(torch.float32))  # NaN payloads, denormals
+    return torch.cat(vals)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_round_to_matches_torch_cast(dtype):
+    dev = _device()
+    x = _hard_values().to(dev)
+    y = torch.empty_like(x)
+    tl_dtype = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}[dtype]
+    _round_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), DTYPE=tl_dtype, BLOCK=1024)
+    want = x.to(dtype).float()
+    same = (y == want) | (y.isnan() & want.isnan())
+    bad = (~same).nonzero().flatten()[:5].tolist()
+    assert not bad, [(x[i].item(), y[i].item(), want[i].item()) for i in bad]
