@@ -8,12 +8,12 @@ import sgl_diffusion_norm as norm
 from sgl_diffusion_core import bench, resolve_target, tensor_sig
 
 dev = torch.device("cuda")
-api = resolve_target("sgl_diffusion_norm.ln_modulate_api:_plan").__globals__
+dispatch = resolve_target("sgl_diffusion_norm.ln_modulate_api:_dispatch")
 x = torch.randn(1, 16, 3072, device=dev, dtype=torch.bfloat16)
 sc = torch.randn(1, 1, 3072, device=dev, dtype=torch.bfloat16)
 sh = torch.randn(1, 1, 3072, device=dev, dtype=torch.bfloat16)
 norm.ln_modulate(x, sc, sh)
-plan = api["_plan"](x, sc, sh, None, None, None)
+plan = dispatch.plan((x, sc, sh, None, None), None)
 launch = plan.__closure__  # the prepared launch lives in the runner's closure
 prepared = next(c.cell_contents for c in launch if type(c.cell_contents).__name__ == "PreparedLaunch")
 out = torch.empty_like(x)
@@ -21,7 +21,7 @@ scal = (16, 3072, 0, 3072, 0, 0, 1, 0, 0, 1)
 args = (x, sc, sh, x, x, out, *scal, 1e-6, 1.0)
 comp = {
     "public": lambda: norm.ln_modulate(x, sc, sh),
-    "plan_lookup": lambda: api["_plan"](x, sc, sh, None, None, None),
+    "plan_lookup": lambda: dispatch.plan((x, sc, sh, None, None), None),
     "key_only": lambda: (tensor_sig(x), tensor_sig(sc), tensor_sig(sh), tensor_sig(None), tensor_sig(None), None),
     "runner(plan)": lambda: plan(x, sc, sh, None, None, 1e-6, 1.0),
     "prepared_launch": lambda: prepared(*args),

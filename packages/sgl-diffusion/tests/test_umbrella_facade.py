@@ -20,6 +20,7 @@ HEAVY = ("sgl_diffusion_core", "sgl_diffusion_norm", "torch", "triton")
 CORE_KERNEL_AUTHOR_ONLY = {
     "FLOAT_DTYPES",
     "AotVariant",
+    "Dispatcher",
     "MODULATION_LAYOUTS",
     "ModLayout",
     "RowGeometry",

@@ -22,7 +22,7 @@ from .modulation import (
     row_geometry,
     same_rows,
 )
-from .ops import PlanCache, is_compiling, register_custom_op, tensor_sig
+from .ops import Dispatcher, PlanCache, is_compiling, register_custom_op, tensor_sig
 from .platform import (
     MachineInfo,
     default_device,
@@ -72,6 +72,7 @@ __all__ = [
     "AotVariant",
     "Capabilities",
     "Contract",
+    "Dispatcher",
     "Explanation",
     "InputDesc",
     "KernelSpec",

@@ -77,3 +77,61 @@ class PlanCache:
 
     def __len__(self) -> int:
         return len(self._plans)
+
+
+class Dispatcher:
+    """Plans of one op, one per call signature: validation and backend selection run once.
+
+    describe(*tensors) -> InputDesc; its ``info`` holds ``"geom"`` (what backends need
+        beyond the tensors) and ``"empty"`` (True when the result has no elements).
+    bind(fn, geom) -> runner, for a backend function without a ``prepare`` attribute.
+    empty(geom) -> runner that returns the empty result.
+    A backend function may carry ``fn.prepare(geom, *tensors) -> runner`` to precompute its
+    launch (see ``PreparedLaunch``). Runners take the op's tensors then its scalars,
+    positionally, in the op's own order.
+    """
+
+    def __init__(self, op_id: str, describe: Callable[..., Any], *, bind: Callable[..., Any],
+                 empty: Callable[..., Any], limit: int = 4096) -> None:
+        self.op_id = op_id
+        self._describe = describe
+        self._bind = bind
+        self._empty = empty
+        self._plans = PlanCache(limit)
+
+    def plan(self, tensors: tuple, backend: str | None = None, exact: bool | None = None) -> Callable[..., Any]:
+        try:
+            key = (*map(tensor_sig, tensors), backend, exact)
+        except AttributeError:  # a non-tensor argument: describe() names it
+            key = None
+        plan = self._plans.get(key) if key is not None else None
+        if plan is None:
+            from .registry import select_impl
+
+            desc = self._describe(*tensors)
+            spec = select_impl(self.op_id, desc, backend=backend, exact=exact)
+            geom = desc.info["geom"]
+            if desc.info.get("empty"):
+                plan = self._empty(geom)
+            else:
+                fn = spec.load()
+                prepare = getattr(fn, "prepare", None)
+                plan = prepare(geom, *tensors) if prepare is not None else self._bind(fn, geom)
+            if key is not None:
+                self._plans.put(key, plan)
+        return plan
+
+    def validate(self, *tensors: Any) -> None:
+        """For fake implementations: raise on invalid inputs when every shape is static."""
+        from .errors import UnsupportedInputError
+
+        if not all(isinstance(d, int) for t in tensors if t is not None for d in t.shape):
+            return
+        desc = self._describe(*tensors)
+        if desc.problems:
+            raise UnsupportedInputError(
+                f"{self.op_id}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems)
+            )
+
+    def clear(self) -> None:
+        self._plans.clear()

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 import torch
 
 from sgl_diffusion_core import (
+    Dispatcher,
     InputDesc,
     ModLayout,
-    PlanCache,
     RowGeometry,
-    UnsupportedInputError,
     check_tensors,
     device_arch,
     is_compiling,
@@ -26,7 +25,6 @@ from sgl_diffusion_core import (
     row_geometry,
     select_impl,
     tensor_platform,
-    tensor_sig,
 )
 
 OP = "norm.ln_modulate"
@@ -73,46 +71,29 @@ def describe_ln_modulate(
     sh = mod_layout("shift", shift, g, problems) if shift is not None else None
     layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
     geom = Geometry(g, sc, sh) if not problems else None
-    return InputDesc(platform, arch, tuple(dtypes), g.D, layouts, problems, {"geom": geom})
+    return InputDesc(platform, arch, tuple(dtypes), g.D, layouts, problems, {"geom": geom, "empty": x.numel() == 0})
 
 
-_PLANS = PlanCache()
-
-
-def _empty_plan(geom: Geometry):
+def _empty_runner(geom: Geometry):
     def run(x, scale, shift, weight, bias, eps, scale_offset, _shape=geom.x.shape):
         return torch.empty(_shape, dtype=x.dtype, device=x.device)
 
     return run
 
 
-def _plan(x, scale, shift, weight, bias, backend):
-    """The runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for this call signature."""
-    try:
-        key = (tensor_sig(x), tensor_sig(scale), tensor_sig(shift), tensor_sig(weight), tensor_sig(bias), backend)
-    except AttributeError:  # a non-tensor argument: let describe() name it
-        key = None
-    plan = _PLANS.get(key) if key is not None else None
-    if plan is None:
-        desc = describe_ln_modulate(x, scale, shift, weight=weight, bias=bias)
-        spec = select_impl(OP, desc, backend=backend)
-        geom: Geometry = desc.info["geom"]
-        if x.numel() == 0:
-            plan = _empty_plan(geom)
-        else:
-            fn = spec.load()
-            prepare = getattr(fn, "prepare", None)  # a backend may precompute its launch per signature
-            if prepare is not None:
-                plan = prepare(geom, x, scale, shift, weight, bias)
-            else:
+def _bind(fn, geom: Geometry):
+    def run(x, scale, shift, weight, bias, eps, scale_offset):
+        return fn(x, scale, shift, weight=weight, bias=bias, eps=eps, scale_offset=scale_offset, geom=geom)
 
-                def plan(x, scale, shift, weight, bias, eps, scale_offset, _fn=fn, _geom=geom):
-                    return _fn(x, scale, shift, weight=weight, bias=bias, eps=eps, scale_offset=scale_offset,
-                               geom=_geom)
+    return run
 
-        if key is not None:
-            _PLANS.put(key, plan)
-    return plan
+
+_dispatch = Dispatcher(
+    OP,
+    lambda x, scale, shift, weight, bias: describe_ln_modulate(x, scale, shift, weight=weight, bias=bias),
+    bind=_bind,
+    empty=_empty_runner,
+)
 
 
 def ln_modulate(
@@ -146,7 +127,7 @@ def ln_modulate(
     """
     if is_compiling():
         return _custom_op(x, scale, shift, weight, bias, float(eps), float(scale_offset), backend)
-    return _plan(x, scale, shift, weight, bias, backend)(x, scale, shift, weight, bias, eps, scale_offset)
+    return _dispatch.plan((x, scale, shift, weight, bias), backend)(x, scale, shift, weight, bias, eps, scale_offset)
 
 
 def can_use_ln_modulate(
@@ -187,14 +168,11 @@ def ln_modulate_reference(
 # --- custom op: the path torch.compile traces -------------------------------------------------
 
 def _op_impl(x, scale, shift, weight, bias, eps, scale_offset, backend):
-    return _plan(x, scale, shift, weight, bias, backend)(x, scale, shift, weight, bias, eps, scale_offset)
+    return _dispatch.plan((x, scale, shift, weight, bias), backend)(x, scale, shift, weight, bias, eps, scale_offset)
 
 
 def _op_fake(x, scale, shift, weight, bias, eps, scale_offset, backend):
-    if all(isinstance(d, int) for d in x.shape):
-        desc = describe_ln_modulate(x, scale, shift, weight=weight, bias=bias)
-        if desc.problems:
-            raise UnsupportedInputError(f"{OP}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems))
+    _dispatch.validate(x, scale, shift, weight, bias)
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
