@@ -444,3 +444,42 @@ def test_demo_runs_on_this_machine() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "check against the reference" in proc.stdout and "us per call" in proc.stdout
     assert "would use 'triton'" in proc.stdout
+
+
+def test_compile_lane_catches_fma_in_exact_kernels() -> None:
+    """The compile lanes reject FMAs in kernels built for exact contracts; the check can fail."""
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import aot_compile
+    finally:
+        sys.path.pop(0)
+
+    @triton.jit
+    def axpy(X, Y, Z, n, BLOCK: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = o < n
+        tl.store(Z + o, tl.load(X + o, mask=m) * tl.load(Z + o, mask=m) + tl.load(Y + o, mask=m), mask=m)
+
+    src = triton.compiler.ASTSource(
+        fn=axpy,
+        signature={"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 256},
+    )
+    for backend, arch, warp, key in (("cuda", 90, 32, "ptx"), ("hip", "gfx942", 64, "amdgcn")):
+        asm = {
+            f: triton.compile(src, target=GPUTarget(backend, arch, warp), options={"enable_fp_fusion": f}).asm[key]
+            for f in (True, False)
+        }
+        assert aot_compile.fused_multiply_adds(asm[True], backend), f"{backend}: fusion allowed, no FMA found"
+        assert not aot_compile.fused_multiply_adds(asm[False], backend), f"{backend}: FMA despite fusion off"
+    # the forms a compiler emits without contracting anything (a product, or a conversion + add)
+    assert not aot_compile.fused_multiply_adds("v_fma_mix_f32 v2, v10, v14, neg(0) op_sel_hi:[1,0,0]", "hip")
+    assert not aot_compile.fused_multiply_adds("v_fma_mix_f32 v2, v6, 1.0, v2 op_sel_hi:[1,1,0]", "hip")
+    assert not aot_compile.fused_multiply_adds("fma.rn.f32 %f3, %f1, 0f3F800000, %f2;", "cuda")
+    assert aot_compile.fused_multiply_adds("v_fma_mix_f32 v2, v10, v14, v3 op_sel_hi:[1,0,0]", "hip")
+    assert aot_compile.fused_multiply_adds("v_fmac_f32_e32 v0, v6, v7", "hip")
+    assert aot_compile.fused_multiply_adds("\tfma.rn.f32 \t%f3, %f1, %f2, %f0;", "cuda")

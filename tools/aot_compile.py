@@ -188,6 +188,38 @@ def rocm_usage(kernel: Any, res: Result) -> None:
 # --- compile ----------------------------------------------------------------------------------------
 
 
+_FMA_PATTERNS = {
+    "cuda": re.compile(r"^\s*fma\.rn[.\w]*\s+(?P<ops>[^;]+);"),
+    "hip": re.compile(r"^\s*(?P<mn>v_(?:pk_)?(?:fmac?|mad)_(?:mix_)?f32)(?:_e(?:32|64))?\s+(?P<ops>.+)$"),
+}
+# A multiply by exactly one or an add of zero rounds once either way: the compiler folds a
+# conversion (fp16 -> fp32 on AMD: v_fma_mix_f32 a, 1.0, c) or a plain product into the
+# FMA encoding without changing the result, so those forms are not contractions.
+_ONE = {"0f3F800000", "1.0"}
+_ZERO = {"0f00000000", "0f80000000", "0", "neg(0)", "-0", "0.0"}
+
+
+def fused_multiply_adds(asm: str, backend: str) -> list[str]:
+    """Lines of PTX / AMDGCN that contract a multiply and an add into one rounding."""
+    pat = _FMA_PATTERNS[backend]
+    out = []
+    for line in asm.splitlines():
+        m = pat.search(line)
+        if not m:
+            continue
+        text = re.sub(r"\s+\w+:\S+|\s+clamp\b", "", m.group("ops"))  # drop AMD modifiers (op_sel_hi:[1,0,0])
+        ops = [o.strip() for o in text.split(",")]
+        srcs = ops[1:]
+        if backend == "hip" and m.group("mn").startswith("v_fmac"):
+            factors, addend = srcs[:2], None  # dst += a * b
+        else:
+            factors, addend = srcs[:2], (srcs[2] if len(srcs) > 2 else None)
+        if any(f in _ONE for f in factors) or addend in _ZERO:
+            continue
+        out.append(line.strip())
+    return out
+
+
 def compile_variant(variant: Any, spec_id: str, target: str, workdir: Path) -> Result:
     import triton
     from triton.backends.compiler import GPUTarget
@@ -216,6 +248,11 @@ def compile_variant(variant: Any, spec_id: str, target: str, workdir: Path) -> R
             cuda_usage(kernel, res, vdir)
         else:
             rocm_usage(kernel, res)
+        if options.get("enable_fp_fusion") is False:
+            # an exact contract: eager PyTorch never fuses separate ops, so neither may we
+            fmas = fused_multiply_adds(kernel.asm["ptx" if backend == "cuda" else "amdgcn"], backend)
+            if fmas:
+                raise RuntimeError(f"{len(fmas)} fused multiply-add(s) in a kernel built without fusion: {fmas[0]}")
         res.ok = True
     except Exception as exc:  # report every failure, keep compiling the rest
         res.seconds = res.seconds or (time.perf_counter() - t0)
@@ -254,6 +291,13 @@ def collect_variants(name_filter: str | None, platform_name: str) -> tuple[list[
             continue
         if not variants:
             problems.append(f"{spec_id}: aot target {spec.aot!r} returned no variants")
+        if spec.contract.kind == "exact":
+            for v in variants:
+                if (getattr(v, "options", None) or {}).get("enable_fp_fusion") is not False:
+                    problems.append(
+                        f"{spec_id}: exact contract but variant {v.name!r} allows FMA contraction "
+                        "(set options={'enable_fp_fusion': False})"
+                    )
         for v in variants:
             missing = [
                 a for a in ("name", "kernel", "signature", "constexprs", "num_warps", "num_stages") if not hasattr(v, a)

@@ -53,3 +53,42 @@ def test_round_to_matches_torch_cast(dtype):
     same = (y == want) | (y.isnan() & want.isnan())
     bad = (~same).nonzero().flatten()[:5].tolist()
     assert not bad, [(x[i].item(), y[i].item(), want[i].item()) for i in bad]
+
+
+@triton.jit
+def _widen_kernel(X, Y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(Y + offs, triton_math.widen(tl.load(X + offs, mask=mask)), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_widen_is_exact_including_subnormals(dtype):
+    dev = _device()
+    x = _hard_values().to(dtype).to(dev)
+    y = torch.empty(x.shape, dtype=torch.float32, device=dev)
+    _widen_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    want = x.float()
+    same = (y == want) | (y.isnan() & want.isnan())
+    bad = (~same).nonzero().flatten()[:5].tolist()
+    assert not bad, [(want[i].item(), y[i].item()) for i in bad]
+
+
+@triton.jit
+def _narrow_kernel(X, Y, n, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(Y + offs, triton_math.narrow(tl.load(X + offs, mask=mask), DTYPE), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_narrow_matches_torch_cast(dtype):
+    dev = _device()
+    x = _hard_values().to(dev)
+    y = torch.empty(x.shape, dtype=dtype, device=dev)
+    tl_dtype = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}[dtype]
+    _narrow_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), DTYPE=tl_dtype, BLOCK=1024)
+    want = x.to(dtype)
+    same = (y == want) | (y.isnan() & want.isnan())
+    bad = (~same).nonzero().flatten()[:5].tolist()
+    assert not bad, [(x[i].item(), y[i].item(), want[i].item()) for i in bad]

@@ -24,6 +24,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "MODULATION_LAYOUTS",
     "ModLayout",
     "RowGeometry",
+    "TileConfig",
     "broadcast_view",
     "check_tensors",
     "mod_layout",

@@ -11,7 +11,7 @@ from . import aot, bench, testing
 from .__about__ import __version__
 from .aot import AotVariant
 from .errors import MissingPackageError, UnsupportedInputError
-from .launch import RowConfig, next_pow2
+from .launch import RowConfig, TileConfig, next_pow2
 from .modulation import (
     MODULATION_LAYOUTS,
     ModLayout,
@@ -84,6 +84,7 @@ __all__ = [
     "PreparedLaunch",
     "RowConfig",
     "RowGeometry",
+    "TileConfig",
     "UnsupportedInputError",
     "Verdict",
     "__version__",

@@ -84,3 +84,31 @@ def _row_config(n_cols: int, elem_bytes: int, platform: str, arch: int | str | N
     # measured for 2-byte dtypes only (fp32 rows spill twice as much under the cap: unmeasured)
     max_registers = 80 if platform == "cuda" and chunks >= 4 and elem_bytes == 2 else None
     return RowConfig(block=block, chunks=chunks, num_warps=warps, max_registers=max_registers)
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """Elementwise row ops: one program per (row, ``block``-wide column tile)."""
+
+    block: int
+    num_warps: int
+
+    @classmethod
+    def from_heuristic(cls, n_cols: int, elem_bytes: int, platform: str) -> TileConfig:
+        return _tile_config(n_cols, elem_bytes, platform)
+
+    def launch_options(self, platform: str) -> dict:
+        return {"num_warps": self.num_warps, "num_stages": 1}
+
+
+@functools.cache
+def _tile_config(n_cols: int, elem_bytes: int, platform: str) -> TileConfig:
+    """4 KB of the widest operand per program, 16 bytes per thread (one 128-bit access).
+
+    Not yet tuned on hardware (the elementwise ops were added after the last GPU session):
+    the first H200 run of ``sgl-diffusion bench --op scale_shift`` decides.
+    """
+    warp = 64 if platform == "hip" else 32
+    block = min(next_pow2(max(n_cols, 1)), max(4096 // elem_bytes, 16))
+    warps = max(1, min(8, block * elem_bytes // (16 * warp)))
+    return TileConfig(block=block, num_warps=warps)

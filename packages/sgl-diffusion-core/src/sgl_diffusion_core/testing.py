@@ -96,3 +96,27 @@ def assert_close(
     if bool(bad.any()):
         err = err.nan_to_num(float("inf"))
         raise AssertionError(_report(f"not close (atol={atol:g}, rtol={rtol:g})", a, e, bad, err, worst))
+
+
+def default_test_device() -> torch.device:
+    """The device a package's tests run on: the GPU when there is one, else the CPU."""
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def runnable_backends(op_id: str, device: torch.device) -> list[str]:
+    """Backends of an op that can run on this lane, derived from the registry's capabilities.
+
+    On CPU, a Triton backend counts only under ``TRITON_INTERPRET=1`` (the cpu lane sets it).
+    """
+    from .platform import module_available, tensor_platform, triton_interpret
+    from .registry import REGISTRY
+
+    plat = tensor_platform(device)
+    out = []
+    for spec in REGISTRY.specs(op_id):
+        caps = spec.capabilities
+        if any(not module_available(m) for m in caps.requires):
+            continue
+        if plat in caps.platforms or (plat == "cpu" and caps.interpretable and triton_interpret()):
+            out.append(spec.backend)
+    return out

@@ -24,6 +24,13 @@ from sgl_diffusion_core import register_op as register_op
 from sgl_diffusion_core import select_impl as select_impl
 from sgl_diffusion_core import tensor_platform as tensor_platform
 from sgl_diffusion_core import triton_interpret as triton_interpret
+from sgl_diffusion_modulate import can_use_gated_residual as can_use_gated_residual
+from sgl_diffusion_modulate import can_use_scale_shift as can_use_scale_shift
+from sgl_diffusion_modulate import gated_residual as gated_residual
+from sgl_diffusion_modulate import gated_residual_ as gated_residual_
+from sgl_diffusion_modulate import gated_residual_reference as gated_residual_reference
+from sgl_diffusion_modulate import scale_shift as scale_shift
+from sgl_diffusion_modulate import scale_shift_reference as scale_shift_reference
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
 from sgl_diffusion_norm import ln_modulate as ln_modulate
 from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
@@ -48,17 +55,24 @@ __all__ = [
     "UnsupportedInputError",
     "Verdict",
     "__version__",
+    "can_use_gated_residual",
     "can_use_ln_modulate",
+    "can_use_scale_shift",
     "default_device",
     "describe",
     "device_arch",
     "explain",
+    "gated_residual",
+    "gated_residual_",
+    "gated_residual_reference",
     "ln_modulate",
     "ln_modulate_reference",
     "machine",
     "module_available",
     "register",
     "register_op",
+    "scale_shift",
+    "scale_shift_reference",
     "select_impl",
     "tensor_platform",
     "triton_interpret",

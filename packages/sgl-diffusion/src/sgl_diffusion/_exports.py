@@ -26,8 +26,8 @@ from __future__ import annotations
 DISTRIBUTIONS: dict[str, str] = {
     "sgl-diffusion-core": "sgl_diffusion_core",
     "sgl-diffusion-norm": "sgl_diffusion_norm",
+    "sgl-diffusion-modulate": "sgl_diffusion_modulate",
     # Later domains are one row each, e.g.:
-    # "sgl-diffusion-modulate": "sgl_diffusion_modulate",
     # "sgl-diffusion-rope": "sgl_diffusion_rope",
     # "sgl-diffusion-activation": "sgl_diffusion_activation",
     # "sgl-diffusion-layout": "sgl_diffusion_layout",
@@ -70,6 +70,15 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "ln_modulate",
         "can_use_ln_modulate",
         "ln_modulate_reference",
+    ),
+    "sgl-diffusion-modulate": (
+        "scale_shift",
+        "can_use_scale_shift",
+        "scale_shift_reference",
+        "gated_residual",
+        "gated_residual_",
+        "can_use_gated_residual",
+        "gated_residual_reference",
     ),
 }
 

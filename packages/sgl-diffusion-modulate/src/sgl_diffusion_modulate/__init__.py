@@ -1,0 +1,39 @@
+"""sgl-diffusion-modulate: bit-exact adaLN modulation kernels (scale/shift, gated residual).
+
+The surface is lazy (PEP 562): importing this package registers its ops in the
+``sgl_diffusion_core`` registry (data only) and imports no backend and no Triton.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import specs as _specs  # noqa: F401  (registers ops and backends)
+from .__about__ import __version__ as __version__
+
+# public name -> entry module (relative to this package)
+_EXPORTS: dict[str, str] = {
+    "scale_shift": "scale_shift_api",
+    "can_use_scale_shift": "scale_shift_api",
+    "scale_shift_reference": "scale_shift_api",
+    "gated_residual": "gated_residual_api",
+    "gated_residual_": "gated_residual_api",
+    "can_use_gated_residual": "gated_residual_api",
+    "gated_residual_reference": "gated_residual_api",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    obj = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = obj
+    return obj
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,197 @@
+"""``gated_residual``: ``residual + gate * update``, bit-exact to the eager chain. Public entry points."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from sgl_diffusion_core import (
+    Dispatcher,
+    InputDesc,
+    ModLayout,
+    RowGeometry,
+    check_tensors,
+    device_arch,
+    is_compiling,
+    mod_layout,
+    register_custom_op,
+    resolve_target,
+    row_geometry,
+    same_rows,
+    select_impl,
+    tensor_platform,
+)
+
+OP = "modulate.gated_residual"
+
+
+@dataclass(frozen=True)
+class Geometry:
+    residual: RowGeometry
+    update: RowGeometry
+    gate: ModLayout | None
+    t1: torch.dtype  # gate * update
+    out: torch.dtype  # residual + t1 (residual's own dtype when in place)
+    inplace: bool
+
+
+def describe_gated_residual(
+    residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, inplace: bool = False
+) -> InputDesc:
+    """Validate the arguments of ``gated_residual`` / ``gated_residual_`` for backend selection."""
+    problems: list[str] = []
+    if not isinstance(residual, torch.Tensor):
+        problems.append(f"residual must be a torch.Tensor, got {type(residual).__name__}")
+        check_tensors({"update": update, "gate": gate}, None, problems)
+        return InputDesc(platform=None, problems=problems)
+    if not isinstance(update, torch.Tensor):
+        problems.append(f"update must be a torch.Tensor, got {type(update).__name__}")
+    platform = tensor_platform(residual.device)
+    arch = device_arch(platform, residual.device.index) if platform in ("cuda", "hip") else None
+    dtypes = check_tensors({"residual": residual, "update": update, "gate": gate}, residual.device, problems)
+    r = row_geometry("residual", residual, problems)
+    if r is None or problems:
+        return InputDesc(platform, arch, tuple(dtypes), None if r is None else r.D, (), problems)
+    u = same_rows("update", update, r, problems)
+    gl = mod_layout("gate", gate, r, problems) if gate is not None else None
+    t1 = update.dtype if gate is None else torch.promote_types(gate.dtype, update.dtype)
+    out = torch.promote_types(residual.dtype, t1)
+    if inplace and out != residual.dtype:
+        # eager `residual += t1` rounds to residual's dtype; allowed by torch's casting rules
+        out = residual.dtype
+    if inplace and not _rows_disjoint(r):
+        problems.append(f"residual (strides {list(residual.stride())}) has rows that share memory (an expanded "
+                        "view?): an in-place write would alias itself")
+    layouts = (gl.tag,) if gl is not None else ()
+    geom = Geometry(r, u, gl, t1, out, inplace) if not problems else None
+    return InputDesc(platform, arch, tuple(dtypes), r.D, layouts, problems,
+                     {"geom": geom, "empty": residual.numel() == 0})
+
+
+def _rows_disjoint(g: RowGeometry) -> bool:
+    """Rows of ``[B, S, D]`` never overlap (samples-major or tokens-major memory order)."""
+    b_major = (g.S == 1 or g.ss >= g.D) and (g.B == 1 or g.sb >= (g.S - 1) * g.ss + g.D)
+    s_major = (g.B == 1 or g.sb >= g.D) and (g.S == 1 or g.ss >= (g.B - 1) * g.sb + g.D)
+    return b_major or s_major
+
+
+def _empty(geom: Geometry):
+    def run(residual, update, gate):
+        if geom.inplace:
+            return residual
+        return torch.empty(geom.residual.shape, dtype=geom.out, device=residual.device)
+
+    return run
+
+
+def _bind(fn, geom: Geometry):
+    def run(residual, update, gate):
+        return fn(residual, update, gate, inplace=geom.inplace, geom=geom)
+
+    return run
+
+
+def _describe_out(residual, update, gate):
+    return describe_gated_residual(residual, update, gate)
+
+
+def _describe_inplace(residual, update, gate):
+    return describe_gated_residual(residual, update, gate, inplace=True)
+
+
+_dispatch = Dispatcher(OP, _describe_out, bind=_bind, empty=_empty)
+_dispatch_inplace = Dispatcher(OP, _describe_inplace, bind=_bind, empty=_empty)
+
+
+def gated_residual(
+    residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, backend: str | None = None
+) -> torch.Tensor:
+    """``residual + gate * update``, ``torch.equal`` to that eager chain (contract ``exact``).
+
+    ``gate * update`` is rounded to ``promote(gate, update)``, the sum to
+    ``promote(residual, gate * update)`` (the result dtype); no fused multiply-add.
+
+    residual, update: ``[B, S, D]`` or ``[N, D]``, same shape, bf16 | fp16 | fp32, last dim
+        contiguous, any row strides (each its own).
+    gate: per channel ``[D]``; per sample ``[B, D]`` / ``[B, 1, D]``; per token ``[B, S, D]``
+        (strided views allowed); per frame ``[B, F, 1, D]`` with ``S = F * L``; or ``None``
+        for a gate of 1 (``residual + update``).
+    backend: ``None`` (best for the inputs), ``"triton"`` or ``"torch"``.
+
+    Returns a new contiguous tensor shaped like residual.
+    """
+    if is_compiling():
+        return _custom_op(residual, update, gate, backend)
+    return _dispatch.plan((residual, update, gate), backend)(residual, update, gate)
+
+
+def gated_residual_(
+    residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, backend: str | None = None
+) -> torch.Tensor:
+    """In place: ``residual += gate * update`` (eager ``residual.add_(gate * update)``); returns residual.
+
+    The sum is rounded to ``residual.dtype``. Same layouts as :func:`gated_residual`;
+    residual keeps its strides.
+    """
+    if is_compiling():
+        _custom_op_inplace(residual, update, gate, backend)
+        return residual
+    return _dispatch_inplace.plan((residual, update, gate), backend)(residual, update, gate)
+
+
+def can_use_gated_residual(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate: torch.Tensor | None = None,
+    *,
+    inplace: bool = False,
+    backend: str | None = None,
+) -> bool:
+    """Whether ``gated_residual`` (``inplace=True``: ``gated_residual_``) can serve these arguments."""
+    try:
+        select_impl(OP, describe_gated_residual(residual, update, gate, inplace=inplace), backend=backend)
+        return True
+    except Exception:
+        return False
+
+
+def gated_residual_reference(
+    residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, inplace: bool = False
+) -> torch.Tensor:
+    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
+    fn = resolve_target("sgl_diffusion_modulate.gated_residual_torch:gated_residual")
+    return fn(residual, update, gate, inplace=inplace)
+
+
+def _op_impl(residual, update, gate, backend):
+    return _dispatch.plan((residual, update, gate), backend)(residual, update, gate)
+
+
+def _op_fake(residual, update, gate, backend):
+    _dispatch.validate(residual, update, gate)
+    t1 = update.dtype if gate is None else torch.promote_types(gate.dtype, update.dtype)
+    return torch.empty(residual.shape, dtype=torch.promote_types(residual.dtype, t1), device=residual.device)
+
+
+def _op_inplace_impl(residual, update, gate, backend):
+    _dispatch_inplace.plan((residual, update, gate), backend)(residual, update, gate)
+
+
+def _op_inplace_fake(residual, update, gate, backend):
+    _dispatch_inplace.validate(residual, update, gate)
+
+
+_custom_op = register_custom_op(
+    "gated_residual",
+    _op_impl,
+    _op_fake,
+    schema="(Tensor residual, Tensor update, Tensor? gate, str? backend) -> Tensor",
+)
+_custom_op_inplace = register_custom_op(
+    "gated_residual_",
+    _op_inplace_impl,
+    _op_inplace_fake,
+    schema="(Tensor(a!) residual, Tensor update, Tensor? gate, str? backend) -> ()",
+    mutates_args=("residual",),
+)

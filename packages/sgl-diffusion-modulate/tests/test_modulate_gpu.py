@@ -1,0 +1,98 @@
+"""GPU lane: bit-exact against CUDA eager at production shapes (../shared/SHAPES.md), CUDA graphs, inductor.
+
+Not yet run on hardware when written (the package was added after the session's GPU time
+was spent); the next GPU session runs it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sgl_diffusion_modulate as mod
+from sgl_diffusion_core import testing
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
+]
+OP = "modulate.scale_shift"
+
+SHAPES = [(1, 4608, 3072), (1, 75600, 5120), (1, 118800, 3072), (2, 4429, 2432)]
+
+
+@pytest.mark.parametrize("B,S,D", SHAPES)
+@pytest.mark.parametrize("mdt", [torch.bfloat16, torch.float32])
+def test_scale_shift_production(B, S, D, mdt):
+    x = torch.randn(B, S, D, device="cuda", dtype=torch.bfloat16)
+    m = torch.randn(B, 6, D, device="cuda", dtype=mdt)
+    for off in (1.0, 0.1):  # 0.1: CUDA eager adds the scalar in fp32 (CPU eager rounds it first)
+        testing.assert_exact(mod.scale_shift(x, m[:, 1:2], m[:, 0:1], scale_offset=off),
+                             x * (off + m[:, 1:2]) + m[:, 0:1])
+
+
+def test_scale_shift_per_token_and_frame():
+    B, S, D = 1, 75600, 5120
+    x = torch.randn(B, S, D, device="cuda", dtype=torch.bfloat16)
+    proj = torch.randn(B, 1024, 6 * D, device="cuda", dtype=torch.bfloat16)
+    xs = x[:, :1024]
+    testing.assert_exact(mod.scale_shift(xs, proj[..., D:2 * D], proj[..., :D]),
+                         xs * (1 + proj[..., D:2 * D]) + proj[..., :D])
+    sc = torch.randn(B, 21, 1, D, device="cuda", dtype=torch.bfloat16)
+    ref = (x.view(B, 21, S // 21, D) * (1 + sc) + sc).view(B, S, D)
+    testing.assert_exact(mod.scale_shift(x, sc, sc), ref)
+
+
+@pytest.mark.parametrize("B,S,D", SHAPES)
+@pytest.mark.parametrize("gdt", [torch.bfloat16, torch.float32])
+def test_gated_residual_production(B, S, D, gdt):
+    r = torch.randn(B, S, D, device="cuda", dtype=torch.bfloat16)
+    u = torch.randn(B, S, D, device="cuda", dtype=torch.bfloat16)
+    g = torch.randn(B, 1, D, device="cuda", dtype=gdt)
+    testing.assert_exact(mod.gated_residual(r, u, g), r + g * u)
+    ref = r.clone().add_(g * u)
+    mod.gated_residual_(r, u, g)
+    testing.assert_exact(r, ref)
+
+
+def test_more_than_2_31_elements():
+    D = 5120
+    S = (2**31) // D + 3
+    r = torch.randn(1, S, D, device="cuda", dtype=torch.bfloat16)
+    g = torch.randn(1, 1, D, device="cuda", dtype=torch.bfloat16)
+    out = mod.gated_residual(r, r, g)
+    tail = slice(S - 64, S)
+    testing.assert_exact(out[:, tail], r[:, tail] + g * r[:, tail])
+
+
+def test_cuda_graph_and_inductor():
+    import torch._dynamo
+
+    x = torch.randn(1, 4608, 3072, device="cuda", dtype=torch.bfloat16)
+    m = torch.randn(1, 3, 3072, device="cuda", dtype=torch.bfloat16)
+
+    def block(x, m):
+        shift, scale, gate = m.chunk(3, dim=1)
+        h = mod.scale_shift(x, scale, shift)
+        return mod.gated_residual(x, h, gate)
+
+    ref = block(x, m)
+    torch._dynamo.reset()
+    for mode in (None, "reduce-overhead"):
+        f = torch.compile(block, fullgraph=True, mode=mode)
+        for _ in range(3):
+            out = f(x, m)
+        testing.assert_exact(out, ref)
+    block(x, m)
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        block(x, m)
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g):
+        out = block(x, m)
+    x.copy_(torch.randn_like(x))
+    g.replay()
+    torch.cuda.synchronize()
+    testing.assert_exact(out, block(x, m))
