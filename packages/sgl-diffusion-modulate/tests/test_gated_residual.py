@@ -12,10 +12,7 @@ OP = "modulate.gated_residual"
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 
 
-def rnd(*shape, dtype=torch.float32, device="cpu", scale=1.0):
-    mag = torch.exp(torch.empty(*shape).uniform_(-4, 4)) * scale
-    sign = torch.where(torch.rand(*shape) < 0.5, -1.0, 1.0)
-    return (mag * sign).to(dtype).to(device)
+rnd = testing.log_uniform
 
 
 def check(backend, r, u, g=None):

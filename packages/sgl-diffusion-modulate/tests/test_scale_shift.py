@@ -17,11 +17,7 @@ OP = "modulate.scale_shift"
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 
 
-def rnd(*shape, dtype=torch.float32, device="cpu", scale=1.0):
-    # log-uniform magnitudes: exercises the rounding of products and sums at many exponents
-    mag = torch.exp(torch.empty(*shape).uniform_(-4, 4)) * scale
-    sign = torch.where(torch.rand(*shape) < 0.5, -1.0, 1.0)
-    return (mag * sign).to(dtype).to(device)
+rnd = testing.log_uniform
 
 
 def check(backend, x, scale, shift=None, **kw):

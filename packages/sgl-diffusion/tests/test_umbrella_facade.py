@@ -21,6 +21,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "FLOAT_DTYPES",
     "AotVariant",
     "Dispatcher",
+    "lazy_exports",
     "MODULATION_LAYOUTS",
     "ModLayout",
     "RowGeometry",

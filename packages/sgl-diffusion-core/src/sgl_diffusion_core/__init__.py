@@ -22,7 +22,7 @@ from .modulation import (
     row_geometry,
     same_rows,
 )
-from .ops import Dispatcher, PlanCache, is_compiling, register_custom_op, tensor_sig
+from .ops import Dispatcher, PlanCache, is_compiling, lazy_exports, register_custom_op, tensor_sig
 from .platform import (
     MachineInfo,
     default_device,
@@ -99,6 +99,7 @@ __all__ = [
     "dtype_name",
     "explain",
     "is_compiling",
+    "lazy_exports",
     "machine",
     "mod_layout",
     "module_available",

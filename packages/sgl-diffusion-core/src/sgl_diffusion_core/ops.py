@@ -135,3 +135,26 @@ class Dispatcher:
 
     def clear(self) -> None:
         self._plans.clear()
+
+
+def lazy_exports(package: str, exports: dict[str, str], namespace: dict[str, Any]):
+    """PEP 562 ``__getattr__`` and ``__dir__`` for a domain package's lazy facade.
+
+    ``exports`` maps a public name to its entry module (relative to ``package``); the first
+    touch imports the module and caches the attribute in the package's ``namespace``.
+    Usage in a domain ``__init__.py``: ``__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())``.
+    """
+    import importlib
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        obj = getattr(importlib.import_module(f".{module}", package), name)
+        namespace[name] = obj
+        return obj
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(exports))
+
+    return __getattr__, __dir__

@@ -120,3 +120,15 @@ def runnable_backends(op_id: str, device: torch.device) -> list[str]:
         if plat in caps.platforms or (plat == "cpu" and caps.interpretable and triton_interpret()):
             out.append(spec.backend)
     return out
+
+
+def log_uniform(*shape: int, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
+                scale: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Random values with log-uniform magnitudes over e^-4 .. e^4 and random signs.
+
+    Exercises the rounding of products and sums at many exponents, which ``randn`` alone,
+    concentrated near 1, does poorly; for bit-exactness tests.
+    """
+    mag = torch.exp(torch.empty(*shape).uniform_(-4, 4, generator=generator)) * scale
+    sign = torch.where(torch.rand(*shape, generator=generator) < 0.5, -1.0, 1.0)
+    return (mag * sign).to(dtype).to(device)

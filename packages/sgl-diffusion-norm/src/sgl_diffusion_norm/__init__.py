@@ -7,8 +7,7 @@ first touch of an op imports its entry module, the first call its backend.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sgl_diffusion_core import lazy_exports
 
 from . import specs as _specs  # noqa: F401  (registers ops and backends)
 from .__about__ import __version__ as __version__
@@ -23,14 +22,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    obj = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = obj
-    return obj
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
