@@ -11,6 +11,7 @@ from . import aot, bench, testing
 from .__about__ import __version__
 from .aot import AotVariant
 from .errors import MissingPackageError, UnsupportedInputError
+from .gate import BitExactFusionGate, FusionFallbackWarning, call_signature
 from .launch import RowConfig, TileConfig, next_pow2
 from .modulation import (
     MODULATION_LAYOUTS,
@@ -70,10 +71,12 @@ __all__ = [
     "MODULATION_LAYOUTS",
     "REGISTRY",
     "AotVariant",
+    "BitExactFusionGate",
     "Capabilities",
     "Contract",
     "Dispatcher",
     "Explanation",
+    "FusionFallbackWarning",
     "InputDesc",
     "KernelSpec",
     "MachineInfo",
@@ -90,6 +93,7 @@ __all__ = [
     "__version__",
     "aot",
     "bench",
+    "call_signature",
     "broadcast_view",
     "check_tensors",
     "testing",

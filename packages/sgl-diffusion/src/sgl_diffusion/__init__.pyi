@@ -3,9 +3,11 @@
 # what type checkers and IDEs see.
 
 from sgl_diffusion_core import REGISTRY as REGISTRY
+from sgl_diffusion_core import BitExactFusionGate as BitExactFusionGate
 from sgl_diffusion_core import Capabilities as Capabilities
 from sgl_diffusion_core import Contract as Contract
 from sgl_diffusion_core import Explanation as Explanation
+from sgl_diffusion_core import FusionFallbackWarning as FusionFallbackWarning
 from sgl_diffusion_core import InputDesc as InputDesc
 from sgl_diffusion_core import KernelSpec as KernelSpec
 from sgl_diffusion_core import MachineInfo as MachineInfo
@@ -13,6 +15,7 @@ from sgl_diffusion_core import MissingPackageError as MissingPackageError
 from sgl_diffusion_core import OpDef as OpDef
 from sgl_diffusion_core import UnsupportedInputError as UnsupportedInputError
 from sgl_diffusion_core import Verdict as Verdict
+from sgl_diffusion_core import call_signature as call_signature
 from sgl_diffusion_core import default_device as default_device
 from sgl_diffusion_core import describe as describe
 from sgl_diffusion_core import device_arch as device_arch
@@ -43,9 +46,11 @@ class MissingDistributionError(ImportError):
     def __init__(self, attr: str, module: str, distribution: str) -> None: ...
 
 __all__ = [
+    "BitExactFusionGate",
     "Capabilities",
     "Contract",
     "Explanation",
+    "FusionFallbackWarning",
     "InputDesc",
     "KernelSpec",
     "MachineInfo",
@@ -55,6 +60,7 @@ __all__ = [
     "UnsupportedInputError",
     "Verdict",
     "__version__",
+    "call_signature",
     "can_use_gated_residual",
     "can_use_ln_modulate",
     "can_use_scale_shift",

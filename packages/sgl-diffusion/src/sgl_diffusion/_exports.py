@@ -42,6 +42,10 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         # errors
         "UnsupportedInputError",
         "MissingPackageError",
+        "FusionFallbackWarning",
+        # verification of fused paths
+        "BitExactFusionGate",
+        "call_signature",
         # selection and its explanation
         "explain",
         "select_impl",
