@@ -1,0 +1,81 @@
+"""The docs site's generated pages (tools/gen_docs.py) are committed up to date, and their links hold."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import _venvs  # noqa: F401  (puts tools/ on sys.path)
+import gen_docs
+import workspace
+
+REPO = workspace.ROOT
+PACKAGES = workspace.discover()
+
+
+def test_generated_docs_are_up_to_date() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "gen_docs.py"), "--check"], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_package_and_op_has_its_page() -> None:
+    pages = gen_docs.pages()
+    for pkg in PACKAGES.values():
+        assert f"packages/{pkg.dir.name}.md" in pages
+    matrix = (REPO / "docs" / "selection-matrix.md").read_text()
+    bench = (REPO / "docs" / "benchmarks" / "index.md").read_text()
+    for png in (REPO / "docs" / "benchmarks").glob("*.png"):
+        assert f"]({png.name})" in bench, f"{png.name} is not embedded in the benchmarks page"
+    assert "| backend | priority | contract |" in matrix and "compiled only" in matrix
+
+
+def test_link_rewriting() -> None:
+    norm_like = next(p for p in PACKAGES.values() if not p.is_core and not p.is_umbrella)
+    src = f"packages/{norm_like.dir.name}/README.md"
+    text = (
+        "See [the family](../../README.md#install), [bench](../../docs/benchmarks/README.md),\n"
+        "[web](https://example.com/x.md) and [here](#usage); `[not](a/link.md)`.\n"
+        "```\n[in a fence](nowhere.md)\n```\n"
+    )
+    out = gen_docs.rewrite_links(text, src, f"packages/{norm_like.dir.name}.md", PACKAGES)
+    assert "[the family](../index.md#install)" in out
+    assert "[bench](../benchmarks/index.md)" in out
+    assert "[web](https://example.com/x.md)" in out and "[here](#usage)" in out
+    assert "`[not](a/link.md)`" in out and "[in a fence](nowhere.md)" in out
+    root = gen_docs.rewrite_links("[core](packages/sgl-diffusion-core/README.md)", "README.md", "index.md", PACKAGES)
+    assert root == "[core](packages/sgl-diffusion-core.md)"
+
+
+@pytest.mark.parametrize("link", ["src/secret.py", "../../../outside.md", "CHANGELOG.md"])
+def test_a_link_outside_the_site_fails(link: str) -> None:
+    src = "packages/sgl-diffusion-core/README.md"
+    with pytest.raises(gen_docs.LinkError, match="sgl-diffusion-core/README.md"):
+        gen_docs.rewrite_links(f"[x]({link})", src, "packages/sgl-diffusion-core.md", PACKAGES)
+
+
+def test_check_reports_stale_pages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--check on a copy of the tree: an edited README, a package page without a package; then regenerate."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist")
+    for part in ("packages", "docs"):
+        shutil.copytree(REPO / part, tmp_path / part, ignore=ignore)
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    assert gen_docs.main(["--check", "--root", str(tmp_path)]) == 0
+    pkg = next(iter(workspace.discover(tmp_path).values()))
+    pkg.readme.write_text(pkg.readme.read_text() + "\nA new paragraph.\n")
+    (tmp_path / "docs" / "packages" / "sgl-diffusion-gone.md").write_text("# gone\n")
+    capsys.readouterr()
+    assert gen_docs.main(["--check", "--root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"docs/packages/{pkg.dir.name}.md" in err and "docs/packages/sgl-diffusion-gone.md (no source" in err
+    assert gen_docs.main(["--root", str(tmp_path)]) == 0
+    assert "A new paragraph." in (tmp_path / "docs" / "packages" / f"{pkg.dir.name}.md").read_text()
+    assert not (tmp_path / "docs" / "packages" / "sgl-diffusion-gone.md").exists()
+    assert gen_docs.main(["--check", "--root", str(tmp_path)]) == 0
