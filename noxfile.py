@@ -2,10 +2,16 @@
 
     bash tools/setup_env.sh                # once: makes .venv (torch, triton, dev tools, packages editable)
     .venv/bin/nox -l                       # list sessions
-    .venv/bin/nox -s ci                    # what CI runs: lint, import surface, cpu tests, AOT compile, build
+    .venv/bin/nox -s ci                    # what CI runs: lint, import surface, cpu tests, AOT compile, build,
+                                           # integration, docs
     .venv/bin/nox -s "tests(package='norm', platform='cpu')"
     .venv/bin/nox -s "tests(package='norm', platform='cuda')"   # skips, saying so, without an NVIDIA GPU
     .venv/bin/nox -s "compile(target='sm_90')" build lint import_surface
+    .venv/bin/nox -s integration           # fresh-venv install scenarios from the built wheels (minutes)
+    .venv/bin/nox -s docs                  # regenerated docs up to date + mkdocs build --strict into site/
+    .venv/bin/nox -s affected -- --base origin/main        # packages a change affects (and why)
+    .venv/bin/nox -s affected_tests -- --base origin/main  # cpu lane of just those (+ tests-integration)
+    .venv/bin/nox -s release -- norm patch --dry-run       # tools/release.py (bump, changelog, pins, tag)
 
 Why every session has ``venv_backend="none"``: the family's only heavy dependencies are
 torch and triton (together several hundred MB, a multi-GB CUDA build if pip ever resolves an
@@ -31,8 +37,8 @@ interpreter and the ahead-of-time compile lanes for every GPU target instead.
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -144,17 +150,10 @@ def compile_(session: nox.Session, target: str) -> None:
 
 
 def run_build(session: nox.Session) -> None:
-    py = _py(session)
-    dist = ROOT / "dist"
-    if dist.exists():
-        shutil.rmtree(dist)
-    for d in PACKAGES.values():
-        # --no-isolation: build with the hatchling in .venv; an isolated build env would make pip
-        # fetch the build backend (and, through a bad requires, torch) for every package.
-        session.run(py, "-m", "build", "--no-isolation", "--outdir", "dist", f"packages/{d}")
-    artifacts = sorted(str(p.relative_to(ROOT)) for p in dist.iterdir())
-    session.run(py, "-m", "twine", "--no-color", "check", "--strict", *artifacts)
-    session.run(py, "tools/check_wheels.py", "dist", "--all-packages")
+    # tools/build_dists.py: python -m build --no-isolation per package (the hatchling in .venv; an
+    # isolated build env would make pip fetch the build backend for every package), then twine
+    # check --strict and tools/check_wheels.py. tests-integration builds its wheels with the same code.
+    session.run(_py(session), "tools/build_dists.py", "--outdir", "dist")
 
 
 @nox.session(venv_backend="none")
@@ -178,13 +177,102 @@ def lint(session: nox.Session) -> None:
 
 def run_import_surface(session: nox.Session, extra: Sequence[str] = ()) -> None:
     env: dict[str, str | None] = {"TRITON_INTERPRET": None}
-    _pytest(session, "tests-integration", "-m", "not gpu", env=env, what="import surface", extra=extra)
+    what = "import surface"
+    _pytest(session, "tests-integration", "-m", "not gpu and not venv", env=env, what=what, extra=extra)
 
 
 @nox.session(venv_backend="none")
 def import_surface(session: nox.Session) -> None:
-    """Cross-package rules: no deep imports, exports resolve, registry targets resolve, laziness."""
+    """Cross-package rules in .venv: imports, laziness, pins, release/affected tools, docs up to date.
+
+    tests-integration without the `venv` tests: no deep imports, exports and registry targets
+    resolve, laziness, the family's pins, tools/release.py and tools/affected.py in scratch
+    clones, the generated docs up to date.
+    """
     run_import_surface(session, session.posargs)
+
+
+def run_integration(session: nox.Session, extra: Sequence[str] = ()) -> None:
+    env: dict[str, str | None] = {"TRITON_INTERPRET": None}
+    _pytest(session, "tests-integration", "-m", "venv", env=env, what="integration", extra=extra)
+
+
+@nox.session(venv_backend="none")
+def integration(session: nox.Session) -> None:
+    """Install scenarios in fresh virtualenvs from freshly built wheels (tests-integration -m venv).
+
+    One domain alone, the umbrella, core version ranges, a missing optional backend; see
+    tests-integration/test_fresh_venvs.py.
+    """
+    run_integration(session, session.posargs)
+
+
+# --- docs --------------------------------------------------------------------------------------------
+
+
+def run_docs(session: nox.Session) -> None:
+    py = _py(session)
+    # The generated pages (selection matrix, package pages, benchmarks) must be committed up to
+    # date: regenerate with `python tools/gen_docs.py`.
+    session.run(py, "tools/gen_docs.py", "--check")
+    # NO_MKDOCS_2_WARNING: mkdocs-material's end-of-life banner on every build (the pin is deliberate).
+    env = {"NO_MKDOCS_2_WARNING": "1"}
+    session.run(py, "-m", "mkdocs", "build", "--strict", "--clean", "--site-dir", "site", env=env)
+
+
+@nox.session(venv_backend="none")
+def docs(session: nox.Session) -> None:
+    """The docs site into site/: generated pages up to date, then mkdocs build --strict (broken links fail)."""
+    run_docs(session)
+
+
+# --- release and affected packages -------------------------------------------------------------------
+
+
+@nox.session(venv_backend="none")
+def release(session: nox.Session) -> None:
+    """tools/release.py PACKAGE major|minor|patch|X.Y.Z [--dry-run] [--move-pins|--allow-pin-break]."""
+    if not session.posargs:
+        session.error("usage: nox -s release -- PACKAGE major|minor|patch|X.Y.Z [--dry-run] (see tools/release.py)")
+    session.run(_py(session), "tools/release.py", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def affected(session: nox.Session) -> None:
+    """Print the packages a change affects, and why: -- [--base REV] [--head REV] [--files PATH ...].
+
+    Default base: origin/main when it exists, else HEAD~1; the working tree (untracked files
+    included) counts unless --head is given. Rules: tools/affected.py.
+    """
+    session.run(_py(session), "tools/affected.py", "--explain", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def affected_tests(session: nox.Session) -> None:
+    """Tests of just the affected packages: -- [--base REV] [--head REV] [--platform cpu|cuda|rocm].
+
+    Runs each affected package's lane (cpu by default) and, when any package is affected, the
+    cross-package suite (import_surface). `nox -s ci` stays the full run.
+    """
+    args = list(session.posargs)
+    platform = "cpu"
+    if "--platform" in args:
+        i = args.index("--platform")
+        platform = args[i + 1] if i + 1 < len(args) else ""
+        del args[i : i + 2]
+    if platform not in PLATFORMS:
+        session.error(f"--platform must be one of {', '.join(PLATFORMS)}")
+    out = session.run(_py(session), "tools/affected.py", "--json", *args, silent=True) or ""
+    result = json.loads(out)
+    chosen = result["packages"]
+    if not chosen:
+        session.skip(f"no package is affected by {len(result['files'])} changed path(s); nothing to test")
+    session.log(f"affected (base {result['base'] or 'given files'}): {len(chosen)} of {len(PACKAGES)} packages")
+    for p in chosen:
+        session.log(f"  {p}: {'; '.join(result['reasons'][p])}")
+    for p in chosen:
+        run_tests(session, p, platform)
+    run_import_surface(session)
 
 
 # --- ci ----------------------------------------------------------------------------------------------
@@ -192,7 +280,7 @@ def import_surface(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def ci(session: nox.Session) -> None:
-    """What CI runs, in order, failing fast: lint, import surface, cpu tests, AOT compile, build.
+    """What CI runs, failing fast: lint, import surface, cpu tests, AOT compile, build, integration, docs.
 
     SGL_CI_KEEP_GOING=1 runs every step even after a failure (ci still fails at the end),
     to see every problem in one run.
@@ -206,6 +294,8 @@ def ci(session: nox.Session) -> None:
     for t in TARGETS:
         steps.append((f"compile(target='{t}')", lambda t=t: run_compile(session, t)))
     steps.append(("build", lambda: run_build(session)))
+    steps.append(("integration", lambda: run_integration(session)))
+    steps.append(("docs", lambda: run_docs(session)))
     keep_going = os.environ.get("SGL_CI_KEEP_GOING", "") not in ("", "0")
 
     session.run(
