@@ -19,14 +19,14 @@
 
 Marked ``venv`` (deselected by ``nox -s import_surface``; ``nox -s integration`` and
 ``nox -s ci`` run them). Every venv installs torch (a CPU wheel from pip's cache or the
-local wheel directory); together they take a few minutes on two cores.
+local wheel directory); conftest.py creates them ahead, two at a time. The whole module
+takes about two minutes on two cores.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -170,9 +170,10 @@ print(json.dumps(res))
 """
 
 
+@pytest.mark.venv(triton=True)
 @pytest.mark.parametrize("pkg", DOMAINS, ids=[p.short for p in DOMAINS])
-def test_one_domain_alone(pkg: workspace.Package, wheelhouse: Path, make_venv: Callable[..., Venv]) -> None:
-    venv = make_venv(triton=True)
+def test_one_domain_alone(pkg: workspace.Package, fresh_venv: Venv, wheelhouse: Path) -> None:
+    venv = fresh_venv
     venv.install_family(wheelhouse, f"{pkg.dist}[triton]" if _has_extra(pkg, "triton") else pkg.dist)
     venv.pip("check")
     installed = {d for d in venv.distributions() if d in PACKAGES}
@@ -197,8 +198,8 @@ def test_one_domain_alone(pkg: workspace.Package, wheelhouse: Path, make_venv: C
 
 
 def _has_extra(pkg: workspace.Package, extra: str) -> bool:
-    text = pkg.pyproject.read_text()
-    return f"\n{extra} = [" in text or f"\n{extra}=[" in text
+    project = workspace.tomllib.loads(pkg.pyproject.read_text()).get("project", {})
+    return extra in project.get("optional-dependencies", {})
 
 
 # --- 2. the umbrella --------------------------------------------------------------------------------
@@ -239,10 +240,10 @@ print(json.dumps({"before": before, "after": after,
 """
 
 
-def test_umbrella(wheelhouse: Path, make_venv: Callable[..., Venv]) -> None:
-    if UMBRELLA is None:
-        pytest.skip("packages/sgl-diffusion (the umbrella) does not exist")
-    venv = make_venv(triton=False)
+@pytest.mark.venv(triton=False)
+@pytest.mark.skipif(UMBRELLA is None, reason="packages/sgl-diffusion (the umbrella) does not exist")
+def test_umbrella(fresh_venv: Venv, wheelhouse: Path) -> None:
+    venv = fresh_venv
     venv.install_family(wheelhouse, UMBRELLA.dist)
     venv.pip("check")
     installed = {d for d in venv.distributions() if d in PACKAGES}
@@ -324,7 +325,8 @@ def _build_at(pkg: workspace.Package, version: str, scratch: Path, outdir: Path)
     return wheel
 
 
-def test_version_ranges(wheelhouse: Path, make_venv: Callable[..., Venv], tmp_path: Path) -> None:
+@pytest.mark.venv(triton=False)
+def test_version_ranges(fresh_venv: Venv, wheelhouse: Path, tmp_path: Path) -> None:
     """Every domain at a newer version (same pins) against cores inside and outside its range."""
     domains = [p for p in DOMAINS if any(d.name == CORE.dist and d.extra is None for d in p.deps)]
     if not domains:
@@ -355,7 +357,7 @@ def test_version_ranges(wheelhouse: Path, make_venv: Callable[..., Venv], tmp_pa
     if core_below:
         _build_at(CORE, core_below, scratch, outside)
 
-    venv = make_venv(triton=False)
+    venv = fresh_venv
     params = {"domains": [[p.import_name, p.dist] for p in domains], "smoke": SMOKE}
     wanted = [f"{d}=={v}" for d, v in newer.items()]
 
@@ -457,8 +459,9 @@ print(json.dumps(res))
 OPTIONAL_MODULES = ("triton", "flydsl")
 
 
-def test_missing_optional_backend(wheelhouse: Path, make_venv: Callable[..., Venv]) -> None:
-    venv = make_venv(triton=False)
+@pytest.mark.venv(triton=False)
+def test_missing_optional_backend(fresh_venv: Venv, wheelhouse: Path) -> None:
+    venv = fresh_venv
     wheels = sorted(str(w) for w in wheelhouse.glob("*.whl"))
     venv.install_family(wheelhouse, *wheels, no_deps=True)  # the whole family, torch only: no Triton
     probe = "import importlib.util, json; print(json.dumps([m for m in {m!r} if importlib.util.find_spec(m) is None]))"

@@ -21,7 +21,8 @@ import workspace
 REPO = workspace.ROOT
 TOOL = REPO / "tools" / "release.py"
 DATE = "2026-01-02"
-# The domain the single-package release tests use: norm (the first domain), else any domain.
+EVERY = [p.dist for p in workspace.discover().values()]
+# The domain the refusal tests use: norm (the first domain), else any domain.
 _DOMAINS = [p.dist for p in workspace.discover().values() if not p.is_core and not p.is_umbrella]
 DOMAIN = "sgl-diffusion-norm" if "sgl-diffusion-norm" in _DOMAINS else _DOMAINS[0]
 
@@ -62,8 +63,16 @@ def state(root: Path) -> tuple[str, str, str]:
     return git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain"), git(root, "tag", "-l")
 
 
-def test_dry_run_shows_bump_changelog_and_tag(clone: Path) -> None:
-    pkg = workspace.find(workspace.discover(clone), DOMAIN)
+def _in_clone(clone: Path, dist: str) -> workspace.Package:
+    packages = workspace.discover(clone)
+    if dist not in packages:
+        pytest.skip(f"{dist} is not committed yet (the clone is of HEAD)")
+    return packages[dist]
+
+
+@pytest.mark.parametrize("dist", EVERY)
+def test_dry_run_shows_bump_changelog_and_tag(clone: Path, dist: str) -> None:
+    pkg = _in_clone(clone, dist)
     new = release.new_version(pkg.version, "patch")
     before = state(clone)
     proc = run(clone, pkg.dist, "patch", "--dry-run")
@@ -78,8 +87,9 @@ def test_dry_run_shows_bump_changelog_and_tag(clone: Path) -> None:
     assert state(clone) == before, "a dry run changed the repository"
 
 
-def test_real_run_commits_and_tags(clone: Path) -> None:
-    pkg = workspace.find(workspace.discover(clone), DOMAIN)
+@pytest.mark.parametrize("dist", EVERY)
+def test_real_run_commits_and_tags(clone: Path, dist: str) -> None:
+    pkg = _in_clone(clone, dist)
     new = release.new_version(pkg.version, "patch")
     head = git(clone, "rev-parse", "HEAD")
     proc = run(clone, pkg.short, "patch")
