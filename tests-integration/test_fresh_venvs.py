@@ -185,7 +185,7 @@ def test_one_domain_alone(pkg: workspace.Package, fresh_venv: Venv, wheelhouse: 
     out = venv.run(_script(params, ALONE), env={"TRITON_INTERPRET": "1"})
 
     assert out["version"] == pkg.version
-    assert out["ops"], f"{pkg.import_name} registered no op in sgl_diffusion_core.REGISTRY"
+    # A package without registered ops (DESIGN.md: ext has no backend matrix) only gets the import checks.
     missing = _missing_smoke(out["ops"])
     assert not missing, f"add a SMOKE entry for {missing} in {Path(__file__).name} (small CPU inputs)"
     bad = {f"{op}/{b}": r["why"] for op, per in out["ops"].items() for b, r in per.items() if not r["ok"]}
