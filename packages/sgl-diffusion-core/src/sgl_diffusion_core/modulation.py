@@ -157,3 +157,30 @@ def broadcast_view(t: torch.Tensor, geom: RowGeometry) -> torch.Tensor:
         return t
     F = t.shape[1]
     return t.expand(t.shape[0], F, geom.S // F, geom.D).reshape(t.shape[0], geom.S, geom.D)
+
+
+def describe_rows(name: str, x: object, others: dict[str, object], *, required: tuple[str, ...] = ()):
+    """The first half of every row op's ``describe``: types, one device, float dtypes, x as rows.
+
+    Returns ``(desc, geom)``: an ``InputDesc`` holding platform, arch, dtypes, last dim and
+    the problems found so far, and x's ``RowGeometry`` (None when a problem was found; the
+    caller then returns ``desc`` as it is). The caller adds its own problems, ``layouts``
+    and ``info`` to ``desc``.
+    """
+    from .platform import device_arch, tensor_platform
+    from .registry import InputDesc
+
+    problems: list[str] = []
+    for r in required:
+        if others.get(r) is None:
+            problems.append(f"{r} is required (got None)")
+    if not isinstance(x, torch.Tensor):
+        problems.append(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        check_tensors(others, None, problems)
+        return InputDesc(platform=None, problems=problems), None
+    platform = tensor_platform(x.device)
+    arch = device_arch(platform, x.device.index) if platform in ("cuda", "hip") else None
+    dtypes = check_tensors({name: x, **others}, x.device, problems)
+    geom = None if problems else row_geometry(name, x, problems)
+    desc = InputDesc(platform, arch, tuple(dtypes), x.shape[-1] if x.dim() else None, (), problems)
+    return desc, (geom if not problems else None)

@@ -11,16 +11,13 @@ from sgl_diffusion_core import (
     InputDesc,
     ModLayout,
     RowGeometry,
-    check_tensors,
-    device_arch,
+    describe_rows,
     is_compiling,
     mod_layout,
     register_custom_op,
     resolve_target,
-    row_geometry,
     same_rows,
     select_impl,
-    tensor_platform,
 )
 
 OP = "modulate.gated_residual"
@@ -40,19 +37,10 @@ def describe_gated_residual(
     residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, inplace: bool = False
 ) -> InputDesc:
     """Validate the arguments of ``gated_residual`` / ``gated_residual_`` for backend selection."""
-    problems: list[str] = []
-    if not isinstance(residual, torch.Tensor):
-        problems.append(f"residual must be a torch.Tensor, got {type(residual).__name__}")
-        check_tensors({"update": update, "gate": gate}, None, problems)
-        return InputDesc(platform=None, problems=problems)
-    if not isinstance(update, torch.Tensor):
-        problems.append(f"update must be a torch.Tensor, got {type(update).__name__}")
-    platform = tensor_platform(residual.device)
-    arch = device_arch(platform, residual.device.index) if platform in ("cuda", "hip") else None
-    dtypes = check_tensors({"residual": residual, "update": update, "gate": gate}, residual.device, problems)
-    r = row_geometry("residual", residual, problems)
-    if r is None or problems:
-        return InputDesc(platform, arch, tuple(dtypes), None if r is None else r.D, (), problems)
+    desc, r = describe_rows("residual", residual, {"update": update, "gate": gate}, required=("update",))
+    if r is None:
+        return desc
+    problems = desc.problems
     u = same_rows("update", update, r, problems)
     gl = mod_layout("gate", gate, r, problems) if gate is not None else None
     t1 = update.dtype if gate is None else torch.promote_types(gate.dtype, update.dtype)
@@ -64,9 +52,10 @@ def describe_gated_residual(
         problems.append(f"residual (strides {list(residual.stride())}) has rows that share memory (an expanded "
                         "view?): an in-place write would alias itself")
     layouts = (gl.tag,) if gl is not None else ()
-    geom = Geometry(r, u, gl, t1, out, inplace) if not problems else None
-    return InputDesc(platform, arch, tuple(dtypes), r.D, layouts, problems,
-                     {"geom": geom, "empty": residual.numel() == 0})
+    desc.layouts = layouts
+    desc.info = {"geom": Geometry(r, u, gl, t1, out, inplace) if not problems else None,
+                 "empty": residual.numel() == 0}
+    return desc
 
 
 def _rows_disjoint(g: RowGeometry) -> bool:

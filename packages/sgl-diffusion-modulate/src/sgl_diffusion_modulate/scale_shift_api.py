@@ -11,15 +11,12 @@ from sgl_diffusion_core import (
     InputDesc,
     ModLayout,
     RowGeometry,
-    check_tensors,
-    device_arch,
+    describe_rows,
     is_compiling,
     mod_layout,
     register_custom_op,
     resolve_target,
-    row_geometry,
     select_impl,
-    tensor_platform,
 )
 
 OP = "modulate.scale_shift"
@@ -44,19 +41,10 @@ def describe_scale_shift(
     x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor | None = None, *, scale_offset: float = 1.0
 ) -> InputDesc:
     """Validate the arguments of ``scale_shift`` and describe them for backend selection."""
-    problems: list[str] = []
-    if not isinstance(x, torch.Tensor):
-        problems.append(f"x must be a torch.Tensor, got {type(x).__name__}")
-        check_tensors({"scale": scale, "shift": shift}, None, problems)
-        return InputDesc(platform=None, problems=problems)
-    if not isinstance(scale, torch.Tensor):
-        problems.append(f"scale must be a torch.Tensor, got {type(scale).__name__}")
-    platform = tensor_platform(x.device)
-    arch = device_arch(platform, x.device.index) if platform in ("cuda", "hip") else None
-    dtypes = check_tensors({"x": x, "scale": scale, "shift": shift}, x.device, problems)
-    g = row_geometry("x", x, problems)
-    if g is None or problems:
-        return InputDesc(platform, arch, tuple(dtypes), None if g is None else g.D, (), problems)
+    desc, g = describe_rows("x", x, {"scale": scale, "shift": shift}, required=("scale",))
+    if g is None:
+        return desc
+    problems = desc.problems
     sc = mod_layout("scale", scale, g, problems)
     sh = mod_layout("shift", shift, g, problems) if shift is not None else None
     layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
@@ -65,8 +53,10 @@ def describe_scale_shift(
         t1 = scale.dtype  # a Python scalar plus a tensor keeps the tensor's dtype
         t2 = torch.promote_types(x.dtype, t1)
         out = t2 if shift is None else torch.promote_types(t2, shift.dtype)
-        geom = Geometry(g, sc, sh, t1, t2, out, round_offset=platform == "cpu")
-    return InputDesc(platform, arch, tuple(dtypes), g.D, layouts, problems, {"geom": geom, "empty": x.numel() == 0})
+        geom = Geometry(g, sc, sh, t1, t2, out, round_offset=desc.platform == "cpu")
+    desc.layouts = layouts
+    desc.info = {"geom": geom, "empty": x.numel() == 0}
+    return desc
 
 
 def _empty(geom: Geometry):

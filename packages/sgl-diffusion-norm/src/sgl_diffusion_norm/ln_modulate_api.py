@@ -16,15 +16,12 @@ from sgl_diffusion_core import (
     InputDesc,
     ModLayout,
     RowGeometry,
-    check_tensors,
-    device_arch,
+    describe_rows,
     is_compiling,
     mod_layout,
     register_custom_op,
     resolve_target,
-    row_geometry,
     select_impl,
-    tensor_platform,
 )
 
 OP = "norm.ln_modulate"
@@ -50,19 +47,11 @@ def describe_ln_modulate(
     scale_offset: float = 1.0,
 ) -> InputDesc:
     """Validate the arguments of ``ln_modulate`` and describe them for backend selection."""
-    problems: list[str] = []
-    if not isinstance(x, torch.Tensor):
-        problems.append(f"x must be a torch.Tensor, got {type(x).__name__}")
-        check_tensors({"scale": scale, "shift": shift, "weight": weight, "bias": bias}, None, problems)
-        return InputDesc(platform=None, problems=problems)
-    if not isinstance(scale, torch.Tensor):
-        problems.append(f"scale must be a torch.Tensor, got {type(scale).__name__}")
-    platform = tensor_platform(x.device)
-    arch = device_arch(platform, x.device.index) if platform in ("cuda", "hip") else None
-    dtypes = check_tensors({"x": x, "scale": scale, "shift": shift, "weight": weight, "bias": bias}, x.device, problems)
-    g = row_geometry("x", x, problems)
-    if g is None or problems:
-        return InputDesc(platform, arch, tuple(dtypes), None if g is None else g.D, (), problems)
+    desc, g = describe_rows("x", x, {"scale": scale, "shift": shift, "weight": weight, "bias": bias},
+                            required=("scale",))
+    if g is None:
+        return desc
+    problems = desc.problems
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and (tuple(t.shape) != (g.D,) or (g.D > 1 and t.stride(0) != 1)):
             problems.append(f"{name} must be a contiguous [D] = [{g.D}] tensor, got shape {list(t.shape)} "
@@ -70,8 +59,9 @@ def describe_ln_modulate(
     sc = mod_layout("scale", scale, g, problems)
     sh = mod_layout("shift", shift, g, problems) if shift is not None else None
     layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
-    geom = Geometry(g, sc, sh) if not problems else None
-    return InputDesc(platform, arch, tuple(dtypes), g.D, layouts, problems, {"geom": geom, "empty": x.numel() == 0})
+    desc.layouts = layouts
+    desc.info = {"geom": Geometry(g, sc, sh) if not problems else None, "empty": x.numel() == 0}
+    return desc
 
 
 def _empty_runner(geom: Geometry):
