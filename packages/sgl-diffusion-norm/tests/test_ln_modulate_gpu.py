@@ -115,3 +115,15 @@ def test_inductor_fullgraph_and_cudagraphs():
 def test_opcheck_cuda():
     x, sc, sh = _inputs(2, 33, 384, "per-sample")
     torch.library.opcheck(torch.ops.sgl_diffusion.ln_modulate.default, (x, sc, sh, None, None, 1e-6, 1.0, None))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensors_on_a_device_that_is_not_current():
+    """Triton launches on the current device; the op must follow the tensors instead."""
+    assert torch.cuda.current_device() == 0
+    x, sc, sh = (t.to("cuda:1") for t in _inputs(1, 4608, 3072, "per-sample"))
+    for _ in range(2):  # first call: JIT path; second: the prepared direct path
+        out = norm.ln_modulate(x, sc, sh)
+        atol, rtol = _tol(x.dtype)
+        testing.assert_close(out, norm.ln_modulate_reference(x, sc, sh), atol=atol, rtol=rtol)
+    assert out.device == x.device

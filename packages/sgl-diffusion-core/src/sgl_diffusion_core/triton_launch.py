@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 
 class PreparedLaunch:
     """Grid, constexprs and launch options of one call signature; the kernel's pointer
@@ -23,7 +25,8 @@ class PreparedLaunch:
     ``options`` are Triton launch options (``RowConfig.launch_options``: num_warps, ...)."""
 
     def __init__(self, kernel: Any, grid: tuple[int, ...], constexprs: dict[str, Any], *, n_ptrs: int,
-                 options: dict[str, Any], fp_fusion: bool = True, direct: bool = True) -> None:
+                 options: dict[str, Any], fp_fusion: bool = True, direct: bool = True,
+                 device: torch.device | None = None) -> None:
         names = list(kernel.arg_names)
         n_const = len(constexprs)
         if set(names[len(names) - n_const:]) != set(constexprs):
@@ -38,8 +41,18 @@ class PreparedLaunch:
         self.options = {**options, "enable_fp_fusion": fp_fusion}
         self._direct = direct
         self._runner = None
+        # Triton launches on the *current* CUDA device; tensors on another device would be
+        # read through foreign pointers. Remember the tensors' device and switch to it.
+        self._device_index = device.index if device is not None and device.type == "cuda" else None
 
     def __call__(self, *args: Any) -> None:
+        idx = self._device_index
+        if idx is not None and torch.cuda.current_device() != idx:
+            with torch.cuda.device(idx):
+                return self._launch(*args)
+        return self._launch(*args)
+
+    def _launch(self, *args: Any) -> None:
         n = self._n_ptrs
         ptrs = [t.data_ptr() for t in args[:n]]
         misaligned = 0

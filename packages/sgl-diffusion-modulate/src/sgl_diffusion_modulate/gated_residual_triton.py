@@ -58,6 +58,7 @@ def prepare(geom, residual, update, gate, config: TileConfig | None = None):
         _gated_residual_kernel,
         (r.rows, triton.cdiv(r.D, cfg.block)),
         {"HAS_GATE": gate is not None, "T1": TL_DTYPES[geom.t1], "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block},
+        device=residual.device,
         n_ptrs=4,
         options=cfg.launch_options(plat),
         fp_fusion=False,

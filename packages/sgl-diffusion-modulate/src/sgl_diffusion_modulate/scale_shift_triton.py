@@ -64,6 +64,7 @@ def prepare(geom, x, scale, shift, config: TileConfig | None = None):
         (g.rows, triton.cdiv(g.D, cfg.block)),
         {"HAS_SHIFT": shift is not None, "T1": TL_DTYPES[geom.t1], "T2": TL_DTYPES[geom.t2],
          "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block, "ROUND_OFFSET": geom.round_offset},
+        device=x.device,
         n_ptrs=4,
         options=cfg.launch_options(plat),
         fp_fusion=False,

@@ -109,6 +109,7 @@ def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None
         (g.rows,),
         {"HAS_SHIFT": shift is not None, "HAS_W": weight is not None, "HAS_BIAS": bias is not None,
          "BLOCK": cfg.block, "CHUNKS": cfg.chunks},
+        device=x.device,
         n_ptrs=6,
         options=cfg.launch_options(tensor_platform(x.device)),
     )
