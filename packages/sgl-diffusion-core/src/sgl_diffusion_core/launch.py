@@ -22,6 +22,7 @@ class RowConfig:
     num_warps: int
     num_stages: int = 1
     max_registers: int | None = None  # CUDA only: cap registers per thread (Triton's maxnreg)
+    unroll: int | None = None  # explicit unroll factor of the chunk loops; None = the compiler's choice
 
     def launch_options(self, platform: str) -> dict:
         """Triton launch/compile options of this configuration for a platform."""
@@ -57,10 +58,10 @@ def _row_config(n_cols: int, elem_bytes: int, platform: str, arch: int | str | N
       5 chunks, so only ~5 programs fit an SM. A standalone sweep of the same kernel with an
       explicit ``tl.range(..., loop_unroll_factor=U)`` reached, at D=5120: U=5 + maxnreg=80
       98.8% of copy, U=5 + maxnreg=128 97.1%, U=1 + maxnreg=128 96.2%, U=2 uncapped 93.7%
-      (docs/benchmarks/README.md, "next step"). This kernel keeps the
-      compiler's unrolling and applies the cap (bf16/fp16 rows of 4+ chunks, CUDA): measured
-      91.9% at Wan vs 91.6-92.5% without the cap, i.e. no change. Adding the unroll factor
-      is the next step (see docs/benchmarks/README.md). At 3 chunks the cap cost 0.7%.
+      (docs/benchmarks/README.md). The cap alone, with the compiler's own unrolling, measured
+      91.9% at Wan vs 91.6-92.5% without it, i.e. no change; so bf16/fp16 rows of 4+ chunks
+      on CUDA get both: ``unroll=chunks`` and ``maxnreg=80``. At 3 chunks (D=3072) nothing
+      beat the compiler's choice (the cap alone cost 0.7%), so those rows keep it.
 
     ROCm (64-wide wavefronts) reuses the same bytes per chunk with one wavefront per row;
     it is compiled in the compile lanes but was not measured on hardware.
@@ -82,8 +83,10 @@ def _row_config(n_cols: int, elem_bytes: int, platform: str, arch: int | str | N
         warps = max(1, min(2, block // (16 * warp)))
     chunks = -(-n // block)
     # measured for 2-byte dtypes only (fp32 rows spill twice as much under the cap: unmeasured)
-    max_registers = 80 if platform == "cuda" and chunks >= 4 and elem_bytes == 2 else None
-    return RowConfig(block=block, chunks=chunks, num_warps=warps, max_registers=max_registers)
+    capped = platform == "cuda" and chunks >= 4 and elem_bytes == 2
+    # the cap only pays together with fully unrolled chunk loops (sweep above: U=chunks + 80)
+    return RowConfig(block=block, chunks=chunks, num_warps=warps, max_registers=80 if capped else None,
+                     unroll=chunks if capped else None)
 
 
 @dataclass(frozen=True)

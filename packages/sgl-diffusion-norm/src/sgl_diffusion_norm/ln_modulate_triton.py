@@ -44,7 +44,7 @@ def _ln_modulate_kernel(
     sh_sb, sh_ss, sh_L,
     eps, scale_offset,
     HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
-    BLOCK: tl.constexpr, CHUNKS: tl.constexpr,
+    BLOCK: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     b = row // S
@@ -67,7 +67,7 @@ def _ln_modulate_kernel(
         pivot = tl.load(x_row).to(tl.float32)
         acc1 = tl.zeros([BLOCK], dtype=tl.float32)
         acc2 = tl.zeros([BLOCK], dtype=tl.float32)
-        for c in tl.range(0, CHUNKS):
+        for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             offs = c * BLOCK + cols
             mask = offs < D
             x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
@@ -78,7 +78,7 @@ def _ln_modulate_kernel(
         mean = pivot + m1
         var = tl.maximum(tl.sum(acc2, axis=0) / D - m1 * m1, 0.0)
         rstd = 1.0 / tl.sqrt(var + eps)
-        for c in tl.range(0, CHUNKS):
+        for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             offs = c * BLOCK + cols
             mask = offs < D
             x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
@@ -108,7 +108,7 @@ def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None
         _ln_modulate_kernel,
         (g.rows,),
         {"HAS_SHIFT": shift is not None, "HAS_W": weight is not None, "HAS_BIAS": bias is not None,
-         "BLOCK": cfg.block, "CHUNKS": cfg.chunks},
+         "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll},
         device=x.device,
         n_ptrs=6,
         options=cfg.launch_options(tensor_platform(x.device)),
@@ -152,7 +152,7 @@ def aot_variants(platform: str = "cuda"):
         s = {n: f"*{dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
         s.update({n: idx for n in ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L")})
         s.update({"eps": "fp32", "scale_offset": "fp32"})
-        s.update({n: "constexpr" for n in ("HAS_SHIFT", "HAS_W", "HAS_BIAS", "BLOCK", "CHUNKS")})
+        s.update({n: "constexpr" for n in ("HAS_SHIFT", "HAS_W", "HAS_BIAS", "BLOCK", "CHUNKS", "UNROLL")})
         return s
 
     out: dict[str, AotVariant] = {}
@@ -160,10 +160,12 @@ def aot_variants(platform: str = "cuda"):
         for D, full in ((3072, True), (5120, False), (1536, False), (16384, False)):
             for rows in (4608, 75600):
                 cfg = RowConfig.from_heuristic(D, esize, platform, n_rows=rows)
-                const = {"HAS_SHIFT": True, "HAS_W": full, "HAS_BIAS": full, "BLOCK": cfg.block, "CHUNKS": cfg.chunks}
+                const = {"HAS_SHIFT": True, "HAS_W": full, "HAS_BIAS": full, "BLOCK": cfg.block, "CHUNKS": cfg.chunks,
+                         "UNROLL": cfg.unroll}
                 idx = "i64" if D == 16384 else "i32"
                 name = (f"ln_modulate[{dt},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},"
-                        f"maxnreg={cfg.max_registers if platform == 'cuda' else None},affine={full},{idx}]")
+                        f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},"
+                        f"affine={full},{idx}]")
                 out[name] = AotVariant(
                     name=name, kernel=_ln_modulate_kernel, signature=sig(dt, idx), constexprs=const,
                     num_warps=cfg.num_warps, num_stages=cfg.num_stages,
