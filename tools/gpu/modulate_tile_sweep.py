@@ -49,7 +49,11 @@ def main() -> None:
                     if block // (32 * warps) < 1:
                         continue
                     run = prepare(geom, *args, config=TileConfig(block=block, num_warps=warps))
-                    call = (lambda run=run: run(*args, 1.0)) if op == "scale_shift" else (lambda run=run: run(*args))
+                    extra = (1.0,) if op == "scale_shift" else ()
+
+                    def call(run=run, args=args, extra=extra):
+                        return run(*args, *extra)
+
                     assert torch.equal(call(), ref)
                     t = bench.time_gpu(call, dev, rep=50)
                     rows.append({"op": op, "case": name, "block": block, "num_warps": warps,

@@ -106,12 +106,14 @@ class TileConfig:
 
 @functools.cache
 def _tile_config(n_cols: int, elem_bytes: int, platform: str) -> TileConfig:
-    """4 KB of the widest operand per program, 16 bytes per thread (one 128-bit access).
+    """2 KB of the widest operand per program with 2 warps (16 bytes x 2 per thread).
 
-    Not yet tuned on hardware (the elementwise ops were added after the last GPU session):
-    the first H200 run of ``sgl-diffusion bench --op scale_shift`` decides.
+    Measured on one H200 (bf16, session 2 sweep, docs/benchmarks/modulate_tile_sweep_h200.json):
+    ``gated_residual`` 1024 x 2 warps 91.2% of copy at Wan and 91.7% at HunyuanVideo, the
+    best pair of 23; 2048 x 8 (the first, unmeasured rule) 74% and 67%. At FLUX 1024 x 4 and
+    512 x 2 tie (87.7 / 87.4%). ROCm keeps the bytes with one 64-wide wavefront.
     """
     warp = 64 if platform == "hip" else 32
-    block = min(next_pow2(max(n_cols, 1)), max(4096 // elem_bytes, 16))
-    warps = max(1, min(8, block * elem_bytes // (16 * warp)))
+    block = min(next_pow2(max(n_cols, 1)), max(2048 // elem_bytes, 16))
+    warps = max(1, min(2, block * elem_bytes // (16 * warp)))
     return TileConfig(block=block, num_warps=warps)
