@@ -99,16 +99,21 @@ class Dispatcher:
         self._empty = empty
         self._plans = PlanCache(limit)
 
-    def plan(self, tensors: tuple, backend: str | None = None, exact: bool | None = None) -> Callable[..., Any]:
+    def plan(self, tensors: tuple, backend: str | None = None, exact: bool | None = None,
+             options: tuple[tuple[str, Any], ...] = ()) -> Callable[..., Any]:
+        """The runner for these tensors. ``options``: the op's non-tensor arguments that shape
+        the plan (conventions, layouts, ...) as hashable ``(name, value)`` pairs; they are part
+        of the cache key and reach ``describe`` as keyword arguments."""
         try:
-            key = (*map(tensor_sig, tensors), backend, exact)
-        except AttributeError:  # a non-tensor argument: describe() names it
+            key = (*map(tensor_sig, tensors), backend, exact, options)
+            hash(key)
+        except (AttributeError, TypeError):  # a non-tensor or unhashable argument: describe() names it
             key = None
         plan = self._plans.get(key) if key is not None else None
         if plan is None:
             from .registry import select_impl
 
-            desc = self._describe(*tensors)
+            desc = self._describe(*tensors, **dict(options))
             spec = select_impl(self.op_id, desc, backend=backend, exact=exact)
             geom = desc.info["geom"]
             if desc.info.get("empty"):
@@ -121,13 +126,13 @@ class Dispatcher:
                 self._plans.put(key, plan)
         return plan
 
-    def validate(self, *tensors: Any) -> None:
+    def validate(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> None:
         """For fake implementations: raise on invalid inputs when every shape is static."""
         from .errors import UnsupportedInputError
 
         if not all(isinstance(d, int) for t in tensors if t is not None for d in t.shape):
             return
-        desc = self._describe(*tensors)
+        desc = self._describe(*tensors, **dict(options))
         if desc.problems:
             raise UnsupportedInputError(
                 f"{self.op_id}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems)
