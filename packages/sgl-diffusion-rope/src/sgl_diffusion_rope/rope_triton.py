@@ -241,9 +241,9 @@ def rope_exact(q, k, cos, sin, pos, q_weight, k_weight, eps, *, geom):
 rope_exact.prepare = prepare_exact
 
 
-def aot_variants(platform: str = "cuda"):
-    """Production variants: Dh=128 q+k (Wan 40 heads, HunyuanVideo 24), bf16, both pair
-    conventions, table / grid angles, close and exact, plus qk_norm_rope (RMS with weights)."""
+def _variants(platform: str, op: str, combos):
+    """AOT variants of the kernel at Dh=128, bf16 q/k (Wan 40 heads, HunyuanVideo 24 heads), one
+    per ``(interleaved, angles, exact, norm, table dtype)`` combination."""
     from sgl_diffusion_core import AotVariant
 
     ptr_names = ("Q", "K", "QO", "KO", "COS", "SIN", "FREQ", "POS", "QW", "KW")
@@ -252,25 +252,47 @@ def aot_variants(platform: str = "cuda"):
                  "ax1", "ax2")
     const_names = ("DH", "R2", "HALF", "TAIL", "TAILB", "HB", "INTERLEAVED", "FULL", "ANGLES", "NORM", "HAS_QW",
                    "HAS_KW", "WRITE_TAIL", "EXACT", "T", "OUT")
-    out = []
     HB = heads_per_program(128, 40, 2)
-    for interleaved in (False, True):
-        for angles, exact, norm, tdt in ((0, False, 0, "fp32"), (0, True, 0, "fp32"), (0, True, 0, "bf16"),
-                                          (1, False, 0, "fp32"), (0, False, 1, "fp32")):
-            sig = {n: "*bf16" for n in ptr_names}
-            sig.update({"COS": f"*{tdt}", "SIN": f"*{tdt}", "FREQ": "*fp32", "POS": "*fp32"})
-            sig.update({n: "i32" for n in int_names})
-            sig["eps"] = "fp32"
-            sig.update({n: "constexpr" for n in const_names})
-            const = {"DH": 128, "R2": 64, "HALF": 64, "TAIL": 0, "TAILB": 1, "HB": HB, "INTERLEAVED": interleaved,
-                     "FULL": False, "ANGLES": angles, "NORM": norm, "HAS_QW": norm != 0, "HAS_KW": norm != 0,
-                     "WRITE_TAIL": True, "EXACT": exact, "T": tl.float32 if tdt == "fp32" else tl.bfloat16,
-                     "OUT": tl.bfloat16}
-            name = (f"rope[bf16,Dh=128,HB={HB},{'interleaved' if interleaved else 'rotate-half'},"
-                    f"angles={('table', 'grid', 'pos')[angles]},cos={tdt},{'exact' if exact else 'close'},"
-                    f"norm={norm}]")
-            out.append(AotVariant(
-                name=name, kernel=_rope_kernel, signature=sig, constexprs=const,
-                num_warps=_num_warps(HB, 64, platform), options={"enable_fp_fusion": not exact},
-            ))
+    out = []
+    for interleaved, angles, exact, norm, tdt in combos:
+        sig = {n: "*bf16" for n in ptr_names}
+        sig.update({"COS": f"*{tdt}", "SIN": f"*{tdt}", "FREQ": "*fp32", "POS": "*fp32"})
+        sig.update({n: "i32" for n in int_names})
+        sig["eps"] = "fp32"
+        sig.update({n: "constexpr" for n in const_names})
+        const = {"DH": 128, "R2": 64, "HALF": 64, "TAIL": 0, "TAILB": 1, "HB": HB, "INTERLEAVED": interleaved,
+                 "FULL": False, "ANGLES": angles, "NORM": norm, "HAS_QW": norm != 0, "HAS_KW": norm != 0,
+                 "WRITE_TAIL": True, "EXACT": exact, "T": tl.float32 if tdt == "fp32" else tl.bfloat16,
+                 "OUT": tl.bfloat16}
+        name = (f"{op}[bf16,Dh=128,HB={HB},{'interleaved' if interleaved else 'rotate-half'},"
+                f"angles={('table', 'grid', 'pos')[angles]},cos={tdt},{'exact' if exact else 'close'},norm={norm}]")
+        out.append(AotVariant(name=name, kernel=_rope_kernel, signature=sig, constexprs=const,
+                              num_warps=_num_warps(HB, 64, platform), options={"enable_fp_fusion": not exact}))
     return out
+
+
+_PAIRS = (False, True)
+
+
+def aot_apply_rope(platform: str = "cuda"):
+    return _variants(platform, "apply_rope", [(i, 0, False, 0, t) for i in _PAIRS for t in ("fp32", "bf16")])
+
+
+def aot_apply_rope_qk(platform: str = "cuda"):
+    return _variants(platform, "apply_rope_qk", [(i, 0, False, 0, "fp32") for i in _PAIRS])
+
+
+def aot_rope_3d(platform: str = "cuda"):
+    return _variants(platform, "rope_3d", [(i, a, False, 0, "fp32") for i in _PAIRS for a in (1, 2)])
+
+
+def aot_qk_norm_rope(platform: str = "cuda"):
+    return _variants(platform, "qk_norm_rope", [(i, 0, False, n, "fp32") for i in _PAIRS for n in (1, 2)])
+
+
+def aot_apply_rope_exact(platform: str = "cuda"):
+    return _variants(platform, "apply_rope_exact", [(i, 0, True, 0, t) for i in _PAIRS for t in ("fp32", "bf16")])
+
+
+def aot_apply_rope_qk_exact(platform: str = "cuda"):
+    return _variants(platform, "apply_rope_qk_exact", [(i, 0, True, 0, "fp32") for i in _PAIRS])

@@ -35,7 +35,7 @@ for name, (summary, describe, layouts, has_exact) in OPS.items():
                                   requires=("triton",)),
         contract=Contract.close(), priority=10,
         notes="one program per (token, block of heads); angles read or computed once per token; fp32 math",
-        aot=f"{PKG}.rope_triton:aot_variants", executed_on=("cpu-interpreter",),
+        aot=f"{PKG}.rope_triton:aot_{name}", executed_on=("cpu-interpreter",),
     ))
     if has_exact:
         register(KernelSpec(
@@ -44,7 +44,7 @@ for name, (summary, describe, layouts, has_exact) in OPS.items():
                                       requires=("triton",)),
             contract=Contract.exact(), priority=5,
             notes="the same kernel, every product and sum rounded to the eager dtype, no FMA (real tables)",
-            aot=None, executed_on=("cpu-interpreter",),
+            aot=f"{PKG}.rope_triton:aot_{name}_exact", executed_on=("cpu-interpreter",),
         ))
     register(KernelSpec(
         op=op, backend="torch", target=f"{PKG}.rope_torch:rope",
