@@ -193,7 +193,8 @@ def test_rope_3d_position_ids(backend, device):
     torch.manual_seed(6)
     txt, Hh, W, Dh = 3, 2, 4, 32
     axes = (4, 14, 14)
-    img = torch.stack(torch.meshgrid(torch.zeros(1), torch.arange(float(Hh)), torch.arange(float(W)), indexing="ij"), -1)
+    grid = torch.meshgrid(torch.zeros(1), torch.arange(float(Hh)), torch.arange(float(W)), indexing="ij")
+    img = torch.stack(grid, -1)
     ids = torch.cat([torch.zeros(txt, 3), img.reshape(-1, 3)]).to(device)
     x = testing.log_uniform(2, ids.shape[0], 3, Dh, dtype=torch.bfloat16, device=device)
     for p in (ids, ids[None].expand(2, -1, -1).contiguous(), ids.to(torch.int64)):

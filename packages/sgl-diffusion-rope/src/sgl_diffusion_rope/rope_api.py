@@ -18,7 +18,6 @@ from sgl_diffusion_core import (
     device_arch,
     is_compiling,
     register_custom_op,
-    resolve_target,
     select_impl,
     tensor_platform,
 )
