@@ -43,11 +43,11 @@ def _gated_residual_kernel(
     r = tl.load(R + b * r_sb + s * r_ss + cols, mask=mask, other=0.0, eviction_policy="evict_first")
     u = tl.load(U + b * u_sb + s * u_ss + cols, mask=mask, other=0.0, eviction_policy="evict_first")
     t1 = triton_math.widen(u)
+    if INDEXED:  # one gate row per token, picked by index (clamped in range; see poison below)
+        g_row, ok = index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
+    else:
+        g_row = s // g_L
     if HAS_GATE:
-        if INDEXED:  # one gate row per token, picked by index (clamped in range; see poison below)
-            g_row, ok = index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
-        else:
-            g_row = s // g_L
         g = tl.load(G + b * g_sb + g_row * g_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
         t1 = triton_math.round_to(triton_math.widen(g) * t1, T1)
     y = triton_math.round_to(triton_math.widen(r) + t1, OUT)
