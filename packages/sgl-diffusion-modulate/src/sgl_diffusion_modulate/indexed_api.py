@@ -184,10 +184,10 @@ def validate_index(index: torch.Tensor, K: int, op: str) -> None:
         return
     lo, hi = torch.stack(torch.aminmax(index)).tolist()
     if lo < 0 or hi >= K:
-        bad = [f"{v}" for v in dict.fromkeys((lo, hi)) if v < 0 or v >= K]
+        bad = ([f"min {lo} < 0"] if lo < 0 else []) + ([f"max {hi} >= K={K}"] if hi >= K else [])
         raise IndexOutOfRangeError(
             f"{op}: index values must lie in [0, {K}) (K = rows of the table); got values in [{lo}, {hi}] "
-            f"(out of range: {', '.join(bad)})",
+            f"({', '.join(bad)})",
             {},
         )
 
