@@ -71,6 +71,24 @@ residual, update = (torch.randn(2, 8, 96, generator=g).to(torch.bfloat16) for _ 
 gate = torch.randn(2, 1, 96, generator=g).to(torch.bfloat16)
 CASE = (gated_residual, gated_residual_reference, (residual, update, gate), {})
 """,
+    "modulate.indexed_scale_shift": """
+import torch
+from sgl_diffusion_modulate import indexed_scale_shift, indexed_scale_shift_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
+scale, shift = (torch.randn(2, 2, 96, generator=g).to(torch.bfloat16) for _ in range(2))
+index = torch.randint(0, 2, (2, 8), generator=g)
+CASE = (indexed_scale_shift, indexed_scale_shift_reference, (x, scale, shift, index), {})
+""",
+    "modulate.indexed_gated_residual": """
+import torch
+from sgl_diffusion_modulate import indexed_gated_residual, indexed_gated_residual_reference
+g = torch.Generator().manual_seed(0)
+residual, update = (torch.randn(2, 8, 96, generator=g).to(torch.bfloat16) for _ in range(2))
+gate = torch.randn(2, 96, generator=g).to(torch.bfloat16)
+index = torch.randint(0, 2, (8,), generator=g, dtype=torch.int32)
+CASE = (indexed_gated_residual, indexed_gated_residual_reference, (residual, update, gate, index), {})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

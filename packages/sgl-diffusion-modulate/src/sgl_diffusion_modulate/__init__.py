@@ -1,4 +1,5 @@
-"""sgl-diffusion-modulate: bit-exact adaLN modulation kernels (scale/shift, gated residual).
+"""sgl-diffusion-modulate: bit-exact adaLN modulation kernels (scale/shift, gated residual, and their
+indexed forms: a table row per token).
 
 The surface is lazy (PEP 562): importing this package registers its ops in the
 ``sgl_diffusion_core`` registry (data only) and imports no backend and no Triton.
@@ -20,6 +21,14 @@ _EXPORTS: dict[str, str] = {
     "gated_residual_": "gated_residual_api",
     "can_use_gated_residual": "gated_residual_api",
     "gated_residual_reference": "gated_residual_api",
+    "indexed_scale_shift": "indexed_api",
+    "can_use_indexed_scale_shift": "indexed_api",
+    "indexed_scale_shift_reference": "indexed_api",
+    "indexed_gated_residual": "indexed_api",
+    "indexed_gated_residual_": "indexed_api",
+    "can_use_indexed_gated_residual": "indexed_api",
+    "indexed_gated_residual_reference": "indexed_api",
+    "IndexOutOfRangeError": "indexed_api",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -1,5 +1,7 @@
 import torch
 
+from sgl_diffusion_core import UnsupportedInputError
+
 from .__about__ import __version__ as __version__
 
 def scale_shift(
@@ -37,4 +39,69 @@ def can_use_gated_residual(
 ) -> bool: ...
 def gated_residual_reference(
     residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, inplace: bool = False
+) -> torch.Tensor: ...
+
+class IndexOutOfRangeError(UnsupportedInputError, IndexError): ...
+
+def indexed_scale_shift(
+    x: torch.Tensor,
+    scale_table: torch.Tensor,
+    shift_table: torch.Tensor | None,
+    index: torch.Tensor,
+    *,
+    scale_offset: float = 1.0,
+    check_index: bool = True,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def can_use_indexed_scale_shift(
+    x: torch.Tensor,
+    scale_table: torch.Tensor,
+    shift_table: torch.Tensor | None,
+    index: torch.Tensor,
+    *,
+    scale_offset: float = 1.0,
+    backend: str | None = None,
+) -> bool: ...
+def indexed_scale_shift_reference(
+    x: torch.Tensor,
+    scale_table: torch.Tensor,
+    shift_table: torch.Tensor | None,
+    index: torch.Tensor,
+    *,
+    scale_offset: float = 1.0,
+) -> torch.Tensor: ...
+def indexed_gated_residual(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate_table: torch.Tensor,
+    index: torch.Tensor,
+    *,
+    check_index: bool = True,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def indexed_gated_residual_(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate_table: torch.Tensor,
+    index: torch.Tensor,
+    *,
+    check_index: bool = True,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def can_use_indexed_gated_residual(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate_table: torch.Tensor,
+    index: torch.Tensor,
+    *,
+    inplace: bool = False,
+    backend: str | None = None,
+) -> bool: ...
+def indexed_gated_residual_reference(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate_table: torch.Tensor,
+    index: torch.Tensor,
+    *,
+    inplace: bool = False,
 ) -> torch.Tensor: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -20,6 +21,9 @@ from sgl_diffusion_core import (
     select_impl,
 )
 
+if TYPE_CHECKING:
+    from .indexed_api import IndexLayout
+
 OP = "modulate.gated_residual"
 
 
@@ -31,6 +35,26 @@ class Geometry:
     t1: torch.dtype  # gate * update
     out: torch.dtype  # residual + t1 (residual's own dtype when in place)
     inplace: bool
+    # indexed_gated_residual: where token (b, s) finds its gate-table row (gate: ss = stride
+    # between table rows, L = 1)
+    index: IndexLayout | None = None
+
+
+def chain_dtypes(
+    residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None, inplace: bool
+) -> tuple[torch.dtype, torch.dtype]:
+    """``(t1, out)``: the dtypes eager gives ``gate * update`` and the sum (residual's own in place)."""
+    t1 = update.dtype if gate is None else torch.promote_types(gate.dtype, update.dtype)
+    # eager `residual += t1` rounds to residual's dtype; allowed by torch's casting rules
+    return t1, (residual.dtype if inplace else torch.promote_types(residual.dtype, t1))
+
+
+def inplace_problem(residual: torch.Tensor, r: RowGeometry) -> str | None:
+    """Why ``residual`` cannot be written in place (rows that alias), or None."""
+    if _rows_disjoint(r):
+        return None
+    return (f"residual (strides {list(residual.stride())}) has rows that share memory (an expanded "
+            "view?): an in-place write would alias itself")
 
 
 def describe_gated_residual(
@@ -43,14 +67,10 @@ def describe_gated_residual(
     problems = desc.problems
     u = same_rows("update", update, r, problems)
     gl = mod_layout("gate", gate, r, problems) if gate is not None else None
-    t1 = update.dtype if gate is None else torch.promote_types(gate.dtype, update.dtype)
-    out = torch.promote_types(residual.dtype, t1)
-    if inplace and out != residual.dtype:
-        # eager `residual += t1` rounds to residual's dtype; allowed by torch's casting rules
-        out = residual.dtype
-    if inplace and not _rows_disjoint(r):
-        problems.append(f"residual (strides {list(residual.stride())}) has rows that share memory (an expanded "
-                        "view?): an in-place write would alias itself")
+    t1, out = chain_dtypes(residual, update, gate, inplace)
+    alias = inplace_problem(residual, r) if inplace else None
+    if alias:
+        problems.append(alias)
     layouts = (gl.tag,) if gl is not None else ()
     desc.layouts = layouts
     desc.info = {"geom": Geometry(r, u, gl, t1, out, inplace) if not problems else None,
@@ -159,8 +179,7 @@ def _op_impl(residual, update, gate, backend):
 
 def _op_fake(residual, update, gate, backend):
     _dispatch.validate(residual, update, gate)
-    t1 = update.dtype if gate is None else torch.promote_types(gate.dtype, update.dtype)
-    return torch.empty(residual.shape, dtype=torch.promote_types(residual.dtype, t1), device=residual.device)
+    return torch.empty(residual.shape, dtype=chain_dtypes(residual, update, gate, False)[1], device=residual.device)
 
 
 def _op_inplace_impl(residual, update, gate, backend):

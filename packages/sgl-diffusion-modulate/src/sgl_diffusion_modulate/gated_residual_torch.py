@@ -6,6 +6,8 @@ import torch
 
 from sgl_diffusion_core import broadcast_view, row_geometry
 
+from .scale_shift_torch import gather_rows, guard_index, poison_rows
+
 
 def gated_residual(
     residual: torch.Tensor,
@@ -24,3 +26,26 @@ def gated_residual(
         return residual
     out = r3 + t1
     return (out.squeeze(0) if g.is_2d else out).contiguous()
+
+
+def indexed_gated_residual(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate_table: torch.Tensor,
+    index: torch.Tensor,
+    *,
+    inplace: bool = False,
+    geom: object = None,
+    guard: bool = True,
+) -> torch.Tensor:
+    """``residual + gate_table[b, index] * update`` (in place: ``residual.add_(...)``); ``guard`` as in
+    ``indexed_scale_shift``: False is the bare chain, True writes NaN rows for out-of-range tokens."""
+    B, S = residual.shape[0], residual.shape[1]
+    ok = None
+    if guard:
+        index, ok = guard_index(index, gate_table.shape[-2])
+    t1 = gather_rows(gate_table, index, B, S) * update
+    out = residual.add_(t1) if inplace else residual + t1
+    if ok is not None:
+        poison_rows(out, ok)
+    return out if inplace else out.contiguous()

@@ -4,6 +4,10 @@ Bit-exact to eager PyTorch: ``gate * update`` rounded to its eager dtype, then t
 rounded to the result dtype (``sgl_diffusion_core.triton_math.round_to``), no FMA
 (``enable_fp_fusion=False``). One program per (row, column tile). In place, the result is
 written through residual's own row strides.
+
+``indexed_gated_residual`` is the same kernel with ``INDEXED``: the gate row of token
+``(b, s)`` is ``index[b, s]`` instead of ``s // L``, and a token whose index is out of
+range reads row 0 and is written as NaN (into residual itself when in place).
 """
 
 from __future__ import annotations
@@ -14,18 +18,22 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
+from . import index_rows_triton
+from .scale_shift_triton import INDEX_ARGS, index_scalars
+
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
 
 @triton.jit(do_not_specialize=["S", "g_L"])
 def _gated_residual_kernel(
-    R, U, G, Y,
+    R, U, G, IDX, Y,
     S, D,
     r_sb, r_ss,
     u_sb, u_ss,
     g_sb, g_ss, g_L,
     y_sb, y_ss,
-    HAS_GATE: tl.constexpr, T1: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
+    i_sb, i_ss, K,
+    HAS_GATE: tl.constexpr, T1: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr, INDEXED: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     b = row // S
@@ -35,16 +43,23 @@ def _gated_residual_kernel(
     r = tl.load(R + b * r_sb + s * r_ss + cols, mask=mask, other=0.0, eviction_policy="evict_first")
     u = tl.load(U + b * u_sb + s * u_ss + cols, mask=mask, other=0.0, eviction_policy="evict_first")
     t1 = triton_math.widen(u)
+    if INDEXED:  # one gate row per token, picked by index (clamped in range; see poison below)
+        g_row, ok = index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
+    else:
+        g_row = s // g_L
     if HAS_GATE:
-        g = tl.load(G + b * g_sb + (s // g_L) * g_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
+        g = tl.load(G + b * g_sb + g_row * g_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
         t1 = triton_math.round_to(triton_math.widen(g) * t1, T1)
     y = triton_math.round_to(triton_math.widen(r) + t1, OUT)
+    if INDEXED:
+        y = index_rows_triton.poison(y, ok)
     tl.store(Y + b * y_sb + s * y_ss + cols, triton_math.narrow(y, OUT), mask=mask)
 
 
-def prepare(geom, residual, update, gate, config: TileConfig | None = None):
-    """A runner ``(residual, update, gate) -> out`` (``residual`` itself when in place) for one signature."""
-    r, u, gl = geom.residual, geom.update, geom.gate
+def prepare(geom, residual, update, gate, index=None, *, config: TileConfig | None = None):
+    """A runner ``(residual, update, gate[, index]) -> out`` (``residual`` itself when in place) for
+    one signature; it takes ``index`` when ``geom.index`` is set (``indexed_gated_residual``)."""
+    r, u, gl, ix = geom.residual, geom.update, geom.gate, geom.index
     plat = tensor_platform(residual.device)
     widest = max(residual.element_size(), update.element_size(), geom.out.itemsize)
     cfg = config or TileConfig.from_heuristic(r.D, widest, plat)
@@ -52,25 +67,29 @@ def prepare(geom, residual, update, gate, config: TileConfig | None = None):
     scalars = (
         r.S, r.D, r.sb, r.ss, u.sb, u.ss,
         0 if gl is None else gl.sb, 0 if gl is None else gl.ss, 1 if gl is None else gl.L,
-        y_sb, y_ss,
+        y_sb, y_ss, *index_scalars(ix),
     )
     launch = PreparedLaunch(
         _gated_residual_kernel,
         (r.rows, triton.cdiv(r.D, cfg.block)),
-        {"HAS_GATE": gate is not None, "T1": TL_DTYPES[geom.t1], "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block},
+        {"HAS_GATE": gate is not None, "T1": TL_DTYPES[geom.t1], "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block,
+         "INDEXED": ix is not None},
         device=residual.device,
-        n_ptrs=4,
+        n_ptrs=5,
         options=cfg.launch_options(plat),
         fp_fusion=False,
     )
     shape, out_dtype, device, inplace = r.shape, geom.out, residual.device, geom.inplace
 
-    def run(residual, update, gate):
+    def run_indexed(residual, update, gate, index):
         out = residual if inplace else torch.empty(shape, dtype=out_dtype, device=device)
-        launch(residual, update, update if gate is None else gate, out, *scalars)
+        launch(residual, update, update if gate is None else gate, index, out, *scalars)
         return out
 
-    return run
+    def run(residual, update, gate):
+        return run_indexed(residual, update, gate, update)  # IDX unused: any valid pointer
+
+    return run if ix is None else run_indexed
 
 
 def gated_residual(
@@ -83,14 +102,32 @@ def gated_residual(
     config: TileConfig | None = None,
 ) -> torch.Tensor:
     """Launch once. ``geom`` comes from ``describe_gated_residual`` (validated inputs)."""
-    return prepare(geom, residual, update, gate, config)(residual, update, gate)
+    return prepare(geom, residual, update, gate, config=config)(residual, update, gate)
 
 
 gated_residual.prepare = prepare
 
 
-def aot_variants(platform: str = "cuda"):
-    """bf16 / fp16 / fp32 streams with same-dtype and fp32 gates, out of place, at D=3072 and 5120."""
+def indexed_gated_residual(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate_table: torch.Tensor,
+    index: torch.Tensor,
+    *,
+    inplace: bool = False,
+    geom,
+    config: TileConfig | None = None,
+) -> torch.Tensor:
+    """Launch once. ``geom`` comes from ``describe_indexed_gated_residual`` (validated inputs)."""
+    return prepare(geom, residual, update, gate_table, index, config=config)(residual, update, gate_table, index)
+
+
+indexed_gated_residual.prepare = prepare
+
+
+def aot_variants(platform: str = "cuda", *, indexed: bool = False):
+    """bf16 / fp16 / fp32 streams with same-dtype and fp32 gates, out of place, at D=3072 and 5120
+    (``indexed``: the ``indexed_gated_residual`` form, int32 and int64 index)."""
     from sgl_diffusion_core import AotVariant
 
     names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
@@ -100,15 +137,24 @@ def aot_variants(platform: str = "cuda"):
             t1 = torch.promote_types(gdt, dt)
             res = torch.promote_types(dt, t1)
             for D in (3072, 5120):
-                cfg = TileConfig.from_heuristic(D, res.itemsize, platform)
-                sig = {"R": f"*{names[dt]}", "U": f"*{names[dt]}", "G": f"*{names[gdt]}", "Y": f"*{names[res]}"}
-                sig.update({n: "i32" for n in ("S", "D", "r_sb", "r_ss", "u_sb", "u_ss", "g_sb", "g_ss", "g_L",
-                                               "y_sb", "y_ss")})
-                sig.update({n: "constexpr" for n in ("HAS_GATE", "T1", "OUT", "BLOCK")})
-                const = {"HAS_GATE": True, "T1": TL_DTYPES[t1], "OUT": TL_DTYPES[res], "BLOCK": cfg.block}
-                out.append(AotVariant(
-                    name=f"gated_residual[{names[dt]},gate={names[gdt]},D={D},block={cfg.block},w={cfg.num_warps}]",
-                    kernel=_gated_residual_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-                    options={"enable_fp_fusion": False},
-                ))
+                for idt in ("i64", "i32") if indexed else ("i32",):
+                    cfg = TileConfig.from_heuristic(D, res.itemsize, platform)
+                    sig = {"R": f"*{names[dt]}", "U": f"*{names[dt]}", "G": f"*{names[gdt]}", "IDX": f"*{idt}",
+                           "Y": f"*{names[res]}"}
+                    sig.update({n: "i32" for n in ("S", "D", "r_sb", "r_ss", "u_sb", "u_ss", "g_sb", "g_ss", "g_L",
+                                                   "y_sb", "y_ss", *INDEX_ARGS)})
+                    sig.update({n: "constexpr" for n in ("HAS_GATE", "T1", "OUT", "BLOCK", "INDEXED")})
+                    const = {"HAS_GATE": True, "T1": TL_DTYPES[t1], "OUT": TL_DTYPES[res], "BLOCK": cfg.block,
+                             "INDEXED": indexed}
+                    tag = f"indexed_gated_residual[index={idt}," if indexed else "gated_residual["
+                    out.append(AotVariant(
+                        name=f"{tag}{names[dt]},gate={names[gdt]},D={D},block={cfg.block},w={cfg.num_warps}]",
+                        kernel=_gated_residual_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
+                        options={"enable_fp_fusion": False},
+                    ))
     return out
+
+
+def indexed_aot_variants(platform: str = "cuda"):
+    """The ``indexed_gated_residual`` variants of :func:`aot_variants`."""
+    return aot_variants(platform, indexed=True)

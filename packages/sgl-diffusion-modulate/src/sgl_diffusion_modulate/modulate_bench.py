@@ -1,8 +1,11 @@
-"""Benchmark cases of ``scale_shift`` and ``gated_residual`` at production shapes (../shared/SHAPES.md).
+"""Benchmark cases of ``scale_shift``, ``gated_residual`` and their indexed forms at production shapes
+(../shared/SHAPES.md).
 
 Providers: ``sgl_diffusion`` (the public op), ``eager`` (the chain itself) and
-``torch.compile`` of it (specialized to the shape; dynamo reset per case). Bytes: every
-full-size operand read once and the output written once, plus the modulation tensors.
+``torch.compile`` of it (specialized to the shape; dynamo reset per case); the indexed ops
+add ``sgl_diffusion(check_index=False)`` (no host-side index check, the form a compiled or
+graph-captured model runs). Bytes: every full-size operand read once and the output written
+once, plus the modulation tensors (the whole tables) and the index.
 """
 
 from __future__ import annotations
@@ -63,9 +66,81 @@ def _cases(op: str, device: torch.device, dtype: torch.dtype, names: list[str] |
         )
 
 
+# indexed ops: (B, S, D, K); the first half of the tokens picks row 0, the rest row 1
+# (Qwen-Image-Edit: target and reference image tokens; 13824 = two 1328x1328 latents)
+INDEXED_SHAPES: dict[str, tuple[int, int, int, int]] = {
+    "qwen-edit": (1, 13824, 3072, 2),
+    "wan": (1, 75600, 5120, 2),
+}
+
+
+def _indexed_cases(op: str, device: torch.device, dtype: torch.dtype,
+                   names: list[str] | None) -> Iterator[bench.BenchCase]:
+    from . import indexed_gated_residual, indexed_scale_shift
+
+    for name in names or list(INDEXED_SHAPES):
+        if name not in INDEXED_SHAPES:
+            raise ValueError(f"unknown {op} bench case {name!r}; known: {', '.join(INDEXED_SHAPES)}")
+        B, S, D, K = INDEXED_SHAPES[name]
+        g = torch.Generator(device=device).manual_seed(0)
+        x = torch.randn(B, S, D, device=device, dtype=dtype, generator=g)
+        m = torch.randn(B, K, 3 * D, device=device, dtype=dtype, generator=g)  # chunks: strided [B, K, D] tables
+        shift, scale, gate = m[..., :D], m[..., D:2 * D], m[..., 2 * D:]
+        idx = (torch.arange(S, device=device) >= S // 2).to(torch.int64).expand(B, S).contiguous()
+        ar = torch.arange(B, device=device)[:, None]
+        torch._dynamo.reset()
+        if op == "indexed_scale_shift":
+
+            def eager(x=x, a=scale, b=shift, i=idx, ar=ar):
+                return x * (1 + a[ar, i]) + b[ar, i]
+
+            def ours(x=x, a=scale, b=shift, i=idx):
+                return indexed_scale_shift(x, a, b, i)
+
+            def unchecked(x=x, a=scale, b=shift, i=idx):
+                return indexed_scale_shift(x, a, b, i, check_index=False)
+
+            nbytes = bench.tensor_bytes(x, x, scale, shift, idx)
+        else:
+            u = torch.randn(B, S, D, device=device, dtype=dtype, generator=g)
+
+            def eager(x=x, u=u, a=gate, i=idx, ar=ar):
+                return x + a[ar, i] * u
+
+            def ours(x=x, u=u, a=gate, i=idx):
+                return indexed_gated_residual(x, u, a, i)
+
+            def unchecked(x=x, u=u, a=gate, i=idx):
+                return indexed_gated_residual(x, u, a, i, check_index=False)
+
+            nbytes = bench.tensor_bytes(x, u, x, gate, idx)
+        compiled = torch.compile(eager, dynamic=False)
+
+        def check(ours=ours, unchecked=unchecked, eager=eager):
+            ref = eager()
+            testing.assert_exact(ours(), ref)
+            testing.assert_exact(unchecked(), ref)
+
+        yield bench.BenchCase(
+            name=name, shape=f"[{B}, {S}, {D}] K={K} per-sample index", dtype=str(dtype).removeprefix("torch."),
+            bytes=nbytes, providers={"sgl_diffusion": ours, "sgl_diffusion(check_index=False)": unchecked,
+                                     "eager": eager, "torch.compile": compiled}, check=check,
+        )
+
+
 def scale_shift_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None):
     return _cases("scale_shift", device, dtype, names)
 
 
 def gated_residual_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None):
     return _cases("gated_residual", device, dtype, names)
+
+
+def indexed_scale_shift_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                              names: list[str] | None = None):
+    return _indexed_cases("indexed_scale_shift", device, dtype, names)
+
+
+def indexed_gated_residual_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                                 names: list[str] | None = None):
+    return _indexed_cases("indexed_gated_residual", device, dtype, names)

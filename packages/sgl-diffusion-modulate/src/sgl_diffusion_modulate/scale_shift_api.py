@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -18,6 +19,9 @@ from sgl_diffusion_core import (
     resolve_target,
     select_impl,
 )
+
+if TYPE_CHECKING:
+    from .indexed_api import IndexLayout
 
 OP = "modulate.scale_shift"
 
@@ -35,6 +39,16 @@ class Geometry:
     # Eager CPU rounds a Python scalar to a bf16/fp16 tensor's dtype before adding it; CUDA
     # eager keeps it in fp32 (its opmath). Matters only for offsets that bf16 cannot hold.
     round_offset: bool
+    # indexed_scale_shift: where token (b, s) finds its table row; scale/shift then describe
+    # the tables (ss = stride between table rows, L = 1)
+    index: IndexLayout | None = None
+
+
+def chain_dtypes(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor | None) -> tuple[torch.dtype, ...]:
+    """``(t1, t2, out)``: the dtypes eager gives ``scale_offset + scale``, ``x * t1`` and ``+ shift``."""
+    t1 = scale.dtype  # a Python scalar plus a tensor keeps the tensor's dtype
+    t2 = torch.promote_types(x.dtype, t1)
+    return t1, t2, (t2 if shift is None else torch.promote_types(t2, shift.dtype))
 
 
 def describe_scale_shift(
@@ -50,10 +64,7 @@ def describe_scale_shift(
     layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
     geom = None
     if not problems:
-        t1 = scale.dtype  # a Python scalar plus a tensor keeps the tensor's dtype
-        t2 = torch.promote_types(x.dtype, t1)
-        out = t2 if shift is None else torch.promote_types(t2, shift.dtype)
-        geom = Geometry(g, sc, sh, t1, t2, out, round_offset=desc.platform == "cpu")
+        geom = Geometry(g, sc, sh, *chain_dtypes(x, scale, shift), round_offset=desc.platform == "cpu")
     desc.layouts = layouts
     desc.info = {"geom": geom, "empty": x.numel() == 0}
     return desc
@@ -138,10 +149,7 @@ def _op_impl(x, scale, shift, scale_offset, backend):
 
 def _op_fake(x, scale, shift, scale_offset, backend):
     _dispatch.validate(x, scale, shift)
-    out = torch.promote_types(x.dtype, scale.dtype)
-    if shift is not None:
-        out = torch.promote_types(out, shift.dtype)
-    return torch.empty(x.shape, dtype=out, device=x.device)
+    return torch.empty(x.shape, dtype=chain_dtypes(x, scale, shift)[2], device=x.device)
 
 
 _custom_op = register_custom_op(

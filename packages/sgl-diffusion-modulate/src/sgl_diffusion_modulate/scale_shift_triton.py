@@ -5,6 +5,10 @@ eager gives it (``sgl_diffusion_core.triton_math.round_to``), and the launch for
 contraction (``enable_fp_fusion=False``). One program per (row, column tile); modulation
 rows are found with ``base + b*sb + (s // L)*ss`` so every layout shares one kernel, and
 ``S`` / ``L`` are not specialized (a new sequence length never recompiles).
+
+``indexed_scale_shift`` is the same kernel with ``INDEXED``: the modulation row of token
+``(b, s)`` is ``index[b, s]`` instead of ``s // L`` (``index_rows_triton.table_row``), and a
+token whose index is out of range reads row 0 and is written as NaN.
 """
 
 from __future__ import annotations
@@ -15,42 +19,54 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
+from . import index_rows_triton
+
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
 
 @triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "scale_offset"])
 def _scale_shift_kernel(
-    X, SC, SH, Y,
+    X, SC, SH, IDX, Y,
     S, D,
     x_sb, x_ss,
     sc_sb, sc_ss, sc_L,
     sh_sb, sh_ss, sh_L,
+    i_sb, i_ss, K,
     scale_offset,
     HAS_SHIFT: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
-    ROUND_OFFSET: tl.constexpr,
+    ROUND_OFFSET: tl.constexpr, INDEXED: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     b = row // S
     s = row - b * S
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
+    if INDEXED:  # one table row per token, picked by index (clamped in range; see poison below)
+        k, ok = index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
+        sc_row = k
+        sh_row = k
+    else:
+        sc_row = s // sc_L
+        sh_row = s // sh_L
     x = tl.load(X + b * x_sb + s * x_ss + cols, mask=mask, other=0.0, eviction_policy="evict_first")
-    sc = tl.load(SC + b * sc_sb + (s // sc_L) * sc_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
+    sc = tl.load(SC + b * sc_sb + sc_row * sc_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
     off = scale_offset
     if ROUND_OFFSET:  # reproduce CPU eager: the scalar is first rounded to scale's dtype
         off = triton_math.round_to(off, T1)
     t1 = triton_math.round_to(off + triton_math.widen(sc), T1)
     y = triton_math.round_to(triton_math.widen(x) * t1, T2)
     if HAS_SHIFT:
-        sh = tl.load(SH + b * sh_sb + (s // sh_L) * sh_ss + cols, mask=mask, other=0.0,
-                     eviction_policy="evict_last")
+        sh = tl.load(SH + b * sh_sb + sh_row * sh_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
         y = triton_math.round_to(y + triton_math.widen(sh), OUT)
+    if INDEXED:
+        y = index_rows_triton.poison(y, ok)
     tl.store(Y + row * D + cols, triton_math.narrow(y, OUT), mask=mask)
 
 
-def prepare(geom, x, scale, shift, config: TileConfig | None = None):
-    """A runner ``(x, scale, shift, scale_offset) -> out`` for one call signature."""
-    g = geom.x
+def prepare(geom, x, scale, shift, index=None, *, config: TileConfig | None = None):
+    """A runner for one call signature: ``(x, scale, shift, scale_offset) -> out``, or
+    ``(x, scale_table, shift_table, index, scale_offset) -> out`` when ``geom.index`` is set."""
+    g, ix = geom.x, geom.index
     plat = tensor_platform(x.device)
     widest = max(x.element_size(), geom.out.itemsize)
     cfg = config or TileConfig.from_heuristic(g.D, widest, plat)
@@ -58,25 +74,35 @@ def prepare(geom, x, scale, shift, config: TileConfig | None = None):
     scalars = (
         g.S, g.D, g.sb, g.ss, sc.sb, sc.ss, sc.L,
         0 if sh is None else sh.sb, 0 if sh is None else sh.ss, 1 if sh is None else sh.L,
+        *index_scalars(ix),
     )
     launch = PreparedLaunch(
         _scale_shift_kernel,
         (g.rows, triton.cdiv(g.D, cfg.block)),
         {"HAS_SHIFT": shift is not None, "T1": TL_DTYPES[geom.t1], "T2": TL_DTYPES[geom.t2],
-         "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block, "ROUND_OFFSET": geom.round_offset},
+         "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block, "ROUND_OFFSET": geom.round_offset,
+         "INDEXED": ix is not None},
         device=x.device,
-        n_ptrs=4,
+        n_ptrs=5,
         options=cfg.launch_options(plat),
         fp_fusion=False,
     )
     shape, out_dtype, device = g.shape, geom.out, x.device
 
-    def run(x, scale, shift, scale_offset):
+    def run_indexed(x, scale, shift, index, scale_offset):
         out = torch.empty(shape, dtype=out_dtype, device=device)
-        launch(x, scale, x if shift is None else shift, out, *scalars, scale_offset)
+        launch(x, scale, x if shift is None else shift, index, out, *scalars, scale_offset)
         return out
 
-    return run
+    def run(x, scale, shift, scale_offset):
+        return run_indexed(x, scale, shift, x, scale_offset)  # IDX unused: any valid pointer
+
+    return run if ix is None else run_indexed
+
+
+def index_scalars(ix) -> tuple[int, int, int]:
+    """``(i_sb, i_ss, K)`` kernel arguments of an ``IndexLayout`` (placeholders without one)."""
+    return (0, 0, 1) if ix is None else (ix.sb, ix.ss, ix.K)
 
 
 def scale_shift(
@@ -89,14 +115,36 @@ def scale_shift(
     config: TileConfig | None = None,
 ) -> torch.Tensor:
     """Launch once. ``geom`` comes from ``describe_scale_shift`` (validated inputs)."""
-    return prepare(geom, x, scale, shift, config)(x, scale, shift, scale_offset)
+    return prepare(geom, x, scale, shift, config=config)(x, scale, shift, scale_offset)
 
 
 scale_shift.prepare = prepare
 
 
-def aot_variants(platform: str = "cuda"):
-    """bf16 / fp16 / fp32 activations with same-dtype and fp32 (Wan) modulation, at D=3072 and 5120."""
+def indexed_scale_shift(
+    x: torch.Tensor,
+    scale_table: torch.Tensor,
+    shift_table: torch.Tensor | None,
+    index: torch.Tensor,
+    *,
+    scale_offset: float = 1.0,
+    geom,
+    config: TileConfig | None = None,
+) -> torch.Tensor:
+    """Launch once. ``geom`` comes from ``describe_indexed_scale_shift`` (validated inputs)."""
+    run = prepare(geom, x, scale_table, shift_table, index, config=config)
+    return run(x, scale_table, shift_table, index, scale_offset)
+
+
+indexed_scale_shift.prepare = prepare
+
+
+INDEX_ARGS = ("i_sb", "i_ss", "K")
+
+
+def aot_variants(platform: str = "cuda", *, indexed: bool = False):
+    """bf16 / fp16 / fp32 activations with same-dtype and fp32 (Wan) modulation, at D=3072 and 5120
+    (``indexed``: the ``indexed_scale_shift`` form, int32 and int64 index)."""
     from sgl_diffusion_core import AotVariant
 
     names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
@@ -105,17 +153,26 @@ def aot_variants(platform: str = "cuda"):
         for mdt in sorted({xdt, torch.float32}, key=str):
             t2 = torch.promote_types(xdt, mdt)
             for D in (3072, 5120):
-                cfg = TileConfig.from_heuristic(D, max(xdt.itemsize, t2.itemsize), platform)
-                sig = {"X": f"*{names[xdt]}", "SC": f"*{names[mdt]}", "SH": f"*{names[mdt]}", "Y": f"*{names[t2]}"}
-                sig.update({n: "i32" for n in ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L",
-                                               "sh_sb", "sh_ss", "sh_L")})
-                sig["scale_offset"] = "fp32"
-                sig.update({n: "constexpr" for n in ("HAS_SHIFT", "T1", "T2", "OUT", "BLOCK", "ROUND_OFFSET")})
-                const = {"HAS_SHIFT": True, "T1": TL_DTYPES[mdt], "T2": TL_DTYPES[t2], "OUT": TL_DTYPES[t2],
-                         "BLOCK": cfg.block, "ROUND_OFFSET": False}
-                out.append(AotVariant(
-                    name=f"scale_shift[x={names[xdt]},mod={names[mdt]},D={D},block={cfg.block},w={cfg.num_warps}]",
-                    kernel=_scale_shift_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-                    options={"enable_fp_fusion": False},
-                ))
+                for idt in ("i64", "i32") if indexed else ("i32",):
+                    cfg = TileConfig.from_heuristic(D, max(xdt.itemsize, t2.itemsize), platform)
+                    sig = {"X": f"*{names[xdt]}", "SC": f"*{names[mdt]}", "SH": f"*{names[mdt]}",
+                           "IDX": f"*{idt}", "Y": f"*{names[t2]}"}
+                    sig.update({n: "i32" for n in ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L",
+                                                   "sh_sb", "sh_ss", "sh_L", *INDEX_ARGS)})
+                    sig["scale_offset"] = "fp32"
+                    sig.update({n: "constexpr" for n in ("HAS_SHIFT", "T1", "T2", "OUT", "BLOCK", "ROUND_OFFSET",
+                                                         "INDEXED")})
+                    const = {"HAS_SHIFT": True, "T1": TL_DTYPES[mdt], "T2": TL_DTYPES[t2], "OUT": TL_DTYPES[t2],
+                             "BLOCK": cfg.block, "ROUND_OFFSET": False, "INDEXED": indexed}
+                    tag = f"indexed_scale_shift[index={idt}," if indexed else "scale_shift["
+                    out.append(AotVariant(
+                        name=f"{tag}x={names[xdt]},mod={names[mdt]},D={D},block={cfg.block},w={cfg.num_warps}]",
+                        kernel=_scale_shift_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
+                        options={"enable_fp_fusion": False},
+                    ))
     return out
+
+
+def indexed_aot_variants(platform: str = "cuda"):
+    """The ``indexed_scale_shift`` variants of :func:`aot_variants`."""
+    return aot_variants(platform, indexed=True)

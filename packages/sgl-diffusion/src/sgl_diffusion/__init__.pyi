@@ -27,11 +27,19 @@ from sgl_diffusion_core import register_op as register_op
 from sgl_diffusion_core import select_impl as select_impl
 from sgl_diffusion_core import tensor_platform as tensor_platform
 from sgl_diffusion_core import triton_interpret as triton_interpret
+from sgl_diffusion_modulate import IndexOutOfRangeError as IndexOutOfRangeError
 from sgl_diffusion_modulate import can_use_gated_residual as can_use_gated_residual
+from sgl_diffusion_modulate import can_use_indexed_gated_residual as can_use_indexed_gated_residual
+from sgl_diffusion_modulate import can_use_indexed_scale_shift as can_use_indexed_scale_shift
 from sgl_diffusion_modulate import can_use_scale_shift as can_use_scale_shift
 from sgl_diffusion_modulate import gated_residual as gated_residual
 from sgl_diffusion_modulate import gated_residual_ as gated_residual_
 from sgl_diffusion_modulate import gated_residual_reference as gated_residual_reference
+from sgl_diffusion_modulate import indexed_gated_residual as indexed_gated_residual
+from sgl_diffusion_modulate import indexed_gated_residual_ as indexed_gated_residual_
+from sgl_diffusion_modulate import indexed_gated_residual_reference as indexed_gated_residual_reference
+from sgl_diffusion_modulate import indexed_scale_shift as indexed_scale_shift
+from sgl_diffusion_modulate import indexed_scale_shift_reference as indexed_scale_shift_reference
 from sgl_diffusion_modulate import scale_shift as scale_shift
 from sgl_diffusion_modulate import scale_shift_reference as scale_shift_reference
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
@@ -51,6 +59,7 @@ __all__ = [
     "Contract",
     "Explanation",
     "FusionFallbackWarning",
+    "IndexOutOfRangeError",
     "InputDesc",
     "KernelSpec",
     "MachineInfo",
@@ -62,6 +71,8 @@ __all__ = [
     "__version__",
     "call_signature",
     "can_use_gated_residual",
+    "can_use_indexed_gated_residual",
+    "can_use_indexed_scale_shift",
     "can_use_ln_modulate",
     "can_use_scale_shift",
     "default_device",
@@ -71,6 +82,11 @@ __all__ = [
     "gated_residual",
     "gated_residual_",
     "gated_residual_reference",
+    "indexed_gated_residual",
+    "indexed_gated_residual_",
+    "indexed_gated_residual_reference",
+    "indexed_scale_shift",
+    "indexed_scale_shift_reference",
     "ln_modulate",
     "ln_modulate_reference",
     "machine",

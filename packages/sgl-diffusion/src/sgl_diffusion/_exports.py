@@ -83,6 +83,14 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "gated_residual_",
         "can_use_gated_residual",
         "gated_residual_reference",
+        "indexed_scale_shift",
+        "can_use_indexed_scale_shift",
+        "indexed_scale_shift_reference",
+        "indexed_gated_residual",
+        "indexed_gated_residual_",
+        "can_use_indexed_gated_residual",
+        "indexed_gated_residual_reference",
+        "IndexOutOfRangeError",
     ),
 }
 

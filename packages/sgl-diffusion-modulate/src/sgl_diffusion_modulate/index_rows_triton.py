@@ -1,0 +1,29 @@
+"""Triton device helpers shared by the indexed variants of the modulate kernels (imports Triton).
+
+An indexed op picks, for token ``(b, s)``, the row ``index[b, s]`` of a ``[K, D]`` table.
+The kernels never read outside a table and never return a plausible-looking value for a
+bad index: :func:`table_row` clamps the row it reads to 0 and reports whether the index
+was in range, and :func:`poison` turns the result of an out-of-range token into NaN. The
+host checks the index once per eager call (one reduction, one sync); under
+``torch.compile`` and CUDA graph capture, where a sync is not allowed, this is the guard.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def table_row(IDX, b, s, i_sb, i_ss, K):
+    """``(row, ok)``: the table row token ``(b, s)`` reads (0 when its index is out of
+    ``[0, K)``) and whether its index was in range. ``b`` and ``s`` are int64."""
+    k = tl.load(IDX + b * i_sb + s * i_ss).to(tl.int64)
+    ok = (k >= 0) & (k < K)
+    return tl.where(ok, k, 0), ok
+
+
+@triton.jit
+def poison(y, ok):
+    """``y`` (fp32) where the token's index was in range, NaN elsewhere."""
+    return tl.where(ok, y, float("nan"))
