@@ -89,6 +89,38 @@ gate = torch.randn(2, 96, generator=g).to(torch.bfloat16)
 index = torch.randint(0, 2, (8,), generator=g, dtype=torch.int32)
 CASE = (indexed_gated_residual, indexed_gated_residual_reference, (residual, update, gate, index), {})
 """,
+    "rope.apply_rope": """
+import torch
+from sgl_diffusion_rope import apply_rope, apply_rope_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 3, 16, generator=g).to(torch.bfloat16)
+ang = torch.rand(8, 8, generator=g) * 6
+CASE = (apply_rope, apply_rope_reference, (x, ang.cos(), ang.sin()), {"interleaved": True})
+""",
+    "rope.apply_rope_qk": """
+import torch
+from sgl_diffusion_rope import apply_rope_qk, apply_rope_qk_reference
+g = torch.Generator().manual_seed(0)
+q, k = (torch.randn(2, 8, 3, 16, generator=g).to(torch.bfloat16) for _ in range(2))
+ang = torch.rand(8, 8, generator=g) * 6
+CASE = (apply_rope_qk, apply_rope_qk_reference, (q, k, ang.cos(), ang.sin()), {})
+""",
+    "rope.rope_3d": """
+import torch
+from sgl_diffusion_rope import rope_3d, rope_3d_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(1, 2 * 3 * 4, 2, 32, generator=g).to(torch.bfloat16)
+CASE = (rope_3d, rope_3d_reference, (x, (2, 3, 4), (8, 12, 12)), {})
+""",
+    "rope.qk_norm_rope": """
+import torch
+from sgl_diffusion_rope import qk_norm_rope, qk_norm_rope_reference
+g = torch.Generator().manual_seed(0)
+q, k = (torch.randn(2, 8, 3, 16, generator=g).to(torch.bfloat16) for _ in range(2))
+w = torch.rand(16, generator=g).to(torch.bfloat16) + 0.5
+ang = torch.rand(8, 8, generator=g) * 6
+CASE = (qk_norm_rope, qk_norm_rope_reference, (q, k, w, w, ang.cos(), ang.sin()), {"inplace": False})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

@@ -45,6 +45,18 @@ from sgl_diffusion_modulate import scale_shift_reference as scale_shift_referenc
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
 from sgl_diffusion_norm import ln_modulate as ln_modulate
 from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
+from sgl_diffusion_rope import apply_rope as apply_rope
+from sgl_diffusion_rope import apply_rope_qk as apply_rope_qk
+from sgl_diffusion_rope import apply_rope_qk_reference as apply_rope_qk_reference
+from sgl_diffusion_rope import apply_rope_reference as apply_rope_reference
+from sgl_diffusion_rope import can_use_apply_rope as can_use_apply_rope
+from sgl_diffusion_rope import can_use_apply_rope_qk as can_use_apply_rope_qk
+from sgl_diffusion_rope import can_use_qk_norm_rope as can_use_qk_norm_rope
+from sgl_diffusion_rope import can_use_rope_3d as can_use_rope_3d
+from sgl_diffusion_rope import qk_norm_rope as qk_norm_rope
+from sgl_diffusion_rope import qk_norm_rope_reference as qk_norm_rope_reference
+from sgl_diffusion_rope import rope_3d as rope_3d
+from sgl_diffusion_rope import rope_3d_reference as rope_3d_reference
 
 from .__about__ import __version__ as __version__
 
@@ -69,11 +81,19 @@ __all__ = [
     "UnsupportedInputError",
     "Verdict",
     "__version__",
+    "apply_rope",
+    "apply_rope_qk",
+    "apply_rope_qk_reference",
+    "apply_rope_reference",
     "call_signature",
+    "can_use_apply_rope",
+    "can_use_apply_rope_qk",
     "can_use_gated_residual",
     "can_use_indexed_gated_residual",
     "can_use_indexed_scale_shift",
     "can_use_ln_modulate",
+    "can_use_qk_norm_rope",
+    "can_use_rope_3d",
     "can_use_scale_shift",
     "default_device",
     "describe",
@@ -91,8 +111,12 @@ __all__ = [
     "ln_modulate_reference",
     "machine",
     "module_available",
+    "qk_norm_rope",
+    "qk_norm_rope_reference",
     "register",
     "register_op",
+    "rope_3d",
+    "rope_3d_reference",
     "scale_shift",
     "scale_shift_reference",
     "select_impl",

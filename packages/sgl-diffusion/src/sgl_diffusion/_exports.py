@@ -27,8 +27,8 @@ DISTRIBUTIONS: dict[str, str] = {
     "sgl-diffusion-core": "sgl_diffusion_core",
     "sgl-diffusion-norm": "sgl_diffusion_norm",
     "sgl-diffusion-modulate": "sgl_diffusion_modulate",
+    "sgl-diffusion-rope": "sgl_diffusion_rope",
     # Later domains are one row each, e.g.:
-    # "sgl-diffusion-rope": "sgl_diffusion_rope",
     # "sgl-diffusion-activation": "sgl_diffusion_activation",
     # "sgl-diffusion-layout": "sgl_diffusion_layout",
     # "sgl-diffusion-attention": "sgl_diffusion_attention",
@@ -91,6 +91,11 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "can_use_indexed_gated_residual",
         "indexed_gated_residual_reference",
         "IndexOutOfRangeError",
+    ),
+    "sgl-diffusion-rope": tuple(
+        f"{prefix}{op}{suffix}"
+        for op in ("apply_rope", "apply_rope_qk", "rope_3d", "qk_norm_rope")
+        for prefix, suffix in (("", ""), ("can_use_", ""), ("", "_reference"))
     ),
 }
 

@@ -1,0 +1,94 @@
+import torch
+
+from .__about__ import __version__ as __version__
+
+def apply_rope(
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    *,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = "bshd",
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def apply_rope_qk(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    *,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = "bshd",
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+def rope_3d(
+    x: torch.Tensor,
+    grid_thw: tuple[int, int, int] | None = None,
+    axes_dim: tuple[int, int, int] = (44, 42, 42),
+    *,
+    theta: float = 10000.0,
+    pos_ids: torch.Tensor | None = None,
+    interleaved: bool = True,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = "bshd",
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def qk_norm_rope(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: torch.Tensor | None,
+    k_weight: torch.Tensor | None,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    *,
+    norm: str = "rms",
+    eps: float = 1e-6,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool | None = None,
+    layout: str = "bshd",
+    out_layout: str | None = None,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+def can_use_apply_rope(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None = None, **kwargs: object
+) -> bool: ...
+def can_use_apply_rope_qk(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None = None, **kwargs: object
+) -> bool: ...
+def can_use_rope_3d(x: torch.Tensor, grid_thw: tuple[int, int, int] | None = None, **kwargs: object) -> bool: ...
+def can_use_qk_norm_rope(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: torch.Tensor | None,
+    k_weight: torch.Tensor | None,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    **kwargs: object,
+) -> bool: ...
+def apply_rope_reference(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None = None, **kwargs: object
+) -> torch.Tensor: ...
+def apply_rope_qk_reference(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None = None, **kwargs: object
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+def rope_3d_reference(
+    x: torch.Tensor, grid_thw: tuple[int, int, int] | None = None, **kwargs: object
+) -> torch.Tensor: ...
+def qk_norm_rope_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: torch.Tensor | None,
+    k_weight: torch.Tensor | None,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    **kwargs: object,
+) -> tuple[torch.Tensor, torch.Tensor]: ...
