@@ -167,13 +167,18 @@ def _num_warps(HB: int, half: int, platform: str) -> int:
     return max(1, min(8, HB * half // (8 * warp)))
 
 
-def prepare(geom, q, k, cos, sin, pos, q_weight, k_weight):
-    """A runner ``(q, k, cos, sin, pos, q_weight, k_weight, eps) -> (q_out, k_out)`` for one signature."""
+def prepare(geom, q, k, cos, sin, pos, q_weight, k_weight, *, config: tuple[int, int] | None = None):
+    """A runner ``(q, k, cos, sin, pos, q_weight, k_weight, eps) -> (q_out, k_out)`` for one signature.
+
+    ``config``: ``(heads per program, num_warps)`` instead of the heuristic (tuning sweeps)."""
     g = geom
     plat = tensor_platform(q.device)
     half = next_pow2(g.r // 2)
     tailb = next_pow2(g.Dh - g.r) if g.Dh > g.r else 1
     HB = heads_per_program(g.Dh, max(g.q.H, g.k.H if g.k else 1), q.element_size())
+    warps = _num_warps(HB, half, plat)
+    if config is not None:
+        HB, warps = config
     nqb = triton.cdiv(g.q.H, HB)
     nkb = triton.cdiv(g.k.H, HB) if g.k is not None else 0
     freq = None
@@ -187,7 +192,7 @@ def prepare(geom, q, k, cos, sin, pos, q_weight, k_weight):
     }
     launch = PreparedLaunch(
         _rope_kernel, (g.B * g.S, nqb + nkb), const, device=q.device, n_ptrs=10,
-        options={"num_warps": _num_warps(HB, half, plat), "num_stages": 1}, fp_fusion=not g.exact,
+        options={"num_warps": warps, "num_stages": 1}, fp_fusion=not g.exact,
     )
     kq, kk = g.q, g.k if g.k is not None else g.q
     tab = g.table
@@ -227,11 +232,11 @@ def rope(q, k, cos, sin, pos, q_weight, k_weight, eps, *, geom):
 rope.prepare = prepare
 
 
-def prepare_exact(geom, *tensors):
+def prepare_exact(geom, *tensors, config: tuple[int, int] | None = None):
     """The same kernel in its exact mode: every product and sum rounded to the eager dtype, no FMA."""
     import dataclasses
 
-    return prepare(dataclasses.replace(geom, exact=True), *tensors)
+    return prepare(dataclasses.replace(geom, exact=True), *tensors, config=config)
 
 
 def rope_exact(q, k, cos, sin, pos, q_weight, k_weight, eps, *, geom):
