@@ -4,8 +4,10 @@
 # Usage on the device machine, from the repo root: bash tools/gpu/session2_run2.sh <git-sha> <out-dir>
 set -uo pipefail
 SHA="$1"
-OUT="$2"
-mkdir -p "$OUT"
+FINAL="$2"
+OUT=/tmp/run_out  # many files; they come back as one archive (the device returns at most 8 files)
+mkdir -p "$OUT" "$FINAL"
+trap 'tar czf "$FINAL/results.tgz" -C "$OUT" .' EXIT
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 PKG_PATHS=$(ls -d packages/*/src | tr '\n' ':')
 export PYTHONPATH=/tmp/site:${PKG_PATHS%:}
