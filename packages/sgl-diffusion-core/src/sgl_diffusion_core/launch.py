@@ -106,14 +106,16 @@ class TileConfig:
 
 @functools.cache
 def _tile_config(n_cols: int, elem_bytes: int, platform: str) -> TileConfig:
-    """2 KB of the widest operand per program with 2 warps (16 bytes x 2 per thread).
+    """4 KB of the widest operand per program with 2 warps (four 16-byte accesses per thread at bf16).
 
-    Measured on one H200 (bf16, session 2 sweep, docs/benchmarks/modulate_tile_sweep_h200.json):
-    ``gated_residual`` 1024 x 2 warps 91.2% of copy at Wan and 91.7% at HunyuanVideo, the
-    best pair of 23; 2048 x 8 (the first, unmeasured rule) 74% and 67%. At FLUX 1024 x 4 and
-    512 x 2 tie (87.7 / 87.4%). ROCm keeps the bytes with one 64-wide wavefront.
+    Measured on one H200, bf16, in two sweeps (docs/benchmarks/modulate_tile_sweep_h200*.json).
+    With exact rounding done by the hardware conversion (session 2, run 2), 2048 x 2 warps was
+    within 0.4 points of the best of 23 pairs everywhere: ``scale_shift`` 93.1% of copy at Wan
+    (best 93.3%), ``gated_residual`` 94.3% at Wan (best 94.7%) and 96.5% at HunyuanVideo (best
+    96.6%); 1024 x 2 was 0.4-1.4 points lower and 2048 x 8 (the first, unmeasured rule) 67-74%.
+    ROCm keeps the bytes with one 64-wide wavefront per 2 KB.
     """
     warp = 64 if platform == "hip" else 32
-    block = min(next_pow2(max(n_cols, 1)), max(2048 // elem_bytes, 16))
-    warps = max(1, min(2, block * elem_bytes // (16 * warp)))
+    block = min(next_pow2(max(n_cols, 1)), max(4096 // elem_bytes, 16))
+    warps = max(1, min(2, block * elem_bytes // (32 * warp)))
     return TileConfig(block=block, num_warps=warps)

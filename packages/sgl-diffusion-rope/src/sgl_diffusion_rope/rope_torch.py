@@ -3,7 +3,7 @@
 * norm (``qk_norm_rope``): RMS as diffusers' ``RMSNorm`` computes it — variance of the
   fp32 values, ``x * rsqrt(var + eps)`` (fp32), cast to the weight's dtype when the weight
   is bf16/fp16, then ``* weight`` (no weight: cast back to x's dtype); LayerNorm is
-  ``F.layer_norm(x, (Dh,), weight, None, eps)``.
+  ``F.layer_norm(x, (Dh,), weight.to(x.dtype), None, eps)``.
 * rotation with a real table: ``(x * cos + rotate(x) * sin).to(x.dtype)`` on the first r
   dims, where a ``[.., r/2]`` table is expanded to ``[.., r]`` (``cat([t, t])`` for
   rotate-half, ``repeat_interleave(t, 2)`` for interleaved) and ``rotate`` is
@@ -30,8 +30,8 @@ def _norm(x: torch.Tensor, w: torch.Tensor | None, norm: int, eps: float) -> tor
         if w.dtype in (torch.float16, torch.bfloat16):
             y = y.to(w.dtype)
         return y * w
-    if norm == 2:
-        return F.layer_norm(x, (x.shape[-1],), w, None, eps)
+    if norm == 2:  # F.layer_norm needs the weight in x's dtype (CUDA refuses a mix)
+        return F.layer_norm(x, (x.shape[-1],), None if w is None else w.to(x.dtype), None, eps)
     return x
 
 
