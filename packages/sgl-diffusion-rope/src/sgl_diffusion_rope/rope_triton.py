@@ -2,8 +2,9 @@
 
 One kernel serves ``apply_rope``, ``apply_rope_qk``, ``rope_3d`` and ``qk_norm_rope``:
 one program per (token, block of ``HB`` heads) of q or of k (q's head blocks first, then
-k's, so q and k go in one launch), on a flat grid where a token's blocks are adjacent. The angles of a token are read or computed once per
-program and reused for its ``HB`` heads:
+k's, so q and k go in one launch), on a flat grid where a token's blocks are adjacent.
+The angles of a token are read or computed once per program and reused for its ``HB``
+heads:
 
 * ``ANGLES == 0``: a cos/sin table, ``[S, W]`` or ``[B, S, W]`` with ``W = r/2`` (one
   angle per pair) or ``W = r`` (one value per position), or a complex ``freqs_cis``
@@ -282,8 +283,8 @@ def _variants(platform: str, op: str, combos):
 
     ptr_names = ("Q", "K", "QO", "KO", "COS", "SIN", "FREQ", "POS", "QW", "KW")
     int_names = ("S", "HQ", "HK", "NQB", "NB", "q_sb", "q_ss", "q_sh", "k_sb", "k_ss", "k_sh", "qo_sb", "qo_ss",
-                 "qo_sh", "ko_sb", "ko_ss", "ko_sh", "c_sb", "c_ss", "c_sc", "s_off", "p_sb", "p_ss", "p_sa", "gh", "gw",
-                 "ax1", "ax2")
+                 "qo_sh", "ko_sb", "ko_ss", "ko_sh", "c_sb", "c_ss", "c_sc", "s_off", "p_sb", "p_ss", "p_sa", "gh",
+                 "gw", "ax1", "ax2")
     const_names = ("DH", "R2", "HALF", "TAIL", "TAILB", "HB", "INTERLEAVED", "FULL", "ANGLES", "NORM", "HAS_QW",
                    "HAS_KW", "WRITE_TAIL", "EXACT", "T", "OUT")
     HB = heads_per_program(128, 40, 2)
