@@ -203,30 +203,43 @@ def test_rope_3d_position_ids(backend, device):
         check("rope.rope_3d", backend, out, ref)
 
 
+def norm64(x, w, norm, eps=1e-6):
+    x = x.double()
+    if norm == "layer":
+        x = x - x.mean(-1, keepdim=True)
+    y = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return y if w is None else y * w.double()
+
+
 @pytest.mark.op("rope.qk_norm_rope")
 @pytest.mark.parametrize("norm", ["rms", "layer"])
 @pytest.mark.parametrize("wdt", [None, torch.bfloat16, torch.float32])
 def test_qk_norm_rope(backend, device, norm, wdt):
     torch.manual_seed(7)
-    B, S, Dh = 2, 4, 24
+    B, S, Dh, r = 2, 4, 24, 16
     qkv = testing.log_uniform(B, S, 3, 3, Dh, dtype=torch.bfloat16, device=device) * 3 + 0.5
     q, k = qkv[:, :, 0], qkv[:, :, 1]
     qw = kw = None
     if wdt is not None:
         qw = (torch.rand(Dh, device=device) + 0.5).to(wdt)
         kw = (torch.rand(Dh, device=device) + 0.5).to(wdt)
-    cos, sin = table(S, 8, torch.float32, device)
+    cos, sin = table(S, r // 2, torch.float32, device)
     op = "rope.qk_norm_rope"
-    for kw_args in ({"rotary_dim": 16}, {"rotary_dim": 16, "out_layout": "bhsd"}, {"rotary_dim": 16, "inplace": False}):
+    c64, s64 = head_view(cos, "bshd"), head_view(sin, "bshd")
+    want_q = rot64(norm64(q, qw, norm), c64, s64, False, r)
+    want_k = rot64(norm64(k, kw, norm), c64, s64, False, r)
+    for kw_args in ({"rotary_dim": r}, {"rotary_dim": r, "out_layout": "bhsd"}, {"rotary_dim": r, "inplace": False}):
         qr, kr = rope.qk_norm_rope_reference(q.clone(), k.clone(), qw, kw, cos, sin, norm=norm, **kw_args)
         qi, ki = q.clone(), k.clone()
         qo, ko = rope.qk_norm_rope(qi, ki, qw, kw, cos, sin, norm=norm, backend=backend, **kw_args)
+        wq, wk = want_q, want_k
         if kw_args.get("out_layout") == "bhsd":
             assert qo.shape == (B, 3, S, Dh) and qo.is_contiguous()
+            wq, wk = want_q.transpose(1, 2), want_k.transpose(1, 2)
         if len(kw_args) == 1:  # default: in place
             assert qo is qi and ko is ki
-        check(op, backend, qo, qr)
-        check(op, backend, ko, kr)
+        check(op, backend, qo, qr, wq.to(device))
+        check(op, backend, ko, kr, wk.to(device))
 
 
 def test_empty(backend, device):

@@ -23,6 +23,13 @@ OPS = {
                      "describe_qk_norm_rope", _TABLE + ("complex", "bshd->bhsd", "bhsd->bshd"), False),
 }
 
+# qk_norm_rope's eager chain (diffusers' RMSNorm) rounds the normalized value and its weighted
+# product to the storage dtype before the rotation: two more roundings than the fused fp32 path,
+# each up to half an ulp of a value up to |x| and mixed by cos/sin (|cos| + |sin| <= sqrt(2)).
+# Its declared relative tolerance is therefore twice the one-rounding table's; the tests also
+# hold the fused path to one ulp of an fp64 evaluation, so the wider bound hides no formula error.
+_TOLERANCES = {"qk_norm_rope": {"bfloat16": (1e-2, 2**-6), "float16": (1e-3, 2**-9)}}
+
 for name, (summary, describe, layouts, has_exact) in OPS.items():
     op = f"rope.{name}"
     register_op(OpDef(
@@ -33,7 +40,7 @@ for name, (summary, describe, layouts, has_exact) in OPS.items():
         op=op, backend="triton", target=f"{PKG}.rope_triton:rope",
         capabilities=Capabilities(platforms=("cuda", "hip"), min_arch=_ARCH, layouts=layouts, interpretable=True,
                                   requires=("triton",)),
-        contract=Contract.close(), priority=10,
+        contract=Contract.close(_TOLERANCES.get(name)), priority=10,
         notes="one program per (token, block of heads); angles read or computed once per token; fp32 math",
         aot=f"{PKG}.rope_triton:aot_{name}", executed_on=("cpu-interpreter",),
     ))
