@@ -123,7 +123,8 @@ def _aot(act: str, packed: bool):
                 out.append(AotVariant(
                     name=f"{name}[{nm},D={D},bias={int(bias)},block={cfg.block},w={cfg.num_warps}]",
                     kernel=_glu_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-                    options={k: v for k, v in opts.items() if k not in ("num_warps", "num_stages")},
+                    options={**{k: v for k, v in opts.items() if k not in ("num_warps", "num_stages")},
+                             "enable_fp_fusion": True},
                 ))
         return out
 
