@@ -343,3 +343,21 @@ def test_compile_fullgraph(backend, device):
     testing.assert_exact(y, y_ref)
     testing.assert_exact(buf_comp, buf_eager)  # the compiled graph wrote through the view into the caller's buffer
     assert buf_out is buf_comp
+
+
+@pytest.mark.parametrize("op", ["silu", "gelu_tanh_and_mul", "silu_mul"])
+def test_bench_cases_build(device, monkeypatch, op):
+    """The GPU bench cases at a tiny shape: built, checked, every provider but torch.compile runs, and
+    the bytes are the input read once plus the output written once."""
+    from sgl_diffusion_activation import activation_bench
+
+    monkeypatch.setattr(activation_bench, "SHAPES", {"tiny": (4, 64)})
+    (case,) = list(getattr(activation_bench, f"{op}_cases")(device))
+    case.check()
+    in_cols = 128 if op.endswith("_mul") else 64
+    assert case.bytes == (4 * in_cols + 4 * 64) * 2
+    assert set(case.providers) == {"sgl_diffusion", "eager", "torch.compile"}
+    for name in ("sgl_diffusion", "eager"):
+        assert case.providers[name]().shape == (4, 64)
+    with pytest.raises(ValueError, match="unknown activation bench case"):
+        list(activation_bench.silu_cases(device, names=["nope"]))
