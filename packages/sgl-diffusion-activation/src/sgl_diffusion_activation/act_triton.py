@@ -16,7 +16,7 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
-from .math_triton import ACTS, activate, launch_options, row_offsets, tile_config, to_out
+from .math_triton import ACTS, activate, launch_options, row_offsets
 
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -35,14 +35,14 @@ def _act_kernel(
     s = triton_math.widen(tl.load(X + x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
     if HAS_BIAS:
         s += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
-    tl.store(Y + y_row + cols, to_out(activate(s, ACT), OUT), mask=mask)
+    tl.store(Y + y_row + cols, triton_math.narrow(activate(s, ACT), OUT), mask=mask)
 
 
 def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None):
     """A runner ``(x, bias, out) -> result`` for one call signature (``geom`` from ``describe_*``)."""
     rows = geom.rows
     plat = tensor_platform(x.device)
-    cfg = config or tile_config(geom.D, max(x.element_size(), geom.dtype.itemsize), 1, plat)
+    cfg = config or TileConfig.from_heuristic(geom.D, max(x.element_size(), geom.dtype.itemsize), plat)
     n1, n2 = rows.inner_sizes()
     scalars = (geom.D, n1, n2, *rows.padded(0), *rows.padded(1))
     launch = PreparedLaunch(
@@ -89,7 +89,7 @@ def _aot(act: str):
         out = []
         for dt, nm in names.items():
             for D, bias in ((12288, False), (13824, True)):
-                cfg = tile_config(D, dt.itemsize, 1, platform)
+                cfg = TileConfig.from_heuristic(D, dt.itemsize, platform)
                 sig = {"X": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
                 sig.update({n: "i32" for n in ("D", "n1", "n2", "x_s0", "x_s1", "x_s2", "y_s0", "y_s1", "y_s2")})
                 sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK")})

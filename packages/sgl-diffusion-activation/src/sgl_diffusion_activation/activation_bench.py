@@ -115,7 +115,7 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
     """Sweep the Triton backend's tile configuration at the bench shapes (GPU tuning aid).
 
     One row per (op, case, block, num_warps) with time and % of a same-run copy; the winners
-    go into ``math_triton.tile_config`` as data.
+    go into core's ``TileConfig`` heuristic (the one launch rule of the elementwise ops) as data.
     """
     from sgl_diffusion_core import TileConfig, describe, resolve_target
 

@@ -14,8 +14,9 @@ the declared tolerance; the fp64 checks in the tests hold this kernel to a few f
 Math library: on GPUs, ``exp`` and ``erfc`` come from ``libdevice`` (CUDA's libdevice, ROCm's
 ocml; with CUDA's libdevice subnormal flushing off). The Triton interpreter (CPU) cannot run
 extern math, so there ``exp`` is ``tl.exp`` (numpy) and ``erfc`` is :func:`_erfc_fit`
-below, a rational fit good to ~2 fp32 ulps; the choice is made once, when this module is
-imported.
+below, a polynomial fit good to ~2 fp32 ulps; the choice is made once, when this module is
+imported. Loads widen and the store rounds through ``sgl_diffusion_core.triton_math``
+(exact conversions, ties to even, in both places).
 """
 
 from __future__ import annotations
@@ -23,30 +24,18 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import TileConfig, next_pow2, triton_interpret, triton_math
+from sgl_diffusion_core import TileConfig, triton_interpret
 
 INTERPRET = triton_interpret()
 
 SILU, GELU_TANH, GELU = 0, 1, 2
 ACTS = {"silu": SILU, "gelu_tanh": GELU_TANH, "gelu": GELU}
 
-# bytes of all inputs a program reads (per tile); 16 bytes per thread per input (one vector access)
-_TILE_INPUT_BYTES = 4096
-
-
-def tile_config(D: int, elem_bytes: int, n_inputs: int, platform: str) -> TileConfig:
-    """One program per (row, column tile): ~4 KB of input per program, one 16-byte access per
-    thread per input (bf16 unary: 2048 columns x 8 warps; bf16 GLU: 1024 columns x 4 warps).
-
-    Not tuned on hardware yet (written without a GPU): ``activation_bench.tune`` sweeps it.
-    """
-    warp = 64 if platform == "hip" else 32
-    block = min(next_pow2(max(D, 1)), max(_TILE_INPUT_BYTES // (n_inputs * elem_bytes), 16))
-    warps = max(1, min(8, block * elem_bytes // (16 * warp)))
-    return TileConfig(block=block, num_warps=warps)
-
 
 def launch_options(cfg: TileConfig, platform: str) -> dict:
+    """Launch options of a tile configuration. Tiles come from core's ``TileConfig.from_heuristic``
+    per input width (the one launch rule of every elementwise op; GLU reads two inputs per
+    column, like ``gated_residual``): ``activation_bench.tune`` sweeps them on a GPU."""
     opts = cfg.launch_options(platform)
     if platform == "cuda":
         opts["enable_reflect_ftz"] = False  # libdevice keeps subnormals (as nvcc's default does)
@@ -55,8 +44,6 @@ def launch_options(cfg: TileConfig, platform: str) -> dict:
 
 # erfc(t) = exp(-t*t) * P((t - 1) / (t + 1)) / t for 0.5 <= t <= 11 (least-squares fit of
 # t * exp(t*t) * erfc(t) in w on 5000 points: max relative error 2.5e-9 in fp64, ~1e-7 in fp32)
-
-
 @triton.jit
 def _erfc_fit(t):
     tc = tl.minimum(tl.maximum(t, 0.5), 11.0)
@@ -89,11 +76,6 @@ if INTERPRET:
     def _erfc(x):
         return _erfc_fit(x)
 
-    @triton.jit
-    def to_out(y, OUT: tl.constexpr):
-        # the interpreter truncates fp32 -> bf16 casts: round to nearest even explicitly
-        return triton_math.narrow(y, OUT)
-
 else:
     from triton.language.extra import libdevice
 
@@ -104,10 +86,6 @@ else:
     @triton.jit
     def _erfc(x):
         return libdevice.erfc(x)
-
-    @triton.jit
-    def to_out(y, OUT: tl.constexpr):
-        return y.to(OUT, fp_downcast_rounding="rtne")
 
 
 @triton.jit
