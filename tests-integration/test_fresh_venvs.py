@@ -121,6 +121,72 @@ w = torch.rand(16, generator=g).to(torch.bfloat16) + 0.5
 ang = torch.rand(8, 8, generator=g) * 6
 CASE = (qk_norm_rope, qk_norm_rope_reference, (q, k, w, w, ang.cos(), ang.sin()), {"inplace": False})
 """,
+    "activation.silu": """
+import torch
+from sgl_diffusion_activation import silu, silu_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
+bias = torch.randn(96, generator=g).to(torch.bfloat16)
+CASE = (silu, silu_reference, (x,), {"bias": bias})
+""",
+    "activation.gelu_tanh": """
+import torch
+from sgl_diffusion_activation import gelu_tanh, gelu_tanh_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
+bias = torch.randn(96, generator=g).to(torch.bfloat16)
+CASE = (gelu_tanh, gelu_tanh_reference, (x,), {"bias": bias})
+""",
+    "activation.gelu": """
+import torch
+from sgl_diffusion_activation import gelu, gelu_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
+bias = torch.randn(96, generator=g).to(torch.bfloat16)
+CASE = (gelu, gelu_reference, (x,), {"bias": bias})
+""",
+    "activation.silu_and_mul": """
+import torch
+from sgl_diffusion_activation import silu_and_mul, silu_and_mul_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 192, generator=g).to(torch.bfloat16)
+CASE = (silu_and_mul, silu_and_mul_reference, (x,), {})
+""",
+    "activation.gelu_tanh_and_mul": """
+import torch
+from sgl_diffusion_activation import gelu_tanh_and_mul, gelu_tanh_and_mul_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 192, generator=g).to(torch.bfloat16)
+CASE = (gelu_tanh_and_mul, gelu_tanh_and_mul_reference, (x,), {})
+""",
+    "activation.gelu_and_mul": """
+import torch
+from sgl_diffusion_activation import gelu_and_mul, gelu_and_mul_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 192, generator=g).to(torch.bfloat16)
+CASE = (gelu_and_mul, gelu_and_mul_reference, (x,), {})
+""",
+    "activation.silu_mul": """
+import torch
+from sgl_diffusion_activation import silu_mul, silu_mul_reference
+g = torch.Generator().manual_seed(0)
+a, b = (torch.randn(2, 8, 96, generator=g).to(torch.bfloat16) for _ in range(2))
+CASE = (silu_mul, silu_mul_reference, (a, b), {})
+""",
+    "activation.gelu_tanh_mul": """
+import torch
+from sgl_diffusion_activation import gelu_tanh_mul, gelu_tanh_mul_reference
+g = torch.Generator().manual_seed(0)
+a, b = (torch.randn(2, 8, 96, generator=g).to(torch.bfloat16) for _ in range(2))
+CASE = (gelu_tanh_mul, gelu_tanh_mul_reference, (a, b), {})
+""",
+    "activation.gelu_mul": """
+import torch
+from sgl_diffusion_activation import gelu_mul, gelu_mul_reference
+g = torch.Generator().manual_seed(0)
+a, b = (torch.randn(2, 8, 96, generator=g).to(torch.bfloat16) for _ in range(2))
+CASE = (gelu_mul, gelu_mul_reference, (a, b), {})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

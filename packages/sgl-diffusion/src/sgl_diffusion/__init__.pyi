@@ -2,6 +2,33 @@
 # At run time these names are resolved lazily (PEP 562, see __init__.py); this stub is
 # what type checkers and IDEs see.
 
+from sgl_diffusion_activation import can_use_gelu as can_use_gelu
+from sgl_diffusion_activation import can_use_gelu_and_mul as can_use_gelu_and_mul
+from sgl_diffusion_activation import can_use_gelu_mul as can_use_gelu_mul
+from sgl_diffusion_activation import can_use_gelu_tanh as can_use_gelu_tanh
+from sgl_diffusion_activation import can_use_gelu_tanh_and_mul as can_use_gelu_tanh_and_mul
+from sgl_diffusion_activation import can_use_gelu_tanh_mul as can_use_gelu_tanh_mul
+from sgl_diffusion_activation import can_use_silu as can_use_silu
+from sgl_diffusion_activation import can_use_silu_and_mul as can_use_silu_and_mul
+from sgl_diffusion_activation import can_use_silu_mul as can_use_silu_mul
+from sgl_diffusion_activation import gelu as gelu
+from sgl_diffusion_activation import gelu_and_mul as gelu_and_mul
+from sgl_diffusion_activation import gelu_and_mul_reference as gelu_and_mul_reference
+from sgl_diffusion_activation import gelu_mul as gelu_mul
+from sgl_diffusion_activation import gelu_mul_reference as gelu_mul_reference
+from sgl_diffusion_activation import gelu_reference as gelu_reference
+from sgl_diffusion_activation import gelu_tanh as gelu_tanh
+from sgl_diffusion_activation import gelu_tanh_and_mul as gelu_tanh_and_mul
+from sgl_diffusion_activation import gelu_tanh_and_mul_reference as gelu_tanh_and_mul_reference
+from sgl_diffusion_activation import gelu_tanh_mul as gelu_tanh_mul
+from sgl_diffusion_activation import gelu_tanh_mul_reference as gelu_tanh_mul_reference
+from sgl_diffusion_activation import gelu_tanh_reference as gelu_tanh_reference
+from sgl_diffusion_activation import silu as silu
+from sgl_diffusion_activation import silu_and_mul as silu_and_mul
+from sgl_diffusion_activation import silu_and_mul_reference as silu_and_mul_reference
+from sgl_diffusion_activation import silu_mul as silu_mul
+from sgl_diffusion_activation import silu_mul_reference as silu_mul_reference
+from sgl_diffusion_activation import silu_reference as silu_reference
 from sgl_diffusion_core import REGISTRY as REGISTRY
 from sgl_diffusion_core import BitExactFusionGate as BitExactFusionGate
 from sgl_diffusion_core import Capabilities as Capabilities
@@ -89,12 +116,21 @@ __all__ = [
     "can_use_apply_rope",
     "can_use_apply_rope_qk",
     "can_use_gated_residual",
+    "can_use_gelu",
+    "can_use_gelu_and_mul",
+    "can_use_gelu_mul",
+    "can_use_gelu_tanh",
+    "can_use_gelu_tanh_and_mul",
+    "can_use_gelu_tanh_mul",
     "can_use_indexed_gated_residual",
     "can_use_indexed_scale_shift",
     "can_use_ln_modulate",
     "can_use_qk_norm_rope",
     "can_use_rope_3d",
     "can_use_scale_shift",
+    "can_use_silu",
+    "can_use_silu_and_mul",
+    "can_use_silu_mul",
     "default_device",
     "describe",
     "device_arch",
@@ -102,6 +138,18 @@ __all__ = [
     "gated_residual",
     "gated_residual_",
     "gated_residual_reference",
+    "gelu",
+    "gelu_and_mul",
+    "gelu_and_mul_reference",
+    "gelu_mul",
+    "gelu_mul_reference",
+    "gelu_reference",
+    "gelu_tanh",
+    "gelu_tanh_and_mul",
+    "gelu_tanh_and_mul_reference",
+    "gelu_tanh_mul",
+    "gelu_tanh_mul_reference",
+    "gelu_tanh_reference",
     "indexed_gated_residual",
     "indexed_gated_residual_",
     "indexed_gated_residual_reference",
@@ -120,6 +168,12 @@ __all__ = [
     "scale_shift",
     "scale_shift_reference",
     "select_impl",
+    "silu",
+    "silu_and_mul",
+    "silu_and_mul_reference",
+    "silu_mul",
+    "silu_mul_reference",
+    "silu_reference",
     "tensor_platform",
     "triton_interpret",
 ]

@@ -28,8 +28,8 @@ DISTRIBUTIONS: dict[str, str] = {
     "sgl-diffusion-norm": "sgl_diffusion_norm",
     "sgl-diffusion-modulate": "sgl_diffusion_modulate",
     "sgl-diffusion-rope": "sgl_diffusion_rope",
+    "sgl-diffusion-activation": "sgl_diffusion_activation",
     # Later domains are one row each, e.g.:
-    # "sgl-diffusion-activation": "sgl_diffusion_activation",
     # "sgl-diffusion-layout": "sgl_diffusion_layout",
     # "sgl-diffusion-attention": "sgl_diffusion_attention",
     # "sgl-diffusion-ext": "sgl_diffusion_ext",
@@ -96,6 +96,35 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         f"{prefix}{op}{suffix}"
         for op in ("apply_rope", "apply_rope_qk", "rope_3d", "qk_norm_rope")
         for prefix, suffix in (("", ""), ("can_use_", ""), ("", "_reference"))
+    ),
+    "sgl-diffusion-activation": (
+        "silu",
+        "can_use_silu",
+        "silu_reference",
+        "gelu_tanh",
+        "can_use_gelu_tanh",
+        "gelu_tanh_reference",
+        "gelu",
+        "can_use_gelu",
+        "gelu_reference",
+        "silu_and_mul",
+        "can_use_silu_and_mul",
+        "silu_and_mul_reference",
+        "gelu_tanh_and_mul",
+        "can_use_gelu_tanh_and_mul",
+        "gelu_tanh_and_mul_reference",
+        "gelu_and_mul",
+        "can_use_gelu_and_mul",
+        "gelu_and_mul_reference",
+        "silu_mul",
+        "can_use_silu_mul",
+        "silu_mul_reference",
+        "gelu_tanh_mul",
+        "can_use_gelu_tanh_mul",
+        "gelu_tanh_mul_reference",
+        "gelu_mul",
+        "can_use_gelu_mul",
+        "gelu_mul_reference",
     ),
 }
 

@@ -1,0 +1,190 @@
+"""Input validation and row geometry shared by every activation op (no backend, no Triton).
+
+Activations are elementwise over ``[..., D]`` tensors whose last dim is contiguous and whose
+leading dims may have any strides (views of a fused projection, slices of a bigger
+buffer). Kernels index one row per program; :func:`coalesce` merges the leading dims of all
+operands into as few dims as their strides allow (a contiguous ``[B, S, D]`` is one dim of
+``B*S`` rows), so the kernel splits the row index with at most two divisions per program,
+never per element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from sgl_diffusion_core import InputDesc, check_tensors, device_arch, tensor_platform
+
+# Leading dims a Triton kernel can index after coalescing; more is served by the torch backend.
+MAX_ROW_DIMS = 3
+# Grid dim 0 (one program per row) holds at most 2**31 - 1 programs.
+MAX_ROWS = 2**31 - 1
+LAYOUT_ROWS = "strided-rows"  # rows a kernel can index (<= MAX_ROW_DIMS dims after coalescing)
+LAYOUT_IRREGULAR = "irregular-rows"  # more leading dims than that, or more rows than the grid holds
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Leading dims of all operands, coalesced: ``sizes`` outermost first, one stride tuple per operand.
+
+    Row ``r`` (``0 <= r < rows``) is split into indices over ``sizes`` (row-major) and each
+    operand's row starts at ``sum(index[k] * strides[op][k])`` elements from its base.
+    """
+
+    sizes: tuple[int, ...]
+    strides: tuple[tuple[int, ...], ...]
+
+    @property
+    def rows(self) -> int:
+        n = 1
+        for s in self.sizes:
+            n *= s
+        return n
+
+    @property
+    def ndim(self) -> int:
+        return len(self.sizes)
+
+    def padded(self, op: int) -> tuple[int, int, int]:
+        """Operand ``op``'s strides padded to three dims (kernel arguments)."""
+        st = self.strides[op]
+        return (*st, *(0,) * (MAX_ROW_DIMS - len(st)))
+
+    def inner_sizes(self) -> tuple[int, int]:
+        """``(n1, n2)``: sizes of dims 1 and 2 (1 where absent), the divisors a kernel splits rows by."""
+        s = (*self.sizes, 1, 1)
+        return s[1], s[2]
+
+
+def coalesce(lead: tuple[int, ...], strides: list[tuple[int, ...]]) -> Rows:
+    """Merge adjacent leading dims that every operand steps through uniformly; drop size-1 dims."""
+    dims = [(n, [st[i] for st in strides]) for i, n in enumerate(lead) if n != 1]
+    if not dims:
+        return Rows((1,), tuple((0,) for _ in strides))
+    merged = [dims[0]]
+    for n, st in dims[1:]:
+        pn, pst = merged[-1]
+        if all(p == s * n for p, s in zip(pst, st)):
+            merged[-1] = (pn * n, st)
+        else:
+            merged.append((n, st))
+    return Rows(tuple(n for n, _ in merged), tuple(tuple(st[k] for _, st in merged) for k in range(len(strides))))
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def rows_disjoint(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """No two elements of a tensor with a contiguous last dim share memory (sufficient test)."""
+    extent = shape[-1] if shape else 1
+    dims = sorted((st, n) for n, st in zip(shape[:-1], strides[:-1]) if n > 1)
+    for st, n in dims:
+        if st < extent:
+            return False
+        extent = st * (n - 1) + extent
+    return True
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What backends need beyond the tensors, computed once per call signature.
+
+    ``D``: output columns (for the packed GLU forms, half of x's last dim). ``rows``: leading
+    dims of the operands (inputs first, the output last), or None when a kernel cannot
+    index them (then only the torch backend serves). ``shape``/``dtype``: of the result.
+    """
+
+    D: int
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    rows: Rows | None
+    has_bias: bool
+
+
+def _last_dim_ok(name: str, t: torch.Tensor, problems: list[str]) -> bool:
+    if t.dim() == 0:
+        problems.append(f"{name} must have at least one dimension, got a 0-d tensor")
+        return False
+    if t.shape[-1] > 1 and t.stride(-1) != 1:
+        problems.append(f"{name}: last dim must be contiguous (stride 1), got strides {list(t.stride())}")
+        return False
+    return True
+
+
+def describe_elementwise(
+    inputs: dict[str, object],
+    *,
+    bias: object = None,
+    out: object = None,
+    packed: bool = False,
+) -> InputDesc:
+    """Validate an activation call and describe it for backend selection.
+
+    inputs: the full-size operands by name (``{"x": x}`` or ``{"a": a, "b": b}``; the first
+        one is the main input, the others must have its shape). packed: x is ``[..., 2D]``
+        holding ``a = x[..., :D]`` and ``b = x[..., D:]``. bias: ``[D]`` (``[2D]`` packed),
+        added to x before the activation. out: optional preallocated result.
+    """
+    problems: list[str] = []
+    names = list(inputs)
+    main = inputs[names[0]]
+    if not isinstance(main, torch.Tensor):
+        problems.append(f"{names[0]} must be a torch.Tensor, got {type(main).__name__}")
+        check_tensors({**{n: inputs[n] for n in names[1:]}, "bias": bias, "out": out}, None, problems)
+        return InputDesc(platform=None, problems=problems)
+    platform = tensor_platform(main.device)
+    arch = device_arch(platform, main.device.index) if platform in ("cuda", "hip") else None
+    dtypes = check_tensors({**inputs, "bias": bias, "out": out}, main.device, problems)
+    desc = InputDesc(platform, arch, tuple(dtypes), main.shape[-1] if main.dim() else None, (), problems)
+    desc.info = {"geom": None, "empty": False}
+    if problems:
+        return desc
+    tensors = [inputs[n] for n in names]
+    if not all(_last_dim_ok(n, t, problems) for n, t in zip(names, tensors)):
+        return desc
+    shape = tuple(main.shape)
+    for n, t in zip(names[1:], tensors[1:]):
+        if tuple(t.shape) != shape:
+            problems.append(f"{n} of shape {list(t.shape)} must have {names[0]}'s shape {list(shape)}")
+    D = shape[-1]
+    if packed:
+        if D % 2:
+            problems.append(f"{names[0]}'s last dim must be even (the [..., 2*D] output of one fused linear), "
+                            f"got {D}")
+        D //= 2
+    out_shape = (*shape[:-1], D)
+    dtype = main.dtype
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    if bias is not None:
+        want = 2 * D if packed else D
+        if bias.dim() != 1 or bias.shape[0] != want or (want > 1 and bias.stride(0) != 1):
+            problems.append(f"bias must be a contiguous [{'2*D' if packed else 'D'}] = [{want}] tensor, got shape "
+                            f"{list(bias.shape)} strides {list(bias.stride())}")
+        dtype = torch.promote_types(dtype, bias.dtype)
+    if out is not None:
+        if tuple(out.shape) != out_shape:
+            problems.append(f"out has shape {list(out.shape)}; the result has shape {list(out_shape)}")
+        elif out.dtype != dtype:
+            problems.append(f"out has dtype {out.dtype}; the result has dtype {dtype} (eager type promotion)")
+        elif _last_dim_ok("out", out, problems) and not rows_disjoint(out_shape, tuple(out.stride())):
+            problems.append(f"out (strides {list(out.stride())}) has rows that share memory (an expanded view?)")
+    if problems:
+        return desc
+    empty = any(n == 0 for n in out_shape)
+    out_strides = tuple(out.stride()) if out is not None else contiguous_strides(out_shape)
+    rows = None
+    if not empty:
+        rows = coalesce(out_shape[:-1], [tuple(t.stride()[:-1]) for t in tensors] + [out_strides[:-1]])
+        if rows.ndim > MAX_ROW_DIMS or rows.rows > MAX_ROWS:
+            rows = None
+    desc.layouts = (LAYOUT_ROWS if rows is not None or empty else LAYOUT_IRREGULAR,)
+    desc.last_dim = D
+    desc.info = {"geom": Geometry(D, out_shape, dtype, rows, bias is not None), "empty": empty}
+    return desc

@@ -1,0 +1,140 @@
+"""Triton kernel of the GLU family (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``):
+``y = act(a) * b`` in fp32, rounded once (contract ``close``).
+
+One kernel serves both forms. Packed (``silu_and_mul(x)``): ``a = x[..., :D]``, ``b =
+x[..., D:]``, optionally after adding a ``[2D]`` bias; the kernel reads b at ``B + b_shift``
+with ``B = x`` and ``b_shift = D``. Split (``silu_mul(a, b)``): two tensors, ``b_shift = 0``.
+One program per (row, column tile), int64 row offsets, no per-element division.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
+
+from .math_triton import ACTS, activate, launch_options, row_offsets
+
+TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
+
+
+@triton.jit(do_not_specialize=["n1", "n2"])
+def _glu_kernel(
+    A, B, BIAS, Y,
+    D, b_shift, n1, n2,
+    a_s0, a_s1, a_s2,
+    b_s0, b_s1, b_s2,
+    y_s0, y_s1, y_s2,
+    ACT: tl.constexpr, HAS_BIAS: tl.constexpr, NDIM: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
+):
+    a_row, b_row, y_row = row_offsets(n1, n2, a_s0, a_s1, a_s2, b_s0, b_s1, b_s2, y_s0, y_s1, y_s2, NDIM)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < D
+    a = triton_math.widen(tl.load(A + a_row + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
+    b = triton_math.widen(tl.load(B + b_row + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
+    if HAS_BIAS:
+        a += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
+        b += triton_math.widen(tl.load(BIAS + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
+    tl.store(Y + y_row + cols, triton_math.narrow(activate(a, ACT) * b, OUT), mask=mask)
+
+
+def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig | None = None):
+    """A runner for one call signature: packed ``(x, bias, out)``, split ``(a, b, out)``."""
+    rows = geom.rows
+    plat = tensor_platform(first.device)
+    widest = max(first.element_size(), geom.dtype.itemsize if packed else second.element_size())
+    cfg = config or TileConfig.from_heuristic(geom.D, widest, plat)
+    n1, n2 = rows.inner_sizes()
+    a_st = rows.padded(0)
+    b_st = a_st if packed else rows.padded(1)
+    y_st = rows.padded(len(rows.strides) - 1)  # the output's strides come last
+    scalars = (geom.D, geom.D if packed else 0, n1, n2, *a_st, *b_st, *y_st)
+    launch = PreparedLaunch(
+        _glu_kernel,
+        (rows.rows, triton.cdiv(geom.D, cfg.block)),
+        {"ACT": ACTS[act], "HAS_BIAS": geom.has_bias, "NDIM": rows.ndim, "OUT": TL_DTYPES[geom.dtype],
+         "BLOCK": cfg.block},
+        device=first.device,
+        n_ptrs=4,
+        options=launch_options(cfg, plat),
+    )
+    shape, dtype, device = geom.shape, geom.dtype, first.device
+
+    if packed:
+        def run(x, bias, out):
+            y = torch.empty(shape, dtype=dtype, device=device) if out is None else out
+            launch(x, x, x if bias is None else bias, y, *scalars)
+            return y
+    else:
+        def run(a, b, out):
+            y = torch.empty(shape, dtype=dtype, device=device) if out is None else out
+            launch(a, b, a, y, *scalars)
+            return y
+
+    return run
+
+
+def _entry(act: str, packed: bool):
+    name = f"{act}_and_mul" if packed else f"{act}_mul"
+
+    def fn(first: torch.Tensor, second: torch.Tensor | None = None, out: torch.Tensor | None = None, *, geom,
+           config: TileConfig | None = None) -> torch.Tensor:
+        """Launch once: packed ``(x, bias, out)`` or split ``(a, b, out)``; ``geom`` from ``describe_*``."""
+        return prepare(act, packed, geom, first, second, out, config)(first, second, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.prepare = functools.partial(prepare, act, packed)
+    return fn
+
+
+silu_and_mul = _entry("silu", True)
+gelu_tanh_and_mul = _entry("gelu_tanh", True)
+gelu_and_mul = _entry("gelu", True)
+silu_mul = _entry("silu", False)
+gelu_tanh_mul = _entry("gelu_tanh", False)
+gelu_mul = _entry("gelu", False)
+
+
+def _aot(act: str, packed: bool):
+    name = f"{act}_and_mul" if packed else f"{act}_mul"
+    # packed: every dtype at FLUX's and Wan's FFN widths; split runs the same kernel (b_shift = 0)
+    cases = ((12288, False), (13824, True)) if packed else ((13824, False),)
+    dtypes = (torch.bfloat16, torch.float16, torch.float32) if packed else (torch.bfloat16, torch.float32)
+
+    def aot_variants(platform: str = "cuda"):
+        from sgl_diffusion_core import AotVariant
+
+        names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+        out = []
+        for dt in dtypes:
+            nm = names[dt]
+            for D, bias in cases:
+                cfg = TileConfig.from_heuristic(D, dt.itemsize, platform)
+                sig = {"A": f"*{nm}", "B": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
+                sig.update({n: "i32" for n in ("D", "b_shift", "n1", "n2", "a_s0", "a_s1", "a_s2",
+                                               "b_s0", "b_s1", "b_s2", "y_s0", "y_s1", "y_s2")})
+                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK")})
+                const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block}
+                opts = launch_options(cfg, platform)
+                out.append(AotVariant(
+                    name=f"{name}[{nm},D={D},bias={int(bias)},block={cfg.block},w={cfg.num_warps}]",
+                    kernel=_glu_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
+                    options={**{k: v for k, v in opts.items() if k not in ("num_warps", "num_stages")},
+                             "enable_fp_fusion": True},
+                ))
+        return out
+
+    aot_variants.__doc__ = f"AOT variants of {name}: {', '.join(str(d).removeprefix('torch.') for d in dtypes)}."
+    return aot_variants
+
+
+aot_silu_and_mul = _aot("silu", True)
+aot_gelu_tanh_and_mul = _aot("gelu_tanh", True)
+aot_gelu_and_mul = _aot("gelu", True)
+aot_silu_mul = _aot("silu", False)
+aot_gelu_tanh_mul = _aot("gelu_tanh", False)
+aot_gelu_mul = _aot("gelu", False)

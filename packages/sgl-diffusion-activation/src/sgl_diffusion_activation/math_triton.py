@@ -1,0 +1,131 @@
+"""Triton device functions shared by the activation kernels (imports Triton: backends only).
+
+Formulas (fp32 throughout, chosen to stay accurate where eager's forms cancel):
+
+* ``silu(s) = s * sigmoid(s)``
+* ``gelu_tanh(s) = 0.5 * s * (1 + tanh(u)) = s * sigmoid(2 * u)``, ``u = sqrt(2/pi) * (s + 0.044715 * s**3)``
+* ``gelu(s) = 0.5 * s * (1 + erf(s / sqrt(2))) = 0.5 * s * erfc(-s / sqrt(2))``
+
+with ``sigmoid(v) = where(v >= 0, 1, e) / (1 + e)``, ``e = exp(-|v|)``, which neither
+overflows nor cancels. Eager's ``1 + tanh(u)`` and ``1 + erf(z)`` lose all their digits for
+``s`` below about -5 (the result is still small in absolute terms, so the two agree within
+the declared tolerance; the fp64 checks in the tests hold this kernel to a few fp32 ulps).
+
+Math library: on GPUs, ``exp`` and ``erfc`` come from ``libdevice`` (CUDA's libdevice, ROCm's
+ocml; with CUDA's libdevice subnormal flushing off). The Triton interpreter (CPU) cannot run
+extern math, so there ``exp`` is ``tl.exp`` (numpy) and ``erfc`` is :func:`_erfc_fit`
+below, a polynomial fit good to ~2 fp32 ulps; the choice is made once, when this module is
+imported. Loads widen and the store rounds through ``sgl_diffusion_core.triton_math``
+(exact conversions, ties to even, in both places).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from sgl_diffusion_core import TileConfig, triton_interpret
+
+INTERPRET = triton_interpret()
+
+SILU, GELU_TANH, GELU = 0, 1, 2
+ACTS = {"silu": SILU, "gelu_tanh": GELU_TANH, "gelu": GELU}
+
+
+def launch_options(cfg: TileConfig, platform: str) -> dict:
+    """Launch options of a tile configuration. Tiles come from core's ``TileConfig.from_heuristic``
+    per input width (the one launch rule of every elementwise op; GLU reads two inputs per
+    column, like ``gated_residual``): ``activation_bench.tune`` sweeps them on a GPU."""
+    opts = cfg.launch_options(platform)
+    if platform == "cuda":
+        opts["enable_reflect_ftz"] = False  # libdevice keeps subnormals (as nvcc's default does)
+    return opts
+
+
+# erfc(t) = exp(-t*t) * P((t - 1) / (t + 1)) / t for 0.5 <= t <= 11 (least-squares fit of
+# t * exp(t*t) * erfc(t) in w on 5000 points: max relative error 2.5e-9 in fp64, ~1e-7 in fp32)
+@triton.jit
+def _erfc_fit(t):
+    tc = tl.minimum(tl.maximum(t, 0.5), 11.0)
+    w = (tc - 1.0) / (tc + 1.0)
+    p = -0.0009805342909334474
+    p = p * w + 0.0036675271692622633
+    p = p * w - 0.0021582097212611406
+    p = p * w - 0.0014759112027659994
+    p = p * w - 0.00242341749889446
+    p = p * w - 0.002568834066456216
+    p = p * w + 0.004108539902978948
+    p = p * w + 0.017484867092669203
+    p = p * w + 0.019654417084871274
+    p = p * w - 0.040824282693553586
+    p = p * w - 0.16661870395855571
+    p = p * w + 0.3087431277067542
+    p = p * w + 0.42758357618707976
+    tail = tl.exp(-tc * tc) * p / tc
+    r = tl.where(t < 0.5, 1.0 - tl.math.erf(t), tail)
+    return tl.where(t != t, t, r)
+
+
+if INTERPRET:
+
+    @triton.jit
+    def _exp(x):
+        return tl.exp(x)
+
+    @triton.jit
+    def _erfc(x):
+        return _erfc_fit(x)
+
+else:
+    from triton.language.extra import libdevice
+
+    @triton.jit
+    def _exp(x):
+        return libdevice.exp(x)
+
+    @triton.jit
+    def _erfc(x):
+        return libdevice.erfc(x)
+
+
+@triton.jit
+def _sigmoid(v):
+    e = _exp(-tl.abs(v))
+    return tl.where(v >= 0, 1.0, e) / (1.0 + e)
+
+
+@triton.jit
+def activate(s, ACT: tl.constexpr):
+    """``act(s)`` for fp32 ``s``: silu, gelu_tanh or gelu (erf), by ``ACT``."""
+    if ACT == 0:
+        return s * _sigmoid(s)
+    elif ACT == 1:
+        # 2 * sqrt(2 / pi) * (s + 0.044715 * s^3); eager's 0.5 * (1 + tanh(u)) is sigmoid(2u)
+        return s * _sigmoid(1.5957691216057308 * (s + 0.044715 * (s * s * s)))
+    else:
+        return 0.5 * s * _erfc(-0.7071067811865476 * s)
+
+
+@triton.jit
+def row_offsets(n1, n2, s0, s1, s2, t0, t1, t2, u0, u1, u2, NDIM: tl.constexpr):
+    """Element offsets (int64) of this program's row in three operands with strides ``s``, ``t``, ``u``.
+
+    The row index (``program_id(0)``, below 2**31) is split over the coalesced leading dims
+    ``[n0, n1, n2][:NDIM]`` with int32 divisions, once per program.
+    """
+    r = tl.program_id(0)
+    if NDIM == 1:
+        i0 = r.to(tl.int64)
+        return i0 * s0, i0 * t0, i0 * u0
+    elif NDIM == 2:
+        q = r // n1
+        i0 = q.to(tl.int64)
+        i1 = (r - q * n1).to(tl.int64)
+        return i0 * s0 + i1 * s1, i0 * t0 + i1 * t1, i0 * u0 + i1 * u1
+    else:
+        q = r // n2
+        i2 = (r - q * n2).to(tl.int64)
+        p = q // n1
+        i0 = p.to(tl.int64)
+        i1 = (q - p * n1).to(tl.int64)
+        return (i0 * s0 + i1 * s1 + i2 * s2, i0 * t0 + i1 * t1 + i2 * t2, i0 * u0 + i1 * u1 + i2 * u2)
