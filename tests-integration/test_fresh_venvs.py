@@ -55,6 +55,15 @@ x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
 scale, shift = (torch.randn(2, 96, generator=g).to(torch.bfloat16) for _ in range(2))
 CASE = (ln_modulate, ln_modulate_reference, (x, scale, shift), {})
 """,
+    # --- per-head and VAE norms ---
+    "norm.qk_norm": """
+import torch
+from sgl_diffusion_norm import qk_norm, qk_norm_reference
+g = torch.Generator().manual_seed(0)
+qkv = torch.randn(2, 8, 3 * 4 * 72, generator=g).to(torch.bfloat16).view(2, 8, 3, 4, 72)
+w = torch.randn(72, generator=g).to(torch.bfloat16)
+CASE = (qk_norm, qk_norm_reference, (qkv[:, :, 0], qkv[:, :, 1], w, w), {})
+""",
     "modulate.scale_shift": """
 import torch
 from sgl_diffusion_modulate import scale_shift, scale_shift_reference

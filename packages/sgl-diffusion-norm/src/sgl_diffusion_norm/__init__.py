@@ -17,6 +17,10 @@ _EXPORTS: dict[str, str] = {
     "ln_modulate": "ln_modulate_api",
     "can_use_ln_modulate": "ln_modulate_api",
     "ln_modulate_reference": "ln_modulate_api",
+    # --- per-head and VAE norms (qk_norm, channel_rms_norm, group_norm_silu) ---
+    "qk_norm": "qk_norm_api",
+    "can_use_qk_norm": "qk_norm_api",
+    "qk_norm_reference": "qk_norm_api",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -52,3 +52,54 @@ register(
         executed_on=("sm_90", "cpu"),
     )
 )
+
+
+# ================================================================================================
+# Per-head and VAE norms (qk_norm, channel_rms_norm, group_norm_silu): one block per op family.
+# ================================================================================================
+
+_GPU_CAPS = dict(
+    platforms=("cuda", "hip"),
+    min_arch=(("cuda", 80), ("hip", "gfx942"), ("hip", "gfx950")),
+    interpretable=True,
+    requires=("triton",),
+)
+_EVERYWHERE = ("cuda", "hip", "cpu", "mps", "xpu")
+
+# --- qk_norm ------------------------------------------------------------------------------------
+register_op(
+    OpDef(
+        op="norm.qk_norm",
+        distribution=DISTRIBUTION,
+        describe=f"{PKG}.qk_norm_api:describe_qk_norm",
+        public=f"{PKG}.qk_norm_api:qk_norm",
+        summary="per-head RMSNorm / LayerNorm of q and k over head_dim (one launch, optional in place)",
+        default_exact=False,
+        bench=f"{PKG}.qk_norm_bench:bench_cases",
+    )
+)
+register(
+    KernelSpec(
+        op="norm.qk_norm",
+        backend="triton",
+        target=f"{PKG}.qk_norm_triton:qk_norm",
+        capabilities=Capabilities(**_GPU_CAPS, max_last_dim=4096),
+        contract=Contract.close(),
+        priority=10,
+        notes="one launch for q and k; 2-D tiles of ~4 KB (heads x Dh) per program, fp32 statistics",
+        aot=f"{PKG}.qk_norm_triton:aot_variants",
+        executed_on=("cpu-interpreter",),
+    )
+)
+register(
+    KernelSpec(
+        op="norm.qk_norm",
+        backend="torch",
+        target=f"{PKG}.qk_norm_torch:qk_norm",
+        capabilities=Capabilities(platforms=_EVERYWHERE),
+        contract=Contract.exact(),
+        priority=0,
+        notes="the eager chain (diffusers RMSNorm / F.layer_norm) op by op: the definition of exact",
+        executed_on=("cpu",),
+    )
+)

@@ -35,8 +35,11 @@ from sgl_diffusion_modulate import gated_residual_reference as gated_residual_re
 from sgl_diffusion_modulate import scale_shift as scale_shift
 from sgl_diffusion_modulate import scale_shift_reference as scale_shift_reference
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
+from sgl_diffusion_norm import can_use_qk_norm as can_use_qk_norm
 from sgl_diffusion_norm import ln_modulate as ln_modulate
 from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
+from sgl_diffusion_norm import qk_norm as qk_norm
+from sgl_diffusion_norm import qk_norm_reference as qk_norm_reference
 
 from .__about__ import __version__ as __version__
 
@@ -63,6 +66,7 @@ __all__ = [
     "call_signature",
     "can_use_gated_residual",
     "can_use_ln_modulate",
+    "can_use_qk_norm",
     "can_use_scale_shift",
     "default_device",
     "describe",
@@ -75,6 +79,8 @@ __all__ = [
     "ln_modulate_reference",
     "machine",
     "module_available",
+    "qk_norm",
+    "qk_norm_reference",
     "register",
     "register_op",
     "scale_shift",

@@ -74,6 +74,10 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "ln_modulate",
         "can_use_ln_modulate",
         "ln_modulate_reference",
+        # per-head and VAE norms
+        "qk_norm",
+        "can_use_qk_norm",
+        "qk_norm_reference",
     ),
     "sgl-diffusion-modulate": (
         "scale_shift",
