@@ -64,6 +64,14 @@ qkv = torch.randn(2, 8, 3 * 4 * 72, generator=g).to(torch.bfloat16).view(2, 8, 3
 w = torch.randn(72, generator=g).to(torch.bfloat16)
 CASE = (qk_norm, qk_norm_reference, (qkv[:, :, 0], qkv[:, :, 1], w, w), {})
 """,
+    "norm.channel_rms_norm": """
+import torch
+from sgl_diffusion_norm import channel_rms_norm, channel_rms_norm_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(1, 12, 2, 4, 6, generator=g).to(torch.bfloat16).to(memory_format=torch.channels_last_3d)
+gamma = torch.rand(12, 1, 1, 1, generator=g).to(torch.bfloat16)
+CASE = (channel_rms_norm, channel_rms_norm_reference, (x, gamma), {"silu": True})
+""",
     "modulate.scale_shift": """
 import torch
 from sgl_diffusion_modulate import scale_shift, scale_shift_reference

@@ -21,6 +21,9 @@ _EXPORTS: dict[str, str] = {
     "qk_norm": "qk_norm_api",
     "can_use_qk_norm": "qk_norm_api",
     "qk_norm_reference": "qk_norm_api",
+    "channel_rms_norm": "channel_rms_norm_api",
+    "can_use_channel_rms_norm": "channel_rms_norm_api",
+    "channel_rms_norm_reference": "channel_rms_norm_api",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

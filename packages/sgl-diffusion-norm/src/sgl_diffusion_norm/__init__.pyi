@@ -70,3 +70,31 @@ def qk_norm_reference(
     eps: float = 1e-6,
     inplace: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
+def channel_rms_norm(
+    x: torch.Tensor,
+    gamma: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-12,
+    silu: bool = False,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def can_use_channel_rms_norm(
+    x: torch.Tensor,
+    gamma: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-12,
+    silu: bool = False,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> bool: ...
+def channel_rms_norm_reference(
+    x: torch.Tensor,
+    gamma: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-12,
+    silu: bool = False,
+) -> torch.Tensor: ...

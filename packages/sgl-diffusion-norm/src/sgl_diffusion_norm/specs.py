@@ -103,3 +103,41 @@ register(
         executed_on=("cpu",),
     )
 )
+
+# --- channel_rms_norm ---------------------------------------------------------------------------
+register_op(
+    OpDef(
+        op="norm.channel_rms_norm",
+        distribution=DISTRIBUTION,
+        describe=f"{PKG}.channel_rms_norm_api:describe_channel_rms_norm",
+        public=f"{PKG}.channel_rms_norm_api:channel_rms_norm",
+        summary="F.normalize(x, dim=1) * sqrt(C) * gamma + bias [-> SiLU] (Wan-VAE RMS norm), 4-D / 5-D",
+        default_exact=False,
+        bench=f"{PKG}.channel_rms_norm_bench:bench_cases",
+    )
+)
+register(
+    KernelSpec(
+        op="norm.channel_rms_norm",
+        backend="triton",
+        target=f"{PKG}.channel_rms_norm_triton:channel_rms_norm",
+        capabilities=Capabilities(**_GPU_CAPS),
+        contract=Contract.close(),
+        priority=10,
+        notes="a program owns a tile of spatial positions x all channels; contiguous and channels_last(_3d)",
+        aot=f"{PKG}.channel_rms_norm_triton:aot_variants",
+        executed_on=("cpu-interpreter",),
+    )
+)
+register(
+    KernelSpec(
+        op="norm.channel_rms_norm",
+        backend="torch",
+        target=f"{PKG}.channel_rms_norm_torch:channel_rms_norm",
+        capabilities=Capabilities(platforms=_EVERYWHERE),
+        contract=Contract.exact(),
+        priority=0,
+        notes="the fp32 eager chain (F.normalize on x.float(), one rounding): the definition of exact",
+        executed_on=("cpu",),
+    )
+)

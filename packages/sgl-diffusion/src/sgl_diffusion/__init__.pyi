@@ -34,8 +34,11 @@ from sgl_diffusion_modulate import gated_residual_ as gated_residual_
 from sgl_diffusion_modulate import gated_residual_reference as gated_residual_reference
 from sgl_diffusion_modulate import scale_shift as scale_shift
 from sgl_diffusion_modulate import scale_shift_reference as scale_shift_reference
+from sgl_diffusion_norm import can_use_channel_rms_norm as can_use_channel_rms_norm
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
 from sgl_diffusion_norm import can_use_qk_norm as can_use_qk_norm
+from sgl_diffusion_norm import channel_rms_norm as channel_rms_norm
+from sgl_diffusion_norm import channel_rms_norm_reference as channel_rms_norm_reference
 from sgl_diffusion_norm import ln_modulate as ln_modulate
 from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
 from sgl_diffusion_norm import qk_norm as qk_norm
@@ -64,10 +67,13 @@ __all__ = [
     "Verdict",
     "__version__",
     "call_signature",
+    "can_use_channel_rms_norm",
     "can_use_gated_residual",
     "can_use_ln_modulate",
     "can_use_qk_norm",
     "can_use_scale_shift",
+    "channel_rms_norm",
+    "channel_rms_norm_reference",
     "default_device",
     "describe",
     "device_arch",

@@ -78,6 +78,9 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "qk_norm",
         "can_use_qk_norm",
         "qk_norm_reference",
+        "channel_rms_norm",
+        "can_use_channel_rms_norm",
+        "channel_rms_norm_reference",
     ),
     "sgl-diffusion-modulate": (
         "scale_shift",
