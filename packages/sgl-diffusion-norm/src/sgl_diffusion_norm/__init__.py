@@ -24,6 +24,9 @@ _EXPORTS: dict[str, str] = {
     "channel_rms_norm": "channel_rms_norm_api",
     "can_use_channel_rms_norm": "channel_rms_norm_api",
     "channel_rms_norm_reference": "channel_rms_norm_api",
+    "group_norm_silu": "group_norm_silu_api",
+    "can_use_group_norm_silu": "group_norm_silu_api",
+    "group_norm_silu_reference": "group_norm_silu_api",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -98,3 +98,34 @@ def channel_rms_norm_reference(
     eps: float = 1e-12,
     silu: bool = False,
 ) -> torch.Tensor: ...
+def group_norm_silu(
+    x: torch.Tensor,
+    num_groups: int,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-5,
+    silu: bool = True,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def can_use_group_norm_silu(
+    x: torch.Tensor,
+    num_groups: int,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-5,
+    silu: bool = True,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> bool: ...
+def group_norm_silu_reference(
+    x: torch.Tensor,
+    num_groups: int,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-5,
+    silu: bool = True,
+) -> torch.Tensor: ...

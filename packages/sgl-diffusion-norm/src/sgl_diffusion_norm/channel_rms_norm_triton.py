@@ -81,7 +81,7 @@ def _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS: tl.constexpr, SILU: tl.constexp
     return y
 
 
-@triton.jit(do_not_specialize=["P", "n_pblk", "eps"])
+@triton.jit(do_not_specialize=["n_pblk", "eps"])
 def _channel_rms_kernel(
     X, G, BIAS, Y,
     C, P, n_pblk, sb, sc, sp, osb, osc, osp, scale, eps,

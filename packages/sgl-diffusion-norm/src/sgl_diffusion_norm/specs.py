@@ -141,3 +141,41 @@ register(
         executed_on=("cpu",),
     )
 )
+
+# --- group_norm_silu ----------------------------------------------------------------------------
+register_op(
+    OpDef(
+        op="norm.group_norm_silu",
+        distribution=DISTRIBUTION,
+        describe=f"{PKG}.group_norm_silu_api:describe_group_norm_silu",
+        public=f"{PKG}.group_norm_silu_api:group_norm_silu",
+        summary="F.silu(F.group_norm(x, num_groups, weight, bias, eps)) for 4-D / 5-D VAE activations",
+        default_exact=False,
+        bench=f"{PKG}.group_norm_silu_bench:bench_cases",
+    )
+)
+register(
+    KernelSpec(
+        op="norm.group_norm_silu",
+        backend="triton",
+        target=f"{PKG}.group_norm_silu_triton:group_norm_silu",
+        capabilities=Capabilities(**_GPU_CAPS),
+        contract=Contract.close(),
+        priority=10,
+        notes="two passes: split per-group statistics (shifted sums, Chan combination), then normalize + SiLU",
+        aot=f"{PKG}.group_norm_silu_triton:aot_variants",
+        executed_on=("cpu-interpreter",),
+    )
+)
+register(
+    KernelSpec(
+        op="norm.group_norm_silu",
+        backend="torch",
+        target=f"{PKG}.group_norm_silu_torch:group_norm_silu",
+        capabilities=Capabilities(platforms=_EVERYWHERE),
+        contract=Contract.exact(),
+        priority=0,
+        notes="the fp32 eager chain (F.group_norm on x.float(), F.silu, one rounding): the definition of exact",
+        executed_on=("cpu",),
+    )
+)

@@ -35,10 +35,13 @@ from sgl_diffusion_modulate import gated_residual_reference as gated_residual_re
 from sgl_diffusion_modulate import scale_shift as scale_shift
 from sgl_diffusion_modulate import scale_shift_reference as scale_shift_reference
 from sgl_diffusion_norm import can_use_channel_rms_norm as can_use_channel_rms_norm
+from sgl_diffusion_norm import can_use_group_norm_silu as can_use_group_norm_silu
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
 from sgl_diffusion_norm import can_use_qk_norm as can_use_qk_norm
 from sgl_diffusion_norm import channel_rms_norm as channel_rms_norm
 from sgl_diffusion_norm import channel_rms_norm_reference as channel_rms_norm_reference
+from sgl_diffusion_norm import group_norm_silu as group_norm_silu
+from sgl_diffusion_norm import group_norm_silu_reference as group_norm_silu_reference
 from sgl_diffusion_norm import ln_modulate as ln_modulate
 from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
 from sgl_diffusion_norm import qk_norm as qk_norm
@@ -69,6 +72,7 @@ __all__ = [
     "call_signature",
     "can_use_channel_rms_norm",
     "can_use_gated_residual",
+    "can_use_group_norm_silu",
     "can_use_ln_modulate",
     "can_use_qk_norm",
     "can_use_scale_shift",
@@ -81,6 +85,8 @@ __all__ = [
     "gated_residual",
     "gated_residual_",
     "gated_residual_reference",
+    "group_norm_silu",
+    "group_norm_silu_reference",
     "ln_modulate",
     "ln_modulate_reference",
     "machine",

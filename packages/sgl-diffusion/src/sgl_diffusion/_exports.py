@@ -81,6 +81,9 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "channel_rms_norm",
         "can_use_channel_rms_norm",
         "channel_rms_norm_reference",
+        "group_norm_silu",
+        "can_use_group_norm_silu",
+        "group_norm_silu_reference",
     ),
     "sgl-diffusion-modulate": (
         "scale_shift",
