@@ -11,6 +11,7 @@ also gives the one-pass bytes (``2 * x``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import torch
@@ -83,3 +84,43 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
                    "bytes_model": "3 * x: two reads of x (statistics, normalize) + one write of y"},
         )
         del x, w, b
+
+
+def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None,
+         progress=print) -> list[dict]:
+    """Sweep the Triton configuration (positions per tile, warps, programs of the statistics pass)
+    at the bench shapes (GPU tuning aid; written without a GPU, never run). Rows carry time and %
+    of a same-run copy of the two-pass bytes; the winner belongs in ``_group_config``."""
+    from sgl_diffusion_core import resolve_target
+
+    from .group_norm_silu_api import describe_group_norm_silu
+
+    launch = resolve_target("sgl_diffusion_norm.group_norm_silu_triton:group_norm_silu")
+    heuristic = resolve_target("sgl_diffusion_norm.group_norm_silu_triton:config_for")
+    rows = []
+    for name in names or DEFAULT:
+        shape, cl, G = SHAPES[name]
+        x, w, b = make_inputs(shape, cl, dtype, device)
+        geom = describe_group_norm_silu(x, G, w, b).info["geom"]
+        base = heuristic(geom, dtype, device)
+        nbytes = 3 * bench.tensor_bytes(x)
+        _, copy_gbps = bench.copy_bandwidth(nbytes, device)
+        for scale in (0.25, 0.5, 1, 2, 4):
+            block_p = max(1, int(base.block_p * scale))
+            for warps in (4, 8, 16):
+                for programs in (1024, 2048, 4096, 8192):
+                    cfg = dataclasses.replace(base, block_p=block_p, num_warps=warps, stats_programs=programs)
+                    fn = lambda c=cfg, a=(x, G, w, b), g=geom: launch(*a, eps=EPS, geom=g, config=c)  # noqa: E731
+                    try:
+                        t = bench.time_gpu(fn, device, rep=20)
+                    except Exception as exc:
+                        progress(f"{name} {cfg}: failed {type(exc).__name__}")
+                        continue
+                    gbps = t.gbps(nbytes)
+                    rows.append({"case": name, "block_c": cfg.block_c, "block_p": block_p, "num_warps": warps,
+                                 "stats_programs": programs, "median_us": t.median_ms * 1e3, "gbps": gbps,
+                                 "frac_of_copy": gbps / copy_gbps})
+                    progress(f"{name} tile={cfg.block_c}x{block_p} warps={warps} programs={programs}: "
+                             f"{t.median_ms * 1e3:.1f} us {100 * gbps / copy_gbps:.1f}% of the two-pass bound")
+        del x, w, b
+    return rows
