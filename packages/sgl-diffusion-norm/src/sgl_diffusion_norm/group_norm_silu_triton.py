@@ -180,6 +180,7 @@ def _gn_apply_kernel(
     if HAS_BIAS:
         y = y + tl.load(BIAS + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)[:, None]
     if SILU:
+        y = tl.where(mask, y, 0.0)  # masked lanes hold -mean * rstd, which exp() could overflow on
         y = y / (1.0 + tl.exp(-y))
     tl.store(Y + b * osb + c64[:, None] * osc + (p * osp)[None, :], triton_math.narrow(y, Y.dtype.element_ty),
              mask=mask)
