@@ -55,6 +55,31 @@ x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
 scale, shift = (torch.randn(2, 96, generator=g).to(torch.bfloat16) for _ in range(2))
 CASE = (ln_modulate, ln_modulate_reference, (x, scale, shift), {})
 """,
+    # --- per-head and VAE norms ---
+    "norm.qk_norm": """
+import torch
+from sgl_diffusion_norm import qk_norm, qk_norm_reference
+g = torch.Generator().manual_seed(0)
+qkv = torch.randn(2, 8, 3 * 4 * 72, generator=g).to(torch.bfloat16).view(2, 8, 3, 4, 72)
+w = torch.randn(72, generator=g).to(torch.bfloat16)
+CASE = (qk_norm, qk_norm_reference, (qkv[:, :, 0], qkv[:, :, 1], w, w), {})
+""",
+    "norm.channel_rms_norm": """
+import torch
+from sgl_diffusion_norm import channel_rms_norm, channel_rms_norm_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(1, 12, 2, 4, 6, generator=g).to(torch.bfloat16).to(memory_format=torch.channels_last_3d)
+gamma = torch.rand(12, 1, 1, 1, generator=g).to(torch.bfloat16)
+CASE = (channel_rms_norm, channel_rms_norm_reference, (x, gamma), {"silu": True})
+""",
+    "norm.group_norm_silu": """
+import torch
+from sgl_diffusion_norm import group_norm_silu, group_norm_silu_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(1, 12, 2, 4, 6, generator=g).to(torch.bfloat16).to(memory_format=torch.channels_last_3d)
+w, b = (torch.randn(12, generator=g).to(torch.bfloat16) for _ in range(2))
+CASE = (group_norm_silu, group_norm_silu_reference, (x, 4, w, b), {})
+""",
     "modulate.scale_shift": """
 import torch
 from sgl_diffusion_modulate import scale_shift, scale_shift_reference

@@ -10,4 +10,6 @@ def device():
 
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames:
-        metafunc.parametrize("backend", testing.runnable_backends("norm.ln_modulate", testing.default_test_device()))
+        # a test module names its op in OP (default: the first op of the package)
+        op = getattr(metafunc.module, "OP", "norm.ln_modulate")
+        metafunc.parametrize("backend", testing.runnable_backends(op, testing.default_test_device()))

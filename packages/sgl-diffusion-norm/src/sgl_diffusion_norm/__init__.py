@@ -17,6 +17,16 @@ _EXPORTS: dict[str, str] = {
     "ln_modulate": "ln_modulate_api",
     "can_use_ln_modulate": "ln_modulate_api",
     "ln_modulate_reference": "ln_modulate_api",
+    # --- per-head and VAE norms (qk_norm, channel_rms_norm, group_norm_silu) ---
+    "qk_norm": "qk_norm_api",
+    "can_use_qk_norm": "qk_norm_api",
+    "qk_norm_reference": "qk_norm_api",
+    "channel_rms_norm": "channel_rms_norm_api",
+    "can_use_channel_rms_norm": "channel_rms_norm_api",
+    "channel_rms_norm_reference": "channel_rms_norm_api",
+    "group_norm_silu": "group_norm_silu_api",
+    "can_use_group_norm_silu": "group_norm_silu_api",
+    "group_norm_silu_reference": "group_norm_silu_api",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -69,9 +69,18 @@ from sgl_diffusion_modulate import indexed_scale_shift as indexed_scale_shift
 from sgl_diffusion_modulate import indexed_scale_shift_reference as indexed_scale_shift_reference
 from sgl_diffusion_modulate import scale_shift as scale_shift
 from sgl_diffusion_modulate import scale_shift_reference as scale_shift_reference
+from sgl_diffusion_norm import can_use_channel_rms_norm as can_use_channel_rms_norm
+from sgl_diffusion_norm import can_use_group_norm_silu as can_use_group_norm_silu
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
+from sgl_diffusion_norm import can_use_qk_norm as can_use_qk_norm
+from sgl_diffusion_norm import channel_rms_norm as channel_rms_norm
+from sgl_diffusion_norm import channel_rms_norm_reference as channel_rms_norm_reference
+from sgl_diffusion_norm import group_norm_silu as group_norm_silu
+from sgl_diffusion_norm import group_norm_silu_reference as group_norm_silu_reference
 from sgl_diffusion_norm import ln_modulate as ln_modulate
 from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
+from sgl_diffusion_norm import qk_norm as qk_norm
+from sgl_diffusion_norm import qk_norm_reference as qk_norm_reference
 from sgl_diffusion_rope import apply_rope as apply_rope
 from sgl_diffusion_rope import apply_rope_qk as apply_rope_qk
 from sgl_diffusion_rope import apply_rope_qk_reference as apply_rope_qk_reference
@@ -115,6 +124,7 @@ __all__ = [
     "call_signature",
     "can_use_apply_rope",
     "can_use_apply_rope_qk",
+    "can_use_channel_rms_norm",
     "can_use_gated_residual",
     "can_use_gelu",
     "can_use_gelu_and_mul",
@@ -122,15 +132,19 @@ __all__ = [
     "can_use_gelu_tanh",
     "can_use_gelu_tanh_and_mul",
     "can_use_gelu_tanh_mul",
+    "can_use_group_norm_silu",
     "can_use_indexed_gated_residual",
     "can_use_indexed_scale_shift",
     "can_use_ln_modulate",
+    "can_use_qk_norm",
     "can_use_qk_norm_rope",
     "can_use_rope_3d",
     "can_use_scale_shift",
     "can_use_silu",
     "can_use_silu_and_mul",
     "can_use_silu_mul",
+    "channel_rms_norm",
+    "channel_rms_norm_reference",
     "default_device",
     "describe",
     "device_arch",
@@ -150,6 +164,8 @@ __all__ = [
     "gelu_tanh_mul",
     "gelu_tanh_mul_reference",
     "gelu_tanh_reference",
+    "group_norm_silu",
+    "group_norm_silu_reference",
     "indexed_gated_residual",
     "indexed_gated_residual_",
     "indexed_gated_residual_reference",
@@ -159,6 +175,8 @@ __all__ = [
     "ln_modulate_reference",
     "machine",
     "module_available",
+    "qk_norm",
+    "qk_norm_reference",
     "qk_norm_rope",
     "qk_norm_rope_reference",
     "register",

@@ -74,6 +74,16 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "ln_modulate",
         "can_use_ln_modulate",
         "ln_modulate_reference",
+        # per-head and VAE norms
+        "qk_norm",
+        "can_use_qk_norm",
+        "qk_norm_reference",
+        "channel_rms_norm",
+        "can_use_channel_rms_norm",
+        "channel_rms_norm_reference",
+        "group_norm_silu",
+        "can_use_group_norm_silu",
+        "group_norm_silu_reference",
     ),
     "sgl-diffusion-modulate": (
         "scale_shift",

@@ -1,0 +1,81 @@
+"""Benchmark cases of ``channel_rms_norm`` at Wan-VAE shapes (../shared/SHAPES.md, video VAEs).
+
+Providers: ``sgl_diffusion`` (the public op with ``silu=True``, default backend), ``eager`` (the
+Wan VAE's own chain in the storage dtype: ``F.silu(F.normalize(x, dim=1) * C**0.5 * gamma + bias)``)
+and ``torch.compile`` of that chain (``dynamic=False``). Bytes: x read once, y written once
+(``2 * x``; gamma and bias ignored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from sgl_diffusion_core import bench, testing
+
+# name -> (shape, channels_last)
+SHAPES: dict[str, tuple[tuple[int, ...], bool]] = {
+    "c96": ((1, 96, 21, 240, 416), False),
+    "c96-cl": ((1, 96, 21, 240, 416), True),
+    "c384": ((1, 384, 21, 120, 208), False),
+    "c384-cl": ((1, 384, 21, 120, 208), True),
+    "c192-cl": ((1, 192, 21, 240, 416), True),
+    "c384-2d": ((1, 384, 240, 416), False),
+}
+DEFAULT = ("c96", "c96-cl", "c384", "c384-cl")
+
+
+def _eager(x: torch.Tensor, gamma: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return F.silu(F.normalize(x, dim=1) * x.shape[1] ** 0.5 * gamma + bias)
+
+
+def make_inputs(shape: tuple[int, ...], channels_last: bool, dtype: torch.dtype, device: torch.device):
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(shape, device=device, dtype=dtype, generator=g)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last_3d if x.dim() == 5 else torch.channels_last)
+    C = shape[1]
+    view = (C, *([1] * (len(shape) - 2)))
+    gamma = (torch.rand(C, device=device, dtype=dtype, generator=g) + 0.5).reshape(view)
+    bias = (torch.randn(C, device=device, dtype=dtype, generator=g) * 0.1).reshape(view)
+    return x, gamma, bias
+
+
+def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                names: list[str] | None = None) -> Iterator[bench.BenchCase]:
+    from sgl_diffusion_core import REGISTRY
+
+    from . import channel_rms_norm, channel_rms_norm_reference
+
+    for name in names or DEFAULT:
+        if name not in SHAPES:
+            raise ValueError(f"unknown channel_rms_norm bench case {name!r}; known: {', '.join(SHAPES)}")
+        torch._dynamo.reset()
+        compiled = torch.compile(_eager, dynamic=False)
+        shape, cl = SHAPES[name]
+        x, gamma, bias = make_inputs(shape, cl, dtype, device)
+
+        def check(x=x, gamma=gamma, bias=bias):
+            spec = next(s for s in REGISTRY.specs("norm.channel_rms_norm") if s.backend == "triton")
+            atol, rtol = spec.contract.tolerance(x.dtype)
+            ours = channel_rms_norm(x, gamma, bias, silu=True)
+            ref = channel_rms_norm_reference(x, gamma, bias, silu=True)
+            assert ours.stride() == ref.stride()
+            testing.assert_close(ours, ref, atol=atol, rtol=rtol)
+
+        yield bench.BenchCase(
+            name=name,
+            shape=f"{list(shape)} {'channels_last' if cl else 'contiguous'}",
+            dtype=str(dtype).removeprefix("torch."),
+            bytes=2 * bench.tensor_bytes(x),
+            providers={
+                "sgl_diffusion": lambda x=x, g=gamma, b=bias: channel_rms_norm(x, g, b, silu=True),
+                "eager": lambda x=x, g=gamma, b=bias: _eager(x, g, b),
+                "torch.compile": lambda x=x, g=gamma, b=bias, f=compiled: f(x, g, b),
+            },
+            check=check,
+            extra={"channels_last": cl, "bytes_model": "2 * x: read x once, write y once"},
+        )
+        del x, gamma, bias

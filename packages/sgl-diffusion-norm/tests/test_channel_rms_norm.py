@@ -1,0 +1,219 @@
+"""channel_rms_norm against its fp32 eager chain (the torch backend) and the formula in fp64.
+
+Two checks per case: the contract (``close`` tolerance of the triton spec / ``torch.equal`` for the
+torch backend, against ``channel_rms_norm_reference``), and |out - fp64 formula| <= one rounding
+unit (+ fp32 slack), so a wrong formula (sqrt(C) missing, eps inside the sqrt, the mean instead of
+the sum of squares) cannot hide in the contract tolerance.
+
+Shape grid (CPU lane, Triton interpreter):
+  C = 1     degenerate: x / max(|x|, eps) * gamma
+  C = 6     one register tile in both layouts
+  C = 96    Wan-VAE width: contiguous -> 3 channel chunks of 32 (two-pass path); channels_last one tile
+  C = 200   not a multiple of the chunk (masked last chunk), channels_last tile 256 with 56 masked lanes
+  C = 2100  channels_last wider than one tile (chunked in that layout too)
+  spatial 3 x 5 x 7 = 105 positions: not a multiple of BLOCK_P (masked tail); T = 1 / H = 1 size-1 dims
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import sgl_diffusion_norm as norm
+from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing, triton_interpret
+
+OP = "norm.channel_rms_norm"
+DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+UNIT = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}
+
+
+def spec(backend):
+    return next(s for s in REGISTRY.specs(OP) if s.backend == backend)
+
+
+def truth(x, gamma, bias, eps, silu):
+    C = x.shape[1]
+    v = (C, *([1] * (x.dim() - 2)))
+    xd = x.double()
+    y = xd / xd.pow(2).sum(1, keepdim=True).sqrt().clamp_min(eps) * C**0.5 * gamma.double().reshape(v)
+    scale = y.abs()
+    if bias is not None:
+        y = y + bias.double().reshape(v)
+        scale = scale + bias.double().abs().reshape(v)
+    if silu:
+        y = F.silu(y)
+    return y, float(scale.max()) if scale.numel() else 0.0
+
+
+def assert_within(out, t, atol, rtol):
+    err = (out.double() - t).abs()
+    bad = ~(err <= atol + rtol * t.abs())
+    if bool(bad.any()):
+        i = int(torch.where(bad, err, torch.zeros_like(err)).flatten().argmax())
+        raise AssertionError(f"{int(bad.sum())} of {out.numel()} elements off the fp64 formula "
+                             f"(atol={atol:g}, rtol={rtol:g}); worst: actual {out.flatten()[i].item()!r}, "
+                             f"fp64 {t.flatten()[i].item()!r}")
+
+
+def run_both(backend, x, gamma, bias=None, *, eps=1e-12, silu=False):
+    out = norm.channel_rms_norm(x, gamma, bias, eps=eps, silu=silu, backend=backend)
+    ref = norm.channel_rms_norm_reference(x, gamma, bias, eps=eps, silu=silu)
+    assert out.shape == x.shape and out.dtype == x.dtype
+    assert out.stride() == ref.stride()
+    if x.is_contiguous() or x.is_contiguous(memory_format=torch.channels_last) or (
+            x.dim() == 5 and x.is_contiguous(memory_format=torch.channels_last_3d)):
+        assert layout(out) == layout(x), "the result must keep x's memory format"
+    if spec(backend).contract.kind == "exact":
+        testing.assert_exact(out, ref)
+    else:
+        atol, rtol = spec(backend).contract.tolerance(out.dtype)
+        testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    t, scale = truth(x, gamma, bias, eps, silu)
+    assert_within(out, t, 1e-5 * scale + (2.0**-24 if out.dtype == torch.float16 else 0.0),
+                  UNIT[out.dtype] + 4e-6)
+    return out
+
+
+def layout(t):
+    """Strides of the dims of size > 1 (a size-1 dim's stride carries no layout)."""
+    return tuple(st for n, st in zip(t.shape, t.stride()) if n > 1)
+
+
+def to_format(x, channels_last):
+    if not channels_last:
+        return x
+    return x.to(memory_format=torch.channels_last_3d if x.dim() == 5 else torch.channels_last)
+
+
+def test_cpu_lane_runs_triton_in_interpreter(device):
+    import importlib.util
+
+    if device.type == "cpu" and importlib.util.find_spec("triton") is not None:
+        assert triton_interpret(), "CPU lane without TRITON_INTERPRET=1: Triton kernels would not be tested"
+
+
+@pytest.mark.parametrize("C", [1, 6, 96, 200])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_5d(backend, device, C, channels_last, dtype):
+    torch.manual_seed(C)
+    shape = (2, C, 3, 5, 7) if C < 128 else (1, C, 2, 3, 7)  # keep the interpreter's work small
+    x = to_format((torch.randn(shape, device=device) * 2).to(dtype), channels_last)
+    gamma = (torch.rand(C, 1, 1, 1, device=device) * 2).to(dtype)
+    bias = (torch.randn(C, 1, 1, 1, device=device) * 0.5).to(dtype)
+    run_both(backend, x, gamma, bias, silu=True)
+    run_both(backend, x, gamma, None, silu=False)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("C", [6, 96])
+def test_4d_and_gamma_shapes(backend, device, channels_last, C):
+    torch.manual_seed(1)
+    x = to_format(torch.randn(2, C, 9, 13, device=device).to(torch.bfloat16), channels_last)
+    for g in (torch.rand(C, 1, 1, device=device), torch.rand(C, device=device)):
+        run_both(backend, x, g.to(torch.bfloat16), silu=True)
+    # fp32 gamma / bias against bf16 activations (math in fp32, result in x's dtype)
+    run_both(backend, x, torch.rand(C, device=device), torch.randn(C, 1, 1, device=device), silu=True)
+
+
+def test_wide_channels_last_chunked(backend, device):
+    C = 2100
+    x = to_format(torch.randn(1, C, 1, 2, 3, device=device).to(torch.bfloat16), True)
+    run_both(backend, x, torch.rand(C, device=device).to(torch.bfloat16), silu=True)
+
+
+def test_size_one_dims_and_views(backend, device):
+    torch.manual_seed(2)
+    g = torch.rand(8, 1, 1, 1, device=device).to(torch.bfloat16)
+    for shape in [(1, 8, 1, 1, 1), (1, 8, 1, 4, 1), (3, 8, 2, 1, 5)]:
+        for cl in (False, True):
+            run_both(backend, to_format(torch.randn(shape, device=device).to(torch.bfloat16), cl), g, silu=True)
+    big = torch.randn(3, 12, 4, 5, 6, device=device).to(torch.bfloat16)
+    run_both(backend, big[1:, 2:10, 1:3], g)  # batch, channel and frame slices: spatial still merges
+    big_cl = to_format(big, True)
+    run_both(backend, big_cl[:, 2:10], g, silu=True)  # a channel slice of channels_last_3d (row stride 12)
+
+
+def test_zero_input_uses_eps(backend, device):
+    """All-zero positions: the norm is 0 < eps, so y = 0 * ... + bias (no NaN)."""
+    C = 16
+    x = torch.zeros(1, C, 2, 3, 4, device=device).to(torch.bfloat16)
+    b = torch.randn(C, device=device).to(torch.bfloat16)
+    out = run_both(backend, x, torch.rand(C, device=device).to(torch.bfloat16), b)
+    testing.assert_exact(out, b.reshape(1, C, 1, 1, 1).expand_as(out).contiguous())
+    tiny = torch.full((1, C, 1, 1, 2), 1e-20, device=device)  # ||x|| = 4e-20: eps=1e-12 dominates
+    run_both(backend, tiny, torch.ones(C, device=device))
+
+
+def test_empty(backend, device):
+    g = torch.rand(8, device=device)
+    for shape in [(0, 8, 2, 3, 4), (2, 8, 0, 3, 4), (1, 8, 3, 0)]:
+        x = torch.randn(shape, device=device)
+        out = norm.channel_rms_norm(x, g, backend=backend)
+        assert out.shape == x.shape
+
+
+def _assert_unsupported(fragment, *args, **kw):
+    with pytest.raises(UnsupportedInputError) as info:
+        norm.channel_rms_norm(*args, **kw)
+    assert fragment in str(info.value), str(info.value)
+    assert not norm.can_use_channel_rms_norm(*args, **kw)
+
+
+def test_unsupported_inputs(device):
+    x = torch.randn(1, 8, 2, 3, 4, device=device)
+    g = torch.rand(8, device=device)
+    _assert_unsupported("must be [B, C, H, W] or [B, C, T, H, W]", x[0, 0], g)
+    _assert_unsupported("gamma must be a contiguous", x, torch.rand(7, device=device))
+    _assert_unsupported("gamma must be a contiguous", x, torch.rand(8, 1, 1, device=device))  # 4-D shape on 5-D x
+    _assert_unsupported("bias must be a contiguous", x, g, torch.rand(1, 8, device=device))
+    _assert_unsupported("gamma is required", x, None)
+    _assert_unsupported("spatial dims must merge", x[..., :3], g)
+    _assert_unsupported("dtype torch.int32", x.to(torch.int32), g)
+    _assert_unsupported("must be a torch.Tensor", x, 1.0)
+    other = torch.device("meta") if device.type == "cpu" else torch.device("cpu")
+    _assert_unsupported("all tensors must be on one device", x, g.to(other))
+    _assert_unsupported("unknown backend", x, g, backend="nope")
+
+
+def test_exact_request(device):
+    x = torch.randn(1, 8, 2, 3, 4, device=device).to(torch.bfloat16)
+    g = torch.rand(8, device=device)
+    assert explain(OP, x, g, exact=True).chosen == "torch"
+    testing.assert_exact(norm.channel_rms_norm(x, g, exact=True), norm.channel_rms_norm_reference(x, g))
+    if "triton" in testing.runnable_backends(OP, device):
+        _assert_unsupported("exact", x, g, backend="triton", exact=True)
+
+
+def test_opcheck(backend, device):
+    x = torch.randn(2, 4, 2, 3, 2, device=device).to(torch.bfloat16)
+    g = torch.rand(4, 1, 1, 1, device=device).to(torch.bfloat16)
+    op = torch.ops.sgl_diffusion.channel_rms_norm.default
+    torch.library.opcheck(op, (to_format(x, True), g, g, 1e-6, True, None, backend))
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_compile_fullgraph_no_graph_break(backend, device, channels_last):
+    import torch._dynamo
+
+    def block(x, g):
+        return norm.channel_rms_norm(x, g, silu=True, backend=backend) * 2.0
+
+    torch._dynamo.reset()
+    x = to_format(torch.randn(1, 16, 2, 3, 4, device=device).to(torch.bfloat16), channels_last)
+    g = torch.rand(16, 1, 1, 1, device=device).to(torch.bfloat16)
+    expl = torch._dynamo.explain(block)(x, g)
+    assert expl.graph_break_count == 0, expl.break_reasons
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    testing.assert_exact(compiled(x, g), block(x, g))
+
+
+def test_eager_call_skips_custom_op_dispatch(device, monkeypatch):
+    x = torch.randn(1, 4, 2, 2, 2, device=device)
+    calls = []
+    op = torch.ops.sgl_diffusion.channel_rms_norm
+    monkeypatch.setattr(torch.ops.sgl_diffusion, "channel_rms_norm", lambda *a: calls.append(a) or op(*a),
+                        raising=False)
+    norm.channel_rms_norm(x, torch.ones(4, device=device))
+    assert calls == []

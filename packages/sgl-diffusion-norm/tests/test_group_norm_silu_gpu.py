@@ -1,0 +1,119 @@
+"""GPU lane of group_norm_silu: video-VAE shapes in both memory formats, CUDA graphs, inductor,
+> 2^31 elements, and statistics over millions of elements per group."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import sgl_diffusion_norm as norm
+from sgl_diffusion_core import REGISTRY, explain, testing
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
+]
+
+OP = "norm.group_norm_silu"
+
+
+def _tol(dtype):
+    return next(s for s in REGISTRY.specs(OP) if s.backend == "triton").contract.tolerance(dtype)
+
+
+def _inputs(shape, channels_last, dtype=torch.bfloat16, mean=0.0):
+    x = torch.randn(shape, device="cuda", dtype=torch.float32).add_(mean).to(dtype)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last_3d if x.dim() == 5 else torch.channels_last)
+    C = shape[1]
+    return x, (torch.rand(C, device="cuda", dtype=dtype) + 0.5), (torch.randn(C, device="cuda", dtype=dtype) * 0.1)
+
+
+@pytest.mark.parametrize("shape,G", [((1, 192, 21, 240, 416), 32), ((1, 96, 21, 240, 416), 32),
+                                     ((1, 384, 21, 120, 208), 32), ((1, 512, 128, 128), 32),
+                                     ((2, 6, 5, 64, 64), 3), ((1, 1024, 3, 60, 104), 32)])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_vae_shapes(shape, G, channels_last):
+    torch.manual_seed(0)
+    x, w, b = _inputs(shape, channels_last)
+    out = norm.group_norm_silu(x, G, w, b, eps=1e-6)
+    ref = norm.group_norm_silu_reference(x, G, w, b, eps=1e-6)
+    assert out.stride() == x.stride()
+    atol, rtol = _tol(x.dtype)
+    testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    testing.assert_close(out, F.silu(F.group_norm(x, G, w, b, 1e-6)), atol=atol, rtol=rtol)
+
+
+def test_large_mean_fp32_against_fp64():
+    """|mean| = 100 x std over 4.2M elements per group: the split statistics stay accurate."""
+    x, w, _ = _inputs((1, 96, 21, 120, 208), True, torch.float32, mean=100.0)
+    out = norm.group_norm_silu(x, 32, w, None, silu=False)
+    xd = x.double().reshape(1, 32, -1)
+    mean, var = xd.mean(-1, keepdim=True), xd.var(-1, unbiased=False, keepdim=True)
+    t = ((xd - mean) / (var + 1e-5).sqrt()).reshape(x.shape) * w.double().reshape(1, -1, 1, 1, 1)
+    err = (out.double() - t).abs().max().item()
+    assert err < 1e-3, err
+
+
+def test_chooses_triton_on_gpu():
+    x, w, b = _inputs((1, 96, 2, 8, 8), True)
+    assert explain(OP, x, 32, w, b).chosen == "triton"
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_more_than_2_31_elements(channels_last):
+    """int64 offsets: [1, 96, 21, 1024, 1040] has 2.15e9 elements (4.3 GB bf16)."""
+    shape = (1, 96, 21, 1024, 1040)
+    assert torch.Size(shape).numel() > 2**31
+    x, w, b = _inputs(shape, channels_last)
+    out = norm.group_norm_silu(x, 32, w, b)
+    # statistics of the first and last group in fp64, the output checked on the first and last frames
+    stats = [(x[:, 3 * g:3 * g + 3].double().mean(), x[:, 3 * g:3 * g + 3].double().var(unbiased=False))
+             for g in (0, 31)]
+    atol, rtol = _tol(x.dtype)
+    for g, (m, v) in zip((0, 31), stats):
+        for t in (0, 20):
+            xs = x[:, 3 * g:3 * g + 3, t, -4:].double()
+            ws, bs = w[3 * g:3 * g + 3].double().view(1, 3, 1, 1), b[3 * g:3 * g + 3].double().view(1, 3, 1, 1)
+            ref = F.silu((xs - m) / (v + 1e-5).sqrt() * ws + bs).to(x.dtype)
+            testing.assert_close(out[:, 3 * g:3 * g + 3, t, -4:].contiguous(), ref, atol=atol, rtol=rtol)
+
+
+def test_cuda_graph_capture():
+    x, w, b = _inputs((1, 192, 5, 120, 208), True)
+    norm.group_norm_silu(x, 32, w, b)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        norm.group_norm_silu(x, 32, w, b)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = norm.group_norm_silu(x, 32, w, b)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    testing.assert_exact(out, norm.group_norm_silu(x, 32, w, b))
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_inductor_fullgraph_and_cudagraphs(channels_last):
+    import torch._dynamo
+
+    def block(x, w, b):
+        return norm.group_norm_silu(x, 32, w, b) * 2.0
+
+    torch._dynamo.reset()
+    x, w, b = _inputs((1, 192, 5, 120, 208), channels_last)
+    ref = block(x, w, b)
+    for mode in (None, "reduce-overhead"):
+        compiled = torch.compile(block, fullgraph=True, mode=mode)
+        for _ in range(3):
+            out = compiled(x, w, b)
+        testing.assert_exact(out, ref)
+
+
+def test_opcheck_cuda():
+    x, w, b = _inputs((2, 96, 3, 16, 16), True)
+    torch.library.opcheck(torch.ops.sgl_diffusion.group_norm_silu.default, (x, w, b, 32, 1e-6, True, None, None))
