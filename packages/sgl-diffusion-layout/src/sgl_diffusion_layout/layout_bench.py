@@ -1,0 +1,105 @@
+"""Benchmark cases of the layout ops at production shapes (../shared/SHAPES.md).
+
+Providers: ``sgl_diffusion`` (the public op), ``eager`` (the chain itself) and
+``torch.compile`` of it (specialized to the shape; dynamo reset per case). Bytes: every
+input element read once and every output element written once (data movement: the
+same-run copy of those bytes is the ceiling).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sgl_diffusion_core import bench, testing
+
+# (B, S, H, Dh) of q/k/v: Wan2.1-14B 720p, HunyuanVideo 720p, FLUX 1024^2 (joint)
+QKV = {"wan": (1, 75600, 40, 128), "hunyuan": (1, 118800, 24, 128), "flux": (1, 4608, 24, 128)}
+
+
+def _pick(table: dict, names):
+    for name in names or list(table):
+        if name not in table:
+            raise ValueError(f"unknown bench case {name!r}; known: {', '.join(table)}")
+        yield name, table[name]
+
+
+def _case(name, shape, dtype, nbytes, ours, eager, eq=None):
+    torch._dynamo.reset()
+    compiled = torch.compile(eager, dynamic=False)
+
+    def check():
+        a, b = ours(), eager()
+        for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+            testing.assert_exact(x, y)
+
+    return bench.BenchCase(name=name, shape=shape, dtype=str(dtype).removeprefix("torch."), bytes=nbytes,
+                           providers={"sgl_diffusion": ours, "eager": eager, "torch.compile": compiled},
+                           check=check)
+
+
+def _rand(shape, device, dtype, seed=0):
+    g = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(shape, device=device, dtype=dtype, generator=g)
+
+
+def _ulysses(op, device, dtype, names, worlds=(1, 8)):
+    from . import ulysses_api as u
+
+    for name, (B, S, H, Dh) in _pick(QKV, names):
+        for W in worlds:
+            if H % W:
+                W = 4 if H % 4 == 0 else 1
+            q, k, v = (_rand((B, S, H, Dh), device, dtype, seed) for seed in range(3))
+            shape = f"[{B}, {S}, {H}, {Dh}] world={W}"
+            if op == "ulysses_pack_qkv":
+                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(q, k, v),
+                            lambda q=q, k=k, v=v, W=W: u.ulysses_pack_qkv(q, k, v, W),
+                            lambda q=q, k=k, v=v, W=W: u.ulysses_pack_qkv_reference(q, k, v, W))
+            elif op == "ulysses_unpack_qkv":
+                buf = _rand((W, B * S // W, H, 3 * Dh), device, dtype)
+                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(buf),
+                            lambda buf=buf, W=W, B=B: u.ulysses_unpack_qkv(buf, W, B),
+                            lambda buf=buf, W=W, B=B: u.ulysses_unpack_qkv_reference(buf, W, B))
+            elif op == "ulysses_pack_out":
+                o = _rand((B, S, H // W, Dh), device, dtype)
+                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(o),
+                            lambda o=o, W=W: u.ulysses_pack_out(o, W),
+                            lambda o=o, W=W: u.ulysses_pack_out_reference(o, W))
+            elif op == "ulysses_unpack_out":
+                buf = _rand((W, B * S // W, H // W, Dh), device, dtype)
+                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(buf),
+                            lambda buf=buf, W=W, B=B: u.ulysses_unpack_out(buf, W, B),
+                            lambda buf=buf, W=W, B=B: u.ulysses_unpack_out_reference(buf, W, B))
+            elif op == "usp_merge_heads":
+                x = _rand((W, S // W, B, H // W, Dh), device, dtype)
+                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(x),
+                            lambda x=x: u.usp_merge_heads(x), lambda x=x: u.usp_merge_heads_reference(x))
+            else:
+                y = _rand((B, S // W, H, Dh), device, dtype)
+                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(y),
+                            lambda y=y, W=W: u.usp_split_heads(y, W),
+                            lambda y=y, W=W: u.usp_split_heads_reference(y, W))
+
+
+def ulysses_pack_qkv_cases(device, dtype=torch.bfloat16, names=None):
+    return _ulysses("ulysses_pack_qkv", device, dtype, names)
+
+
+def ulysses_unpack_qkv_cases(device, dtype=torch.bfloat16, names=None):
+    return _ulysses("ulysses_unpack_qkv", device, dtype, names)
+
+
+def ulysses_pack_out_cases(device, dtype=torch.bfloat16, names=None):
+    return _ulysses("ulysses_pack_out", device, dtype, names)
+
+
+def ulysses_unpack_out_cases(device, dtype=torch.bfloat16, names=None):
+    return _ulysses("ulysses_unpack_out", device, dtype, names)
+
+
+def usp_merge_heads_cases(device, dtype=torch.bfloat16, names=None):
+    return _ulysses("usp_merge_heads", device, dtype, names)
+
+
+def usp_split_heads_cases(device, dtype=torch.bfloat16, names=None):
+    return _ulysses("usp_split_heads", device, dtype, names)

@@ -1,0 +1,50 @@
+"""Registry entries of sgl-diffusion-layout: plain data, imported with the package (no backend import)."""
+
+from __future__ import annotations
+
+from sgl_diffusion_core import Capabilities, Contract, KernelSpec, OpDef, register, register_op
+
+DISTRIBUTION = "sgl-diffusion-layout"
+PKG = "sgl_diffusion_layout"
+
+_TRITON_CAPS = Capabilities(
+    platforms=("cuda", "hip"),
+    min_arch=(("cuda", 80), ("hip", "gfx942"), ("hip", "gfx950")),
+    interpretable=True,
+    requires=("triton",),
+)
+_TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))
+
+# op -> (module family, summary, notes of the triton backend)
+_PERMUTE = "strided permutation copy: one program per destination row, a [BM, BN] tile of 16-byte accesses"
+OPS: dict[str, tuple[str, str, str]] = {
+    "ulysses_pack_qkv": ("ulysses", "q, k, v [B, S, H, Dh] -> one [W, B*S, H/W, 3*Dh] send buffer", _PERMUTE),
+    "ulysses_unpack_qkv": ("ulysses", "received [W, B*Sl, Hl, 3*Dh] -> q, k, v [B, W*Sl, Hl, Dh]", _PERMUTE),
+    "ulysses_pack_out": ("ulysses", "attention output [B, W*Sl, Hl, Dh] -> [W, B*Sl, Hl, Dh] send buffer", _PERMUTE),
+    "ulysses_unpack_out": ("ulysses", "received [W, B*Sl, Hl, Dh] -> [B, Sl, W*Hl, Dh]", _PERMUTE),
+    "usp_merge_heads": ("ulysses", "x.permute(2, 1, 0, 3, 4).contiguous() of [W, Sl, B, Hl, Dh]", _PERMUTE),
+    "usp_split_heads": ("ulysses", "[B, Sl, H, Dh] -> [W, Sl, B, H/W, Dh] (inverse of usp_merge_heads)", _PERMUTE),
+}
+
+
+def _register(name: str, family: str, summary: str, notes: str) -> None:
+    op = f"layout.{name}"
+    register_op(OpDef(
+        op=op, distribution=DISTRIBUTION, describe=f"{PKG}.{family}_api:describe_{name}",
+        public=f"{PKG}.{family}_api:{name}", summary=summary, default_exact=True,
+        bench=f"{PKG}.layout_bench:{name}_cases",
+    ))
+    register(KernelSpec(
+        op=op, backend="triton", target=f"{PKG}.{family}_triton:{name}", capabilities=_TRITON_CAPS,
+        contract=Contract.exact(), priority=10, notes=notes, aot=f"{PKG}.{family}_triton:aot_variants",
+        executed_on=("cpu-interpreter",),
+    ))
+    register(KernelSpec(
+        op=op, backend="torch", target=f"{PKG}.{family}_torch:{name}", capabilities=_TORCH_CAPS,
+        contract=Contract.exact(), priority=0, notes="the eager chain itself (the definition of the exact contract)",
+        executed_on=("cpu",),
+    ))
+
+
+for _name, (_family, _summary, _notes) in OPS.items():
+    _register(_name, _family, _summary, _notes)
