@@ -26,6 +26,8 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform
 
+from ._geometry import GatherGeom, PermuteGeom
+
 
 @dataclass(frozen=True)
 class CopyConfig:
@@ -86,10 +88,10 @@ def _permute_kernel(
         tl.store(dst_m + n[None, :], x, mask=mask)
 
 
-@triton.jit(do_not_specialize=["R2"])
+@triton.jit(do_not_specialize=["NSRC", "R2"])
 def _gather_kernel(
     S0, S1, S2, D0, D1, D2, IDX,
-    R2, M, N,
+    NSRC, R2, M, N,
     ss0, ss2, ssm,
     ds_row, dsm,
     BM: tl.constexpr, BN: tl.constexpr, NT: tl.constexpr,
@@ -106,40 +108,21 @@ def _gather_kernel(
             dst = D2
     r = tl.program_id(0).to(tl.int64)
     i = tl.load(IDX + r).to(tl.int64)
-    valid = i >= 0
-    ic = tl.maximum(i, 0)
+    valid = (i >= 0) & (i < NSRC)  # an index out of range reads nothing (zeros), never out of bounds
+    ic = tl.where(valid, i, 0)
     src_row = src + ((ic // R2) * ss0 + (ic % R2) * ss2)
     dst_row = dst + r * ds_row
     m = tl.program_id(1).to(tl.int64) * BM + tl.arange(0, BM)
     mmask = (m < M)[:, None]
+    lmask = (m < tl.where(valid, M, 0))[:, None]  # nothing is read for a padding row
     src_m = src_row + m[:, None] * ssm
     dst_m = dst_row + m[:, None] * dsm
     for n0 in range(0, N, BN):
         n = n0 + tl.arange(0, BN)
-        mask = mmask & (n < N)[None, :]
-        x = tl.load(src_m + n[None, :], mask=mask & valid, other=0.0, eviction_policy="evict_first")
+        nmask = (n < N)[None, :]
+        mask = mmask & nmask
+        x = tl.load(src_m + n[None, :], mask=lmask & nmask, other=0.0, eviction_policy="evict_first")
         tl.store(dst_m + n[None, :], x, mask=mask)
-
-
-@dataclass(frozen=True)
-class PermuteGeom:
-    """``dst[r0, r1, r2, m, n] = src[...]``: sizes and element strides (``n`` has stride 1)."""
-
-    R0: int
-    R1: int
-    R2: int
-    M: int
-    N: int
-    src: tuple[tuple[int, int, int, int], ...]  # per tensor: strides of r0, r1, r2, m
-    dst: tuple[tuple[int, int, int, int], ...]
-
-    @property
-    def rows(self) -> int:
-        return self.R0 * self.R1 * self.R2
-
-    @property
-    def empty(self) -> bool:
-        return self.rows == 0 or self.M == 0 or self.N == 0
 
 
 def permute_launches(g: PermuteGeom, device: torch.device, dtype: torch.dtype):
@@ -172,22 +155,6 @@ def permute_launches(g: PermuteGeom, device: torch.device, dtype: torch.dtype):
     return run
 
 
-@dataclass(frozen=True)
-class GatherGeom:
-    """``dst[r, m, n] = src[idx[r] // R2, idx[r] % R2, m, n]`` (zeros where ``idx[r] < 0``)."""
-
-    rows: int
-    R2: int
-    M: int
-    N: int
-    src: tuple[tuple[int, int, int], ...]  # per tensor: strides of (i // R2), (i % R2), m
-    dst: tuple[tuple[int, int], ...]  # per tensor: strides of r, m
-
-    @property
-    def empty(self) -> bool:
-        return self.rows == 0 or self.M == 0 or self.N == 0
-
-
 def gather_launches(g: GatherGeom, device: torch.device, dtype: torch.dtype):
     """A callable ``(srcs, dsts, idx) -> None``; a no-op when empty."""
     nt = len(g.src)
@@ -205,7 +172,7 @@ def gather_launches(g: GatherGeom, device: torch.device, dtype: torch.dtype):
             {"BM": cfg.bm, "BN": cfg.bn, "NT": len(js)}, device=device, n_ptrs=7,
             options=cfg.launch_options(),
         )
-        scalars = (max(g.R2, 1), g.M, g.N, *s, *d)
+        scalars = (g.nsrc, max(g.R2, 1), g.M, g.N, *s, *d)
         launches.append((launch, js, scalars))
 
     def run(srcs, dsts, idx):
@@ -233,7 +200,7 @@ def copy_aot_variants(platform: str, shapes: dict[str, tuple[int, int]], gather:
                 sig = {p: f"*{name}" for p in ("S0", "S1", "S2", "D0", "D1", "D2")}
                 if gather:
                     sig["IDX"] = "*i64"
-                    ints = ("R2", "M", "N", "ss0", "ss2", "ssm", "ds_row", "dsm")
+                    ints = ("NSRC", "R2", "M", "N", "ss0", "ss2", "ssm", "ds_row", "dsm")
                 else:
                     ints = ("R1", "R2", "M", "N", "ss0", "ss1", "ss2", "ssm", "ds0", "ds1", "ds2", "dsm")
                 sig.update({n: "i32" for n in ints})

@@ -103,3 +103,40 @@ def usp_merge_heads_cases(device, dtype=torch.bfloat16, names=None):
 
 def usp_split_heads_cases(device, dtype=torch.bfloat16, names=None):
     return _ulysses("usp_split_heads", device, dtype, names)
+
+
+def _varlen(op, device, dtype, names):
+    from . import varlen_api as vl
+
+    for name, (B, S, H, Dh) in _pick(QKV, names):
+        B = 2  # two samples, the second 70% valid (bench of the ragged case)
+        mask = torch.ones(B, S, dtype=torch.bool, device=device)
+        mask[1, int(0.7 * S):] = False
+        idx, _, _, inv = vl.build_varlen_meta_reference(mask)
+        shape = f"[{B}, {S}, {H}, {Dh}] ragged"
+        if op == "build_varlen_meta":
+            yield _case(name, f"[{B}, {S}] mask", torch.bool, mask.numel() + 8 * (idx.numel() + inv.numel()),
+                        lambda mask=mask: vl.build_varlen_meta(mask),
+                        lambda mask=mask: vl.build_varlen_meta_reference(mask))
+        elif op == "varlen_pack_qkv":
+            q, k, v = (_rand((B, S, H, Dh), device, dtype, seed) for seed in range(3))
+            nbytes = 2 * 3 * idx.numel() * H * Dh * q.element_size() + 8 * idx.numel()
+            yield _case(name, shape, dtype, nbytes, lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv(q, k, v, idx),
+                        lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv_reference(q, k, v, idx))
+        else:
+            o = _rand((idx.numel(), H, Dh), device, dtype)
+            nbytes = bench.tensor_bytes(o) + B * S * H * Dh * o.element_size() + 8 * inv.numel()
+            yield _case(name, shape, dtype, nbytes, lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter(o, inv, B, S),
+                        lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter_reference(o, inv, B, S))
+
+
+def build_varlen_meta_cases(device, dtype=torch.bfloat16, names=None):
+    return _varlen("build_varlen_meta", device, dtype, names)
+
+
+def varlen_pack_qkv_cases(device, dtype=torch.bfloat16, names=None):
+    return _varlen("varlen_pack_qkv", device, dtype, names)
+
+
+def varlen_scatter_cases(device, dtype=torch.bfloat16, names=None):
+    return _varlen("varlen_scatter", device, dtype, names)

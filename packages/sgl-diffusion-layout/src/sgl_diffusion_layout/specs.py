@@ -17,6 +17,7 @@ _TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))
 
 # op -> (module family, summary, notes of the triton backend)
 _PERMUTE = "strided permutation copy: one program per destination row, a [BM, BN] tile of 16-byte accesses"
+_GATHER = "row gather: the index read once per program, padding rows zero-filled in the same pass"
 OPS: dict[str, tuple[str, str, str]] = {
     "ulysses_pack_qkv": ("ulysses", "q, k, v [B, S, H, Dh] -> one [W, B*S, H/W, 3*Dh] send buffer", _PERMUTE),
     "ulysses_unpack_qkv": ("ulysses", "received [W, B*Sl, Hl, 3*Dh] -> q, k, v [B, W*Sl, Hl, Dh]", _PERMUTE),
@@ -24,6 +25,10 @@ OPS: dict[str, tuple[str, str, str]] = {
     "ulysses_unpack_out": ("ulysses", "received [W, B*Sl, Hl, Dh] -> [B, Sl, W*Hl, Dh]", _PERMUTE),
     "usp_merge_heads": ("ulysses", "x.permute(2, 1, 0, 3, 4).contiguous() of [W, Sl, B, Hl, Dh]", _PERMUTE),
     "usp_split_heads": ("ulysses", "[B, Sl, H, Dh] -> [W, Sl, B, H/W, Dh] (inverse of usp_merge_heads)", _PERMUTE),
+    "build_varlen_meta": ("varlen", "[B, S] bool mask -> (indices, cu_seqlens, max_seqlen, inverse)",
+                          "one program per sample: chunked prefix sum of its mask row"),
+    "varlen_pack_qkv": ("varlen", "t.reshape(B*S, H, Dh).index_select(0, indices) for q, k, v", _GATHER),
+    "varlen_scatter": ("varlen", "packed [nnz, H, Dh] -> [B, S, H, Dh], zeros at padding", _GATHER),
 }
 
 

@@ -25,40 +25,11 @@ import torch
 
 from sgl_diffusion_core import is_compiling, resolve_target
 
+from ._geometry import PermuteGeom, contiguous_strides
 from ._plumbing import Plans, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
 
 OPS = ("ulysses_pack_qkv", "ulysses_unpack_qkv", "ulysses_pack_out", "ulysses_unpack_out",
        "usp_merge_heads", "usp_split_heads")
-
-
-def _permute_geom(R0, R1, R2, M, N, src, dst):
-    """A ``PermuteGeom``-shaped tuple (built without importing Triton); see ``copy_triton``."""
-    return _PG(R0, R1, R2, M, N, tuple(src), tuple(dst))
-
-
-class _PG(tuple):
-    """The fields of ``copy_triton.PermuteGeom`` as a plain tuple subclass (no Triton import)."""
-
-    def __new__(cls, *fields):
-        return super().__new__(cls, fields)
-
-    R0 = property(lambda s: s[0])
-    R1 = property(lambda s: s[1])
-    R2 = property(lambda s: s[2])
-    M = property(lambda s: s[3])
-    N = property(lambda s: s[4])
-    src = property(lambda s: s[5])
-    dst = property(lambda s: s[6])
-    rows = property(lambda s: s[0] * s[1] * s[2])
-    empty = property(lambda s: s[0] * s[1] * s[2] == 0 or s[3] == 0 or s[4] == 0)
-
-
-def _contig(shape):
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return tuple(reversed(out))
 
 
 def _world(world_size, H, what, problems):
@@ -89,11 +60,11 @@ def describe_ulysses_pack_qkv(q, k, v, world_size):
         return desc
     W, hl = world_size, H // world_size
     shape = (W, B * S, hl, 3 * Dh)
-    d = _contig(shape)
+    d = contiguous_strides(shape)
     src = [(hl * t.stride(2), t.stride(0), t.stride(1), t.stride(2)) for t in (q, k, v)]
     dst = [(d[0], S * d[1], d[1], d[2])] * 3
     desc.last_dim = Dh
-    desc.info = {"geom": (_permute_geom(W, B, S, hl, Dh, src, dst), shape), "shapes": shape,
+    desc.info = {"geom": (PermuteGeom(W, B, S, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
                  "empty": q.numel() == 0}
     return desc
 
@@ -115,12 +86,12 @@ def describe_ulysses_unpack_qkv(buf, world_size, batch=1):
         return desc
     Dh, sl = D3 // 3, R // batch
     shape = (batch, W * sl, hl, Dh)
-    d = _contig(shape)
+    d = contiguous_strides(shape)
     b0, b1, b2 = buf.stride(0), buf.stride(1), buf.stride(2)
     src = [(sl * b1, b0, b1, b2)] * 3
     dst = [(d[0], sl * d[1], d[1], d[2])] * 3
     desc.last_dim = Dh
-    desc.info = {"geom": (_permute_geom(batch, W, sl, hl, Dh, src, dst), shape), "shapes": (shape,) * 3,
+    desc.info = {"geom": (PermuteGeom(batch, W, sl, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": (shape,) * 3,
                  "empty": buf.numel() == 0}
     return desc
 
@@ -136,12 +107,12 @@ def describe_ulysses_pack_out(o, world_size):
         return desc
     W, sl = world_size, S // world_size
     shape = (W, B * sl, hl, Dh)
-    d = _contig(shape)
+    d = contiguous_strides(shape)
     sB, sS, sH = o.stride(0), o.stride(1), o.stride(2)
     src = [(sl * sS, sB, sS, sH)]
     dst = [(d[0], sl * d[1], d[1], d[2])]
     desc.last_dim = Dh
-    desc.info = {"geom": (_permute_geom(W, B, sl, hl, Dh, src, dst), shape), "shapes": shape,
+    desc.info = {"geom": (PermuteGeom(W, B, sl, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
                  "empty": o.numel() == 0}
     return desc
 
@@ -161,12 +132,12 @@ def describe_ulysses_unpack_out(buf, world_size, batch=1):
         return desc
     sl = R // batch
     shape = (batch, sl, W * hl, Dh)
-    d = _contig(shape)
+    d = contiguous_strides(shape)
     b0, b1, b2 = buf.stride(0), buf.stride(1), buf.stride(2)
     src = [(sl * b1, b1, b0, b2)]
     dst = [(d[0], d[1], hl * d[2], d[2])]
     desc.last_dim = Dh
-    desc.info = {"geom": (_permute_geom(batch, sl, W, hl, Dh, src, dst), shape), "shapes": shape,
+    desc.info = {"geom": (PermuteGeom(batch, sl, W, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
                  "empty": buf.numel() == 0}
     return desc
 
@@ -181,11 +152,11 @@ def describe_usp_merge_heads(x):
         return desc
     W, sl, B, hl, Dh = x.shape
     shape = (B, sl, W, hl, Dh)
-    d = _contig(shape)
+    d = contiguous_strides(shape)
     src = [(x.stride(2), x.stride(1), x.stride(0), x.stride(3))]
     dst = [(d[0], d[1], d[2], d[3])]
     desc.last_dim = Dh
-    desc.info = {"geom": (_permute_geom(B, sl, W, hl, Dh, src, dst), shape), "shapes": shape,
+    desc.info = {"geom": (PermuteGeom(B, sl, W, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
                  "empty": x.numel() == 0}
     return desc
 
@@ -201,11 +172,11 @@ def describe_usp_split_heads(y, world_size):
         return desc
     W, hl = world_size, H // world_size
     shape = (W, sl, B, hl, Dh)
-    d = _contig(shape)
+    d = contiguous_strides(shape)
     src = [(hl * y.stride(2), y.stride(1), y.stride(0), y.stride(2))]
     dst = [(d[0], d[1], d[2], d[3])]
     desc.last_dim = Dh
-    desc.info = {"geom": (_permute_geom(W, sl, B, hl, Dh, src, dst), shape), "shapes": shape,
+    desc.info = {"geom": (PermuteGeom(W, sl, B, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
                  "empty": y.numel() == 0}
     return desc
 
