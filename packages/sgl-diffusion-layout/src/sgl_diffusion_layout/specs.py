@@ -29,6 +29,9 @@ OPS: dict[str, tuple[str, str, str]] = {
                           "one program per sample: chunked prefix sum of its mask row"),
     "varlen_pack_qkv": ("varlen", "t.reshape(B*S, H, Dh).index_select(0, indices) for q, k, v", _GATHER),
     "varlen_scatter": ("varlen", "packed [nnz, H, Dh] -> [B, S, H, Dh], zeros at padding", _GATHER),
+    "joint_qkv_cat": ("joint", "img/txt q, k, v -> one [3, B, S_txt+S_img, H, Dh] buffer (torch.cat along S)",
+                      _PERMUTE),
+    "joint_split": ("joint", "(txt, img) of the joint attention output: views, or copies with copy=True", _PERMUTE),
 }
 
 
