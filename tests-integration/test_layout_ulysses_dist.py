@@ -32,20 +32,25 @@ def _rank_main(rank: int, world: int, port: int, errors) -> None:
 
     os.environ.pop("TRITON_INTERPRET", None)  # the torch backend serves CPU tensors
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=30))
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world,
+            timeout=datetime.timedelta(seconds=30),
+        )
         B, Sl, H, Dh = 2, 3, 8, 16
         g = torch.Generator().manual_seed(0)
         full = [torch.randn(B, world * Sl, H, Dh, generator=g).to(torch.bfloat16) for _ in range(3)]
-        local = [t[:, rank * Sl:(rank + 1) * Sl] for t in full]
+        local = [t[:, rank * Sl : (rank + 1) * Sl] for t in full]
         hl = H // world
         got = lay.ulysses_all_to_all(*local)
         for x, t in zip(got, full):
-            if not torch.equal(x, t[:, :, rank * hl:(rank + 1) * hl]):
+            if not torch.equal(x, t[:, :, rank * hl : (rank + 1) * hl]):
                 raise AssertionError(f"rank {rank}: q/k/v after the exchange differ from the single-process heads")
         o_full = torch.randn(B, world * Sl, H, Dh, generator=g).to(torch.bfloat16)
-        back = lay.ulysses_all_to_all_out(o_full[:, :, rank * hl:(rank + 1) * hl].contiguous())
-        if not torch.equal(back, o_full[:, rank * Sl:(rank + 1) * Sl]):
+        back = lay.ulysses_all_to_all_out(o_full[:, :, rank * hl : (rank + 1) * hl].contiguous())
+        if not torch.equal(back, o_full[:, rank * Sl : (rank + 1) * Sl]):
             raise AssertionError(f"rank {rank}: output after the inverse exchange differs from the token shard")
         dist.barrier()
     except Exception as e:  # reported to the parent; a hang is cut by the join timeout
