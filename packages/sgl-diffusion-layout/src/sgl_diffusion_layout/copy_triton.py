@@ -187,8 +187,10 @@ def gather_launches(g: GatherGeom, device: torch.device, dtype: torch.dtype):
 _NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 
 
-def copy_aot_variants(platform: str, shapes: dict[str, tuple[int, int]], gather: bool = False):
-    """AOT variants of the permute (or gather) kernel: per dtype, per named ``(M, N)``, 1 and 3 tensors."""
+def copy_aot_variants(platform: str, op: str, shapes: dict[str, tuple[int, int]], *, gather: bool = False,
+                      nts: tuple[int, ...] = (1, 3)):
+    """AOT variants of the permute (or gather) kernel as ``op`` launches it: per dtype, per
+    named ``(M, N)`` tile problem, per number of tensors in one launch (``nts``)."""
     from sgl_diffusion_core import AotVariant
 
     kernel = _gather_kernel if gather else _permute_kernel
@@ -196,7 +198,7 @@ def copy_aot_variants(platform: str, shapes: dict[str, tuple[int, int]], gather:
     for dt, name in _NAMES.items():
         for label, (M, N) in shapes.items():
             cfg = CopyConfig.from_heuristic(M, N, dt.itemsize, platform)
-            for nt in (1, 3):
+            for nt in nts:
                 sig = {p: f"*{name}" for p in ("S0", "S1", "S2", "D0", "D1", "D2")}
                 if gather:
                     sig["IDX"] = "*i64"
@@ -209,7 +211,7 @@ def copy_aot_variants(platform: str, shapes: dict[str, tuple[int, int]], gather:
                     sig[n] = "i64"
                 sig.update({n: "constexpr" for n in ("BM", "BN", "NT")})
                 out.append(AotVariant(
-                    name=f"{kernel.__name__.strip('_')}[{name},{label},M={M},N={N},nt={nt},"
+                    name=f"{op}:{kernel.__name__.strip('_')}[{name},{label},M={M},N={N},nt={nt},"
                          f"bm={cfg.bm},bn={cfg.bn},w={cfg.num_warps}]",
                     kernel=kernel, signature=sig, constexprs={"BM": cfg.bm, "BN": cfg.bn, "NT": nt},
                     num_warps=cfg.num_warps, options={"enable_fp_fusion": False},

@@ -55,6 +55,10 @@ joint_qkv_cat = _unprepared(_prep_cat)
 joint_split = _unprepared(_prep_split)
 
 
-def aot_variants(platform: str = "cuda"):
-    """Head tiles of FLUX / Qwen-Image (24 x 128) and SD3.5 Large / Medium (38 x 64, 24 x 64)."""
-    return copy_aot_variants(platform, {"flux": (24, 128), "sd35l": (38, 64), "sd35m": (24, 64)})
+def aot_joint_qkv_cat(platform: str = "cuda"):
+    """Head tiles of FLUX / Qwen-Image (24 x 128) and SD3.5 Large (38 x 64)."""
+    return copy_aot_variants(platform, "joint_qkv_cat", {"flux": (24, 128), "sd35l": (38, 64)})
+
+
+def aot_joint_split(platform: str = "cuda"):
+    return copy_aot_variants(platform, "joint_split", {"flux": (24, 128), "sd35l": (38, 64)}, nts=(1,))

@@ -44,7 +44,7 @@ def _register(name: str, family: str, summary: str, notes: str) -> None:
     ))
     register(KernelSpec(
         op=op, backend="triton", target=f"{PKG}.{family}_triton:{name}", capabilities=_TRITON_CAPS,
-        contract=Contract.exact(), priority=10, notes=notes, aot=f"{PKG}.{family}_triton:aot_variants",
+        contract=Contract.exact(), priority=10, notes=notes, aot=f"{PKG}.{family}_triton:aot_{name}",
         executed_on=("cpu-interpreter",),
     ))
     register(KernelSpec(

@@ -66,7 +66,30 @@ usp_merge_heads = _unprepared(_prep_single)
 usp_split_heads = _unprepared(_prep_single)
 
 
-def aot_variants(platform: str = "cuda"):
-    """Head tiles of the production models: Wan 40 x 128 (world 1 and 8), HunyuanVideo / FLUX 24 x 128."""
-    return copy_aot_variants(platform, {"wan-w1": (40, 128), "wan-w8": (5, 128), "hunyuan-w1": (24, 128),
-                                        "hunyuan-w4": (6, 128)})
+_HEADS_SPLIT = {"wan-w1": (40, 128), "wan-w8": (5, 128), "hunyuan-w4": (6, 128)}
+_ONE = {"wan-w8": (5, 128), "hunyuan-w1": (24, 128)}
+
+
+def aot_ulysses_pack_qkv(platform: str = "cuda"):
+    """Head tiles of Wan (40 x 128 at world 1, 5 x 128 at world 8) and HunyuanVideo at world 4."""
+    return copy_aot_variants(platform, "ulysses_pack_qkv", _HEADS_SPLIT)
+
+
+def aot_ulysses_unpack_qkv(platform: str = "cuda"):
+    return copy_aot_variants(platform, "ulysses_unpack_qkv", _HEADS_SPLIT, nts=(3,))
+
+
+def aot_ulysses_pack_out(platform: str = "cuda"):
+    return copy_aot_variants(platform, "ulysses_pack_out", _ONE, nts=(1,))
+
+
+def aot_ulysses_unpack_out(platform: str = "cuda"):
+    return copy_aot_variants(platform, "ulysses_unpack_out", _ONE, nts=(1,))
+
+
+def aot_usp_merge_heads(platform: str = "cuda"):
+    return copy_aot_variants(platform, "usp_merge_heads", _ONE, nts=(1,))
+
+
+def aot_usp_split_heads(platform: str = "cuda"):
+    return copy_aot_variants(platform, "usp_split_heads", _ONE, nts=(1,))

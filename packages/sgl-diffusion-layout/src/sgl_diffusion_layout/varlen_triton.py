@@ -102,13 +102,22 @@ varlen_pack_qkv = _unprepared(_prep_pack)
 varlen_scatter = _unprepared(_prep_scatter)
 
 
-def aot_variants(platform: str = "cuda"):
-    """The row gather at the head tiles of Wan (40 x 128) and HunyuanVideo / FLUX (24 x 128), plus the meta kernel."""
+def aot_build_varlen_meta(platform: str = "cuda"):
+    """The meta kernel (dtype independent)."""
     from sgl_diffusion_core import AotVariant
 
-    out = copy_aot_variants(platform, {"wan": (40, 128), "hunyuan": (24, 128)}, gather=True)
     sig = {"MASK": "*u8", "CU": "*i32", "IDX": "*i64", "INV": "*i64", "S": "i32", "sb": "i32", "ss": "i32",
            "BLOCK": "constexpr"}
-    out.append(AotVariant(name=f"varlen_meta[block={_META_BLOCK}]", kernel=_varlen_meta_kernel, signature=sig,
-                          constexprs={"BLOCK": _META_BLOCK}, num_warps=4, options={"enable_fp_fusion": False}))
-    return out
+    return [AotVariant(name=f"build_varlen_meta:varlen_meta[block={_META_BLOCK}]", kernel=_varlen_meta_kernel,
+                       signature=sig, constexprs={"BLOCK": _META_BLOCK}, num_warps=4,
+                       options={"enable_fp_fusion": False})]
+
+
+def aot_varlen_pack_qkv(platform: str = "cuda"):
+    """The row gather at the head tiles of Wan (40 x 128) and HunyuanVideo / FLUX (24 x 128)."""
+    return copy_aot_variants(platform, "varlen_pack_qkv", {"wan": (40, 128), "hunyuan": (24, 128)}, gather=True)
+
+
+def aot_varlen_scatter(platform: str = "cuda"):
+    return copy_aot_variants(platform, "varlen_scatter", {"wan": (40, 128), "hunyuan": (24, 128)}, gather=True,
+                             nts=(1,))
