@@ -152,6 +152,14 @@ from sgl_diffusion_layout import joint_split, joint_split_reference
 out = torch.randn(1, 9, 2, 16, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
 CASE = (joint_split, joint_split_reference, (out, 3, 6), {"copy": True})
 """,
+    "layout.causal_conv3d_cat_pad": """
+import torch
+from sgl_diffusion_layout import causal_conv3d_cat_pad, causal_conv3d_cat_pad_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(1, 4, 2, 5, 6, generator=g).to(torch.bfloat16).contiguous(memory_format=torch.channels_last_3d)
+cache = torch.randn(1, 4, 2, 5, 6, generator=g).to(torch.bfloat16)
+CASE = (causal_conv3d_cat_pad, causal_conv3d_cat_pad_reference, (x, cache, (1, 1, 1, 1, 0, 0)), {})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

@@ -89,3 +89,17 @@ def test_cuda_graph_and_compile():
     f = torch.compile(lambda q, k, v: lay.ulysses_unpack_qkv(lay.ulysses_pack_qkv(q, k, v, 1), 1, 1), fullgraph=True)
     for a, b in zip(f(q, k, v), (q, k, v)):
         testing.assert_exact(a, b)
+
+
+@pytest.mark.parametrize("C,T,H,W", [(96, 21, 240, 416), (384, 4, 120, 208)])
+@pytest.mark.parametrize("fmt", ["contiguous", "channels_last_3d"])
+def test_causal_conv3d_cat_pad_vae(C, T, H, W, fmt):
+    import torch.nn.functional as F
+
+    mf = torch.channels_last_3d if fmt == "channels_last_3d" else torch.contiguous_format
+    x = torch.randn(1, C, T, H, W, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=mf)
+    cache = torch.randn(1, C, 2, H, W, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=mf)
+    for c, pad in ((cache, (1, 1, 1, 1, 0, 0)), (None, (1, 1, 1, 1, 2, 0))):
+        out = lay.causal_conv3d_cat_pad(x, c, pad)
+        testing.assert_exact(out, F.pad(x if c is None else torch.cat([c, x], dim=2), pad))
+        assert out.is_contiguous(memory_format=mf)

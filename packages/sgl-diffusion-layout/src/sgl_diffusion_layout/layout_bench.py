@@ -166,3 +166,23 @@ def joint_split_cases(device, dtype=torch.bfloat16, names=None):
         yield _case(f"{name}-copy", f"[{B}, {St}+{Si}, {H}, {Dh}]", dtype, 2 * bench.tensor_bytes(out),
                     lambda out=out, St=St, Si=Si: jt.joint_split(out, St, Si, copy=True),
                     lambda out=out, St=St, Si=Si: jt.joint_split_reference(out, St, Si, copy=True))
+
+
+# Wan / HunyuanVideo VAE activations at 720p: (B, C, T, H, W)
+VAE = {"wan-vae-96": (1, 96, 21, 240, 416), "wan-vae-384": (1, 384, 21, 120, 208)}
+
+
+def causal_conv3d_cat_pad_cases(device, dtype=torch.bfloat16, names=None):
+    """x [B, C, T, H, W] with a 2-frame cache and Wan's spatial padding (time padding taken by the cache)."""
+    from . import conv_pad_api as cp
+
+    for name, (B, C, T, H, W) in _pick(VAE, names):
+        for fmt in ("contiguous", "channels_last_3d"):
+            mf = torch.channels_last_3d if fmt == "channels_last_3d" else torch.contiguous_format
+            x = _rand((B, C, T, H, W), device, dtype).contiguous(memory_format=mf)
+            cache = _rand((B, C, 2, H, W), device, dtype, 1).contiguous(memory_format=mf)
+            pad = (1, 1, 1, 1, 0, 0)
+            nbytes = bench.tensor_bytes(x, cache) + B * C * (T + 2) * (H + 2) * (W + 2) * x.element_size()
+            yield _case(f"{name}-{fmt}", f"[{B}, {C}, {T}, {H}, {W}] + cache 2 {fmt}", dtype, nbytes,
+                        lambda x=x, cache=cache, pad=pad: cp.causal_conv3d_cat_pad(x, cache, pad),
+                        lambda x=x, cache=cache, pad=pad: cp.causal_conv3d_cat_pad_reference(x, cache, pad))

@@ -32,6 +32,9 @@ OPS: dict[str, tuple[str, str, str]] = {
     "joint_qkv_cat": ("joint", "img/txt q, k, v -> one [3, B, S_txt+S_img, H, Dh] buffer (torch.cat along S)",
                       _PERMUTE),
     "joint_split": ("joint", "(txt, img) of the joint attention output: views, or copies with copy=True", _PERMUTE),
+    "causal_conv3d_cat_pad": ("conv_pad", "F.pad(torch.cat([cache_x, x], dim=2), padding) of [B, C, T, H, W]",
+                              "one program per output row: the source frame chosen per program, padding "
+                              "zero-filled in the same pass; contiguous and channels_last_3d"),
 }
 
 

@@ -30,6 +30,7 @@ from sgl_diffusion_core import triton_interpret as triton_interpret
 from sgl_diffusion_layout import build_varlen_meta as build_varlen_meta
 from sgl_diffusion_layout import build_varlen_meta_reference as build_varlen_meta_reference
 from sgl_diffusion_layout import can_use_build_varlen_meta as can_use_build_varlen_meta
+from sgl_diffusion_layout import can_use_causal_conv3d_cat_pad as can_use_causal_conv3d_cat_pad
 from sgl_diffusion_layout import can_use_joint_qkv_cat as can_use_joint_qkv_cat
 from sgl_diffusion_layout import can_use_joint_split as can_use_joint_split
 from sgl_diffusion_layout import can_use_ulysses_pack_out as can_use_ulysses_pack_out
@@ -40,6 +41,8 @@ from sgl_diffusion_layout import can_use_usp_merge_heads as can_use_usp_merge_he
 from sgl_diffusion_layout import can_use_usp_split_heads as can_use_usp_split_heads
 from sgl_diffusion_layout import can_use_varlen_pack_qkv as can_use_varlen_pack_qkv
 from sgl_diffusion_layout import can_use_varlen_scatter as can_use_varlen_scatter
+from sgl_diffusion_layout import causal_conv3d_cat_pad as causal_conv3d_cat_pad
+from sgl_diffusion_layout import causal_conv3d_cat_pad_reference as causal_conv3d_cat_pad_reference
 from sgl_diffusion_layout import joint_qkv_cat as joint_qkv_cat
 from sgl_diffusion_layout import joint_qkv_cat_reference as joint_qkv_cat_reference
 from sgl_diffusion_layout import joint_split as joint_split
@@ -99,6 +102,7 @@ __all__ = [
     "build_varlen_meta_reference",
     "call_signature",
     "can_use_build_varlen_meta",
+    "can_use_causal_conv3d_cat_pad",
     "can_use_gated_residual",
     "can_use_joint_qkv_cat",
     "can_use_joint_split",
@@ -112,6 +116,8 @@ __all__ = [
     "can_use_usp_split_heads",
     "can_use_varlen_pack_qkv",
     "can_use_varlen_scatter",
+    "causal_conv3d_cat_pad",
+    "causal_conv3d_cat_pad_reference",
     "default_device",
     "describe",
     "device_arch",

@@ -120,6 +120,9 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "joint_split_reference",
         "ulysses_all_to_all",
         "ulysses_all_to_all_out",
+        "causal_conv3d_cat_pad",
+        "can_use_causal_conv3d_cat_pad",
+        "causal_conv3d_cat_pad_reference",
     ),
 }
 
