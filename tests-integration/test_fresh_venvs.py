@@ -160,6 +160,13 @@ x = torch.randn(1, 4, 2, 5, 6, generator=g).to(torch.bfloat16).contiguous(memory
 cache = torch.randn(1, 4, 2, 5, 6, generator=g).to(torch.bfloat16)
 CASE = (causal_conv3d_cat_pad, causal_conv3d_cat_pad_reference, (x, cache, (1, 1, 1, 1, 0, 0)), {})
 """,
+    "layout.nearest_upsample": """
+import torch
+from sgl_diffusion_layout import nearest_upsample, nearest_upsample_reference
+x = torch.randn(1, 3, 2, 4, 5, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+x = x.contiguous(memory_format=torch.channels_last_3d)
+CASE = (nearest_upsample, nearest_upsample_reference, (x, (1, 2, 2)), {})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

@@ -103,3 +103,33 @@ def test_causal_conv3d_cat_pad_vae(C, T, H, W, fmt):
         out = lay.causal_conv3d_cat_pad(x, c, pad)
         testing.assert_exact(out, F.pad(x if c is None else torch.cat([c, x], dim=2), pad))
         assert out.is_contiguous(memory_format=mf)
+
+
+@pytest.mark.parametrize("shape,sf", [((21, 384, 120, 208), 2), ((1, 192, 11, 120, 208), (2, 2, 2)),
+                                      ((1, 96, 21, 240, 416), (1, 2, 2))])
+@pytest.mark.parametrize("fmt", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_nearest_upsample_vae(shape, sf, fmt, mode):
+    import torch.nn.functional as F
+
+    mf = {4: torch.channels_last, 5: torch.channels_last_3d}[len(shape)] if fmt == "channels_last" else \
+        torch.contiguous_format
+    x = torch.randn(*shape, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=mf)
+    out = lay.nearest_upsample(x, sf, mode=mode)
+    want = F.interpolate(x, scale_factor=sf, mode=mode)
+    testing.assert_exact(out, want)
+    assert out.stride() == want.stride()
+
+
+def test_cat_pad_and_upsample_more_than_2_31_elements():
+    """Outputs of more than 2^31 elements (int64 offsets in both kernels)."""
+    import torch.nn.functional as F
+
+    x = torch.randn(1, 96, 21, 480, 832, device="cuda", dtype=torch.bfloat16)  # 805M in, 3.2G out
+    out = lay.nearest_upsample(x, (1, 2, 2))
+    assert out.numel() > 2**31
+    testing.assert_exact(out, F.interpolate(x, scale_factor=(1, 2, 2)))
+    del out
+    y = torch.randn(1, 128, 21, 960, 832, device="cuda", dtype=torch.bfloat16)  # 2.15G elements
+    assert y.numel() > 2**31
+    testing.assert_exact(lay.causal_conv3d_cat_pad(y, None, (1, 1, 1, 1, 2, 0)), F.pad(y, (1, 1, 1, 1, 2, 0)))

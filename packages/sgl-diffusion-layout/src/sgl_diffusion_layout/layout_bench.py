@@ -186,3 +186,24 @@ def causal_conv3d_cat_pad_cases(device, dtype=torch.bfloat16, names=None):
             yield _case(f"{name}-{fmt}", f"[{B}, {C}, {T}, {H}, {W}] + cache 2 {fmt}", dtype, nbytes,
                         lambda x=x, cache=cache, pad=pad: cp.causal_conv3d_cat_pad(x, cache, pad),
                         lambda x=x, cache=cache, pad=pad: cp.causal_conv3d_cat_pad_reference(x, cache, pad))
+
+
+# VAE decoder upsampling: (input shape, factor) — Wan decodes frames as 2-D images ("nearest-exact", 2x)
+UPSAMPLE = {"wan-vae-2d": ((21, 384, 120, 208), 2), "video-3d": ((1, 192, 11, 120, 208), (2, 2, 2))}
+
+
+def nearest_upsample_cases(device, dtype=torch.bfloat16, names=None):
+    from . import upsample_api as up
+
+    for name, (shape, sf) in _pick(UPSAMPLE, names):
+        for fmt in ("contiguous", "channels_last"):
+            mf = {4: torch.channels_last, 5: torch.channels_last_3d}[len(shape)] if fmt == "channels_last" else \
+                torch.contiguous_format
+            x = _rand(shape, device, dtype).contiguous(memory_format=mf)
+            factor = sf if isinstance(sf, tuple) else (sf,) * (len(shape) - 2)
+            n_out = x.numel()
+            for f in factor:
+                n_out *= f
+            yield _case(f"{name}-{fmt}", f"{list(shape)} x{sf} {fmt}", dtype, (x.numel() + n_out) * x.element_size(),
+                        lambda x=x, sf=sf: up.nearest_upsample(x, sf, mode="nearest-exact"),
+                        lambda x=x, sf=sf: up.nearest_upsample_reference(x, sf, mode="nearest-exact"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sgl_diffusion_core import Capabilities, Contract, KernelSpec, OpDef, register, register_op
 
 DISTRIBUTION = "sgl-diffusion-layout"
@@ -35,7 +37,13 @@ OPS: dict[str, tuple[str, str, str]] = {
     "causal_conv3d_cat_pad": ("conv_pad", "F.pad(torch.cat([cache_x, x], dim=2), padding) of [B, C, T, H, W]",
                               "one program per output row: the source frame chosen per program, padding "
                               "zero-filled in the same pass; contiguous and channels_last_3d"),
+    "nearest_upsample": ("upsample", "F.interpolate(x, scale_factor=f, mode='nearest'|'nearest-exact'), integer f",
+                         "one program per output row, source row by one scalar division, constexpr factors "
+                         "inside the tile"),
 }
+
+
+_UPSAMPLE_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d")
 
 
 def _register(name: str, family: str, summary: str, notes: str) -> None:
@@ -46,7 +54,9 @@ def _register(name: str, family: str, summary: str, notes: str) -> None:
         bench=f"{PKG}.layout_bench:{name}_cases",
     ))
     register(KernelSpec(
-        op=op, backend="triton", target=f"{PKG}.{family}_triton:{name}", capabilities=_TRITON_CAPS,
+        op=op, backend="triton", target=f"{PKG}.{family}_triton:{name}",
+        # nearest_upsample: no "float-index-differs" (sizes where eager's float index is not i // f)
+        capabilities=replace(_TRITON_CAPS, layouts=_UPSAMPLE_LAYOUTS) if name == "nearest_upsample" else _TRITON_CAPS,
         contract=Contract.exact(), priority=10, notes=notes, aot=f"{PKG}.{family}_triton:aot_{name}",
         executed_on=("cpu-interpreter",),
     ))

@@ -33,6 +33,7 @@ from sgl_diffusion_layout import can_use_build_varlen_meta as can_use_build_varl
 from sgl_diffusion_layout import can_use_causal_conv3d_cat_pad as can_use_causal_conv3d_cat_pad
 from sgl_diffusion_layout import can_use_joint_qkv_cat as can_use_joint_qkv_cat
 from sgl_diffusion_layout import can_use_joint_split as can_use_joint_split
+from sgl_diffusion_layout import can_use_nearest_upsample as can_use_nearest_upsample
 from sgl_diffusion_layout import can_use_ulysses_pack_out as can_use_ulysses_pack_out
 from sgl_diffusion_layout import can_use_ulysses_pack_qkv as can_use_ulysses_pack_qkv
 from sgl_diffusion_layout import can_use_ulysses_unpack_out as can_use_ulysses_unpack_out
@@ -47,6 +48,8 @@ from sgl_diffusion_layout import joint_qkv_cat as joint_qkv_cat
 from sgl_diffusion_layout import joint_qkv_cat_reference as joint_qkv_cat_reference
 from sgl_diffusion_layout import joint_split as joint_split
 from sgl_diffusion_layout import joint_split_reference as joint_split_reference
+from sgl_diffusion_layout import nearest_upsample as nearest_upsample
+from sgl_diffusion_layout import nearest_upsample_reference as nearest_upsample_reference
 from sgl_diffusion_layout import ulysses_all_to_all as ulysses_all_to_all
 from sgl_diffusion_layout import ulysses_all_to_all_out as ulysses_all_to_all_out
 from sgl_diffusion_layout import ulysses_pack_out as ulysses_pack_out
@@ -107,6 +110,7 @@ __all__ = [
     "can_use_joint_qkv_cat",
     "can_use_joint_split",
     "can_use_ln_modulate",
+    "can_use_nearest_upsample",
     "can_use_scale_shift",
     "can_use_ulysses_pack_out",
     "can_use_ulysses_pack_qkv",
@@ -133,6 +137,8 @@ __all__ = [
     "ln_modulate_reference",
     "machine",
     "module_available",
+    "nearest_upsample",
+    "nearest_upsample_reference",
     "register",
     "register_op",
     "scale_shift",

@@ -123,6 +123,9 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "causal_conv3d_cat_pad",
         "can_use_causal_conv3d_cat_pad",
         "causal_conv3d_cat_pad_reference",
+        "nearest_upsample",
+        "can_use_nearest_upsample",
+        "nearest_upsample_reference",
     ),
 }
 
