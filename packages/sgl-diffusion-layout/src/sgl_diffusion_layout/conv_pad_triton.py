@@ -17,6 +17,8 @@ from sgl_diffusion_core import PreparedLaunch, tensor_platform
 
 from .copy_triton import CopyConfig
 
+_TILE_BYTES = 8192  # 16 KB tiles spilled registers on sm_90 (two address tensors per element)
+
 
 @triton.jit(do_not_specialize=["R1", "R2", "A", "TC", "TX", "HI", "WI"])
 def _cat_pad_kernel(
@@ -92,7 +94,7 @@ def _cat_pad_kernel(
 def _prep(geom, x, cache_x, padding):
     cl, shape, scalars, (R1, R2, A, N) = geom
     plat = tensor_platform(x.device)
-    cfg = CopyConfig.from_heuristic(A, N, x.element_size(), plat)
+    cfg = CopyConfig.from_heuristic(A, N, x.element_size(), plat, _TILE_BYTES)
     rows = shape[0] * R1 * R2
     launch = None
     if rows and A and N:
@@ -127,7 +129,7 @@ def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
     out = []
     for dt, nm in names.items():
         for cl, (A, N) in ((False, (242, 418)), (True, (418, 96)), (True, (210, 384))):
-            cfg = CopyConfig.from_heuristic(A, N, dt.itemsize, platform)
+            cfg = CopyConfig.from_heuristic(A, N, dt.itemsize, platform, _TILE_BYTES)
             sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
             for n in ("R1", "R2", "A", "N", "TC", "TX", "HI", "WI", "CI", "LO_T", "LO_H", "LO_W",
                       "xc", "xt", "xh", "xw", "cc", "ct", "ch", "cw"):

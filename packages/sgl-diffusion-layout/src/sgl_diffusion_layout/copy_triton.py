@@ -38,13 +38,14 @@ class CopyConfig:
     num_warps: int
 
     @classmethod
-    def from_heuristic(cls, M: int, N: int, elem_bytes: int, platform: str) -> CopyConfig:
-        """Up to 16 KB per program, at most 4 KB of a contiguous run per chunk, about two
-        16-byte accesses per thread. Not yet tuned on hardware (the first H200 run of
-        ``sgl-diffusion bench --op layout.<name>`` decides)."""
+    def from_heuristic(cls, M: int, N: int, elem_bytes: int, platform: str, tile_bytes: int = 16384) -> CopyConfig:
+        """Up to ``tile_bytes`` per program (16 KB; the cat+pad and upsample kernels take 8 KB:
+        at 16 KB they spilled registers on sm_90), at most 4 KB of a contiguous run per chunk,
+        about two 16-byte accesses per thread. Not yet tuned on hardware (the first H200 run
+        of ``sgl-diffusion bench --op layout.<name>`` decides)."""
         warp = 64 if platform == "hip" else 32
         bn = min(next_pow2(max(N, 1)), max(16, 4096 // elem_bytes))
-        bm = max(1, min(next_pow2(max(M, 1)), 16384 // (bn * elem_bytes)))
+        bm = max(1, min(next_pow2(max(M, 1)), tile_bytes // (bn * elem_bytes)))
         warps = max(1, min(8, bm * bn * elem_bytes // (16 * warp * 2)))
         return cls(bm, bn, warps)
 

@@ -17,6 +17,8 @@ from sgl_diffusion_core import PreparedLaunch, tensor_platform
 
 from .copy_triton import CopyConfig
 
+_TILE_BYTES = 8192  # 16 KB tiles spilled registers on sm_90 (channels_last variants)
+
 
 @triton.jit(do_not_specialize=["R1", "R2", "A"])
 def _upsample_kernel(
@@ -47,7 +49,7 @@ def _prep(geom, x, scale_factor, mode="nearest"):
     shape, fmt, sizes, strides, factors = geom
     R0, R1, R2, A, N = sizes
     plat = tensor_platform(x.device)
-    cfg = CopyConfig.from_heuristic(A, N, x.element_size(), plat)
+    cfg = CopyConfig.from_heuristic(A, N, x.element_size(), plat, _TILE_BYTES)
     rows = R0 * R1 * R2
     launch = None
     if rows and A and N:
@@ -86,7 +88,7 @@ def aot_nearest_upsample(platform: str = "cuda"):
              ("5d-contig", (480, 832), (1, 1, 2, 2)), ("5d-cl-t2", (832, 384), (2, 2, 2, 1)))
     for dt, nm in names.items():
         for label, (A, N), (F1, F2, FA, FN) in cases:
-            cfg = CopyConfig.from_heuristic(A, N, dt.itemsize, platform)
+            cfg = CopyConfig.from_heuristic(A, N, dt.itemsize, platform, _TILE_BYTES)
             sig = {"X": f"*{nm}", "OUT": f"*{nm}"}
             sig.update({n: "i32" for n in ("R1", "R2", "A", "N", "s1", "s2", "sa", "sn")})
             sig["s0"] = "i64"
