@@ -75,14 +75,13 @@ def _cat_pad_kernel(
         st_mask = (a < A)[:, None] & (n < N)[None, :]
         if CL:
             n_ok = n < CI
-            xn = n * xc
-            cn = n * cc
+            nn = n.to(tl.int64)  # int64 products: any view strides
         else:
             wsn = n - LO_W
             n_ok = (wsn >= 0) & (wsn < WI)
-            wsn = tl.where(n_ok, wsn, 0)
-            xn = wsn * xw
-            cn = wsn * cw
+            nn = tl.where(n_ok, wsn, 0).to(tl.int64)
+        xn = nn * (xc if CL else xw)
+        cn = nn * (cc if CL else cw)
         # one of the two loads reads memory (the frame's source); padding reads nothing
         vx = tl.load(x_a + xn[None, :], mask=ax_ok[:, None] & n_ok[None, :], other=0.0,
                      eviction_policy="evict_first")

@@ -41,7 +41,12 @@ def _upsample_kernel(
     for n0 in range(0, N, BN):
         n = n0 + tl.arange(0, BN)
         mask = a_ok & (n < N)[None, :]
-        v = tl.load(src_a + ((n // FN) * sn)[None, :], mask=mask)
+        if FN == 2:  # contiguous 2x (the VAE case): read BN/2 contiguous values, interleave each twice
+            nh = n0 // 2 + tl.arange(0, BN // 2)
+            vh = tl.load(src_a + (nh.to(tl.int64) * sn)[None, :], mask=a_ok & (nh < N // 2)[None, :])
+            v = tl.reshape(tl.join(vh, vh), [BA, BN])
+        else:
+            v = tl.load(src_a + ((n // FN).to(tl.int64) * sn)[None, :], mask=mask)  # int64: any view strides
         tl.store(out_row + a[:, None] * N + n[None, :], v, mask=mask)
 
 
