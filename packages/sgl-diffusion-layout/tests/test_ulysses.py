@@ -160,3 +160,22 @@ def test_compile_fullgraph(backend, device):
     got = torch.compile(f, fullgraph=True, backend="aot_eager")(q, k, v)
     for g, want in zip(got, f(q, k, v)):
         testing.assert_exact(g, want)
+
+
+def test_world1_results_never_alias_the_input(backend, device):
+    """With W=1 and B=1 the permutations are trivial; results are still new tensors (a custom
+    op's output may not alias its input), eager and under torch.compile."""
+    x = rnd(1, 4, 1, 2, 16, device=device)
+    y = rnd(1, 4, 2, 16, device=device)
+    outs = [lay.usp_merge_heads(x, backend=backend), lay.usp_split_heads(y, 1, backend=backend),
+            lay.ulysses_pack_out(y, 1, backend=backend), lay.ulysses_unpack_out(y.view(1, 4, 2, 16), 1, 1,
+                                                                                  backend=backend)]
+    for o in outs:
+        assert o.untyped_storage().data_ptr() not in (x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr())
+
+    def f(x, y):
+        return lay.usp_merge_heads(x, backend=backend), lay.ulysses_pack_out(y, 1, backend=backend)
+
+    got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, y)
+    testing.assert_exact(got[0], x.permute(2, 1, 0, 3, 4).contiguous())
+    testing.assert_exact(got[1], y.reshape(1, 4, 2, 16))
