@@ -179,3 +179,17 @@ def test_world1_results_never_alias_the_input(backend, device):
     got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, y)
     testing.assert_exact(got[0], x.permute(2, 1, 0, 3, 4).contiguous())
     testing.assert_exact(got[1], y.reshape(1, 4, 2, 16))
+
+
+def test_row_blocks_with_a_partial_last_block(backend, device):
+    """Small head tiles (1 head x 16) take 512 sequence rows per program: S=700 gives two
+    row blocks, the second partly masked."""
+    torch.manual_seed(5)
+    q, k, v = (rnd(1, 700, 2, 16, device=device) for _ in range(3))
+    buf = lay.ulysses_pack_qkv(q, k, v, 2, backend=backend)
+    testing.assert_exact(buf, lay.ulysses_pack_qkv_reference(q, k, v, 2))
+    got = lay.ulysses_unpack_qkv(buf, 2, 1, backend=backend)
+    for g, want in zip(got, lay.ulysses_unpack_qkv_reference(buf, 2, 1)):
+        testing.assert_exact(g, want)
+    y = rnd(1, 700, 2, 16, device=device)
+    testing.assert_exact(lay.usp_split_heads(y, 2, backend=backend), lay.usp_split_heads_reference(y, 2))

@@ -3,9 +3,9 @@
 
 ``_permute_kernel``: ``dst[r0, r1, r2, m, n] = src[r0, r1, r2, m, n]`` through arbitrary
 element strides for ``r0, r1, r2, m`` and a contiguous ``n`` on both sides. One program
-per (row ``(r0, r1, r2)``, tile of ``m``): the row is decomposed once per program (three
-scalar divisions), never per element; each program moves a ``[BM, BN]`` tile (up to
-16 KB) with 16-byte accesses along ``n``. Up to three tensors of one geometry (q, k, v)
+per (rows ``(r0, r1, BR consecutive r2)``, tile of ``m``): the row block is decomposed once
+per program (three scalar divisions), never per element; each program moves a
+``[BR, BM, BN]`` tile (up to 16 KB) with 16-byte accesses along ``n``. Up to three tensors of one geometry (q, k, v)
 share a launch: ``program_id(2)`` picks the pair of pointers.
 
 ``_gather_kernel``: ``dst[r, m, n] = src[idx[r], m, n]`` (``idx[r] < 0``: zeros), the
@@ -36,6 +36,7 @@ class CopyConfig:
     bm: int
     bn: int
     num_warps: int
+    br: int = 1  # rows of the innermost row dim per program (permute kernel): widens small tiles
 
     @classmethod
     def from_heuristic(cls, M: int, N: int, elem_bytes: int, platform: str, tile_bytes: int = 16384) -> CopyConfig:
@@ -49,17 +50,29 @@ class CopyConfig:
         warps = max(1, min(8, bm * bn * elem_bytes // (16 * warp * 2)))
         return cls(bm, bn, warps)
 
+    @classmethod
+    def for_permute(cls, R2: int, M: int, N: int, elem_bytes: int, platform: str,
+                    tile_bytes: int = 16384) -> CopyConfig:
+        """Like ``from_heuristic``, plus ``br`` consecutive rows per program when one row's
+        ``[BM, BN]`` tile is small (Ulysses at world 8: 5 heads x 128 = 1.25 KB per row),
+        so that every program still moves up to ``tile_bytes``."""
+        warp = 64 if platform == "hip" else 32
+        base = cls.from_heuristic(M, N, elem_bytes, platform, tile_bytes)
+        br = max(1, min(next_pow2(max(R2, 1)), tile_bytes // (base.bm * base.bn * elem_bytes)))
+        warps = max(1, min(8, br * base.bm * base.bn * elem_bytes // (16 * warp * 2)))
+        return cls(base.bm, base.bn, warps, br)
+
     def launch_options(self) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
 
 
-@triton.jit(do_not_specialize=["R1", "R2"])
+@triton.jit(do_not_specialize=["R1", "R2", "NB2"])
 def _permute_kernel(
     S0, S1, S2, D0, D1, D2,
-    R1, R2, M, N,
+    R1, R2, NB2, M, N,
     ss0, ss1, ss2, ssm,
     ds0, ds1, ds2, dsm,
-    BM: tl.constexpr, BN: tl.constexpr, NT: tl.constexpr,
+    BR: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, NT: tl.constexpr,
 ):
     src = S0
     dst = D0
@@ -71,22 +84,22 @@ def _permute_kernel(
         elif j == 2:
             src = S2
             dst = D2
+    # program -> (r0, r1, block of BR rows r2): three scalar divisions per program
     r = tl.program_id(0).to(tl.int64)
-    r2 = r % R2
-    t = r // R2
+    rb = r % NB2
+    t = r // NB2
     r1 = t % R1
     r0 = t // R1
-    src_row = src + (r0 * ss0 + r1 * ss1 + r2 * ss2)
-    dst_row = dst + (r0 * ds0 + r1 * ds1 + r2 * ds2)
+    r2 = rb * BR + tl.arange(0, BR).to(tl.int64)
     m = tl.program_id(1).to(tl.int64) * BM + tl.arange(0, BM)
-    mmask = (m < M)[:, None]
-    src_m = src_row + m[:, None] * ssm
-    dst_m = dst_row + m[:, None] * dsm
+    rm_mask = (r2 < R2)[:, None, None] & (m < M)[None, :, None]
+    src_rm = src + (r0 * ss0 + r1 * ss1) + (r2 * ss2)[:, None, None] + (m * ssm)[None, :, None]
+    dst_rm = dst + (r0 * ds0 + r1 * ds1) + (r2 * ds2)[:, None, None] + (m * dsm)[None, :, None]
     for n0 in range(0, N, BN):
         n = n0 + tl.arange(0, BN)
-        mask = mmask & (n < N)[None, :]
-        x = tl.load(src_m + n[None, :], mask=mask, eviction_policy="evict_first")
-        tl.store(dst_m + n[None, :], x, mask=mask)
+        mask = rm_mask & (n < N)[None, None, :]
+        x = tl.load(src_rm + n[None, None, :], mask=mask, eviction_policy="evict_first")
+        tl.store(dst_rm + n[None, None, :], x, mask=mask)
 
 
 @triton.jit(do_not_specialize=["NSRC", "R2"])
@@ -133,18 +146,19 @@ def permute_launches(g: PermuteGeom, device: torch.device, dtype: torch.dtype):
     if g.empty:
         return lambda srcs, dsts: None
     plat = tensor_platform(device)
-    cfg = CopyConfig.from_heuristic(g.M, g.N, dtype.itemsize, plat)
+    cfg = CopyConfig.for_permute(g.R2, g.M, g.N, dtype.itemsize, plat)
+    nb2 = triton.cdiv(g.R2, cfg.br)
     shared = len(set(g.src)) == 1 and len(set(g.dst)) == 1
     groups = [tuple(range(nt))] if shared else [(j,) for j in range(nt)]
     launches = []
     for js in groups:
         s, d = g.src[js[0]], g.dst[js[0]]
         launch = PreparedLaunch(
-            _permute_kernel, (g.rows, triton.cdiv(g.M, cfg.bm), len(js)),
-            {"BM": cfg.bm, "BN": cfg.bn, "NT": len(js)}, device=device, n_ptrs=6,
+            _permute_kernel, (g.R0 * g.R1 * nb2, triton.cdiv(g.M, cfg.bm), len(js)),
+            {"BR": cfg.br, "BM": cfg.bm, "BN": cfg.bn, "NT": len(js)}, device=device, n_ptrs=6,
             options=cfg.launch_options(),
         )
-        scalars = (g.R1, g.R2, g.M, g.N, *s, *d)
+        scalars = (g.R1, g.R2, nb2, g.M, g.N, *s, *d)
         launches.append((launch, js, scalars))
 
     def run(srcs, dsts):
@@ -189,7 +203,7 @@ _NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 
 
 def copy_aot_variants(platform: str, op: str, shapes: dict[str, tuple[int, int]], *, gather: bool = False,
-                      nts: tuple[int, ...] = (1, 3)):
+                      nts: tuple[int, ...] = (1, 3), R2: int = 75600):
     """AOT variants of the permute (or gather) kernel as ``op`` launches it: per dtype, per
     named ``(M, N)`` tile problem, per number of tensors in one launch (``nts``)."""
     from sgl_diffusion_core import AotVariant
@@ -198,23 +212,27 @@ def copy_aot_variants(platform: str, op: str, shapes: dict[str, tuple[int, int]]
     out = []
     for dt, name in _NAMES.items():
         for label, (M, N) in shapes.items():
-            cfg = CopyConfig.from_heuristic(M, N, dt.itemsize, platform)
+            cfg = (CopyConfig.from_heuristic(M, N, dt.itemsize, platform) if gather
+                   else CopyConfig.for_permute(R2, M, N, dt.itemsize, platform))
             for nt in nts:
                 sig = {p: f"*{name}" for p in ("S0", "S1", "S2", "D0", "D1", "D2")}
                 if gather:
                     sig["IDX"] = "*i64"
                     ints = ("NSRC", "R2", "M", "N", "ss0", "ss2", "ssm", "ds_row", "dsm")
                 else:
-                    ints = ("R1", "R2", "M", "N", "ss0", "ss1", "ss2", "ssm", "ds0", "ds1", "ds2", "dsm")
+                    ints = ("R1", "R2", "NB2", "M", "N", "ss0", "ss1", "ss2", "ssm", "ds0", "ds1", "ds2", "dsm")
                 sig.update({n: "i32" for n in ints})
                 # strides a >2^31-element tensor needs are i64 (Triton picks the type per value)
                 for n in ("ss0", "ds0") if not gather else ("ss0", "ds_row"):
                     sig[n] = "i64"
-                sig.update({n: "constexpr" for n in ("BM", "BN", "NT")})
+                const = {"BM": cfg.bm, "BN": cfg.bn, "NT": nt}
+                if not gather:
+                    const["BR"] = cfg.br
+                sig.update({n: "constexpr" for n in const})
                 out.append(AotVariant(
                     name=f"{op}:{kernel.__name__.strip('_')}[{name},{label},M={M},N={N},nt={nt},"
-                         f"bm={cfg.bm},bn={cfg.bn},w={cfg.num_warps}]",
-                    kernel=kernel, signature=sig, constexprs={"BM": cfg.bm, "BN": cfg.bn, "NT": nt},
+                         f"br={cfg.br},bm={cfg.bm},bn={cfg.bn},w={cfg.num_warps}]",
+                    kernel=kernel, signature=sig, constexprs=const,
                     num_warps=cfg.num_warps, options={"enable_fp_fusion": False},
                 ))
     return out
