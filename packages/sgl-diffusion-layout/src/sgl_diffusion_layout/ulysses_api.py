@@ -32,12 +32,12 @@ OPS = ("ulysses_pack_qkv", "ulysses_unpack_qkv", "ulysses_pack_out", "ulysses_un
        "usp_merge_heads", "usp_split_heads")
 
 
-def _world(world_size, H, what, problems):
+def _world(world_size, n, what, problems, unit="heads"):
     if not check_int("world_size", world_size, problems, minimum=1):
         return False
-    if H % world_size:
-        problems.append(f"{what} {H} is not divisible by world_size {world_size}: every rank must get "
-                        f"the same number of heads (pad the heads or pick a world size dividing {H})")
+    if n % world_size:
+        problems.append(f"{what} {n} is not divisible by world_size {world_size}: every rank must get "
+                        f"the same number of {unit} (pad the {unit} or pick a world size dividing {n})")
         return False
     return True
 
@@ -103,7 +103,7 @@ def describe_ulysses_pack_out(o, world_size):
         return desc
     check_last_contiguous("o", o, problems)
     B, S, hl, Dh = o.shape
-    if problems or not _world(world_size, S, "sequence length", problems):
+    if problems or not _world(world_size, S, "sequence length", problems, "tokens"):
         return desc
     W, sl = world_size, S // world_size
     shape = (W, B * sl, hl, Dh)
