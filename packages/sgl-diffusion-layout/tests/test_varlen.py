@@ -119,3 +119,23 @@ def test_out_of_range_index_never_reads_out_of_bounds(device):
     got = lay.varlen_pack_qkv(q, q, q, torch.tensor([1, 99, -5], device=device), backend="triton")[0]
     testing.assert_exact(got[0], q[0, 1])
     assert not got[1:].any()
+
+
+def test_compile_fullgraph(backend, device):
+    """Data-dependent sizes: the meta op traces with an unbacked size (needs capture_scalar_outputs
+    for max_seqlen); pack and scatter then trace as usual."""
+    mask = _mask("ragged", device)
+    B, S = mask.shape
+    q = rnd(B, S, 2, 16, device=device)
+
+    def f(mask, q):
+        idx, cu, mx, inv = lay.build_varlen_meta(mask, backend=backend)
+        packed = lay.varlen_pack_qkv(q, q, q, idx, backend=backend)
+        return lay.varlen_scatter(packed[0], inv, B, S, backend=backend), cu, mx
+
+    with torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True):
+        out, cu, mx = torch.compile(f, fullgraph=True, backend="aot_eager")(mask, q)
+    ref = lay.build_varlen_meta_reference(mask)
+    testing.assert_exact(cu, ref[1])
+    assert mx == ref[2]
+    testing.assert_exact(out, torch.where(mask[:, :, None, None], q, torch.zeros_like(q)))

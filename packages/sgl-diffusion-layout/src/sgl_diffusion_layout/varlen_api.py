@@ -51,7 +51,7 @@ def describe_varlen_pack_qkv(q, k, v, indices):
     src = tuple((t.stride(0), t.stride(1), t.stride(2)) for t in (q, k, v))
     g = GatherGeom(indices.shape[0], B * S, S, H, Dh, src, ((d[0], d[1]),) * 3)
     desc.last_dim = Dh
-    desc.info = {"geom": (g, (H, Dh)), "shapes": ((indices.shape[0], H, Dh),) * 3, "empty": g.empty}
+    desc.info = {"geom": (g, (H, Dh)), "shapes": ((indices.shape[0], H, Dh),) * 3, "empty": False}
     return desc
 
 
@@ -62,7 +62,7 @@ def _check_index(name, idx, device, problems):
         problems.append(f"{name} must be a 1-D int64 tensor, got {idx.dtype} of shape {list(idx.shape)}")
     elif device is not None and idx.device != device:
         problems.append(f"{name} is on {idx.device}, the data on {device}: all tensors must be on one device")
-    elif idx.numel() > 1 and idx.stride(0) != 1:
+    elif isinstance(idx.shape[0], int) and idx.shape[0] > 1 and idx.stride(0) != 1:  # (no guard when traced)
         problems.append(f"{name} must be contiguous, got stride {idx.stride(0)}")
 
 
@@ -86,9 +86,10 @@ def describe_varlen_scatter(out, inverse_or_indices, batch, seqlen):
         return desc
     shape = (batch, seqlen, H, Dh)
     d = contiguous_strides(shape)
-    g = GatherGeom(rows, n, max(n, 1), H, Dh, ((0, out.stride(0), out.stride(1)),), ((d[1], d[2]),))
+    # R2 = n: row i of out is (i // n, i % n) = (0, i) (the launcher uses max(n, 1))
+    g = GatherGeom(rows, n, n, H, Dh, ((0, out.stride(0), out.stride(1)),), ((d[1], d[2]),))
     desc.last_dim = Dh
-    desc.info = {"geom": (g, shape, from_indices), "shapes": shape, "empty": rows == 0}
+    desc.info = {"geom": (g, shape, from_indices), "shapes": shape, "empty": False}
     return desc
 
 
@@ -174,7 +175,8 @@ def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: i
         (``batch*seqlen`` entries, ``-1`` = padding; one pass, the fast form) or its
         ``indices`` (``nnz`` entries; the inverse map is built first). A tensor with
         ``batch*seqlen`` entries is always read as the inverse map (for a full mask the two
-        are the same tensor).
+        are the same tensor). Under ``torch.compile`` pass the inverse map (its size is
+        static; the indices' size is data dependent).
     Eager chain: ``torch.zeros(B*S, H, Dh).index_copy_(0, indices, out).view(B, S, H, Dh)``
     (for the inverse map: rows ``p`` with ``inverse[p] >= 0`` get ``out[inverse[p]]``).
     Returns a new contiguous tensor. Contract ``exact``.
