@@ -178,7 +178,9 @@ def lint(session: nox.Session) -> None:
 def run_import_surface(session: nox.Session, extra: Sequence[str] = ()) -> None:
     env: dict[str, str | None] = {"TRITON_INTERPRET": None}
     what = "import surface"
-    _pytest(session, "tests-integration", "-m", "not gpu and not venv", env=env, what=what, extra=extra)
+    _pytest(
+        session, "tests-integration", "-m", "not gpu and not venv and not multiproc", env=env, what=what, extra=extra
+    )
 
 
 @nox.session(venv_backend="none")
@@ -194,12 +196,13 @@ def import_surface(session: nox.Session) -> None:
 
 def run_integration(session: nox.Session, extra: Sequence[str] = ()) -> None:
     env: dict[str, str | None] = {"TRITON_INTERPRET": None}
-    _pytest(session, "tests-integration", "-m", "venv", env=env, what="integration", extra=extra)
+    _pytest(session, "tests-integration", "-m", "venv or multiproc", env=env, what="integration", extra=extra)
 
 
 @nox.session(venv_backend="none")
 def integration(session: nox.Session) -> None:
-    """Install scenarios in fresh virtualenvs from freshly built wheels (tests-integration -m venv).
+    """Install scenarios in fresh virtualenvs from freshly built wheels (tests-integration -m venv), and
+    the multi-process tests (-m multiproc: torch.distributed over gloo on CPU processes).
 
     One domain alone, the umbrella, core version ranges, a missing optional backend; see
     tests-integration/test_fresh_venvs.py.

@@ -212,6 +212,102 @@ g = torch.Generator().manual_seed(0)
 a, b = (torch.randn(2, 8, 96, generator=g).to(torch.bfloat16) for _ in range(2))
 CASE = (gelu_mul, gelu_mul_reference, (a, b), {})
 """,
+    "layout.ulysses_pack_qkv": """
+import torch
+from sgl_diffusion_layout import ulysses_pack_qkv, ulysses_pack_qkv_reference
+g = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(2, 4, 4, 16, generator=g).to(torch.bfloat16) for _ in range(3))
+CASE = (ulysses_pack_qkv, ulysses_pack_qkv_reference, (q, k, v, 2), {})
+""",
+    "layout.ulysses_unpack_qkv": """
+import torch
+from sgl_diffusion_layout import ulysses_unpack_qkv, ulysses_unpack_qkv_reference
+buf = torch.randn(2, 8, 2, 48, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+CASE = (ulysses_unpack_qkv, ulysses_unpack_qkv_reference, (buf, 2, 2), {})
+""",
+    "layout.ulysses_pack_out": """
+import torch
+from sgl_diffusion_layout import ulysses_pack_out, ulysses_pack_out_reference
+o = torch.randn(2, 8, 2, 16, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+CASE = (ulysses_pack_out, ulysses_pack_out_reference, (o, 2), {})
+""",
+    "layout.ulysses_unpack_out": """
+import torch
+from sgl_diffusion_layout import ulysses_unpack_out, ulysses_unpack_out_reference
+buf = torch.randn(2, 8, 2, 16, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+CASE = (ulysses_unpack_out, ulysses_unpack_out_reference, (buf, 2, 2), {})
+""",
+    "layout.usp_merge_heads": """
+import torch
+from sgl_diffusion_layout import usp_merge_heads, usp_merge_heads_reference
+x = torch.randn(2, 4, 2, 3, 16, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+CASE = (usp_merge_heads, usp_merge_heads_reference, (x,), {})
+""",
+    "layout.usp_split_heads": """
+import torch
+from sgl_diffusion_layout import usp_split_heads, usp_split_heads_reference
+y = torch.randn(2, 4, 6, 16, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+CASE = (usp_split_heads, usp_split_heads_reference, (y, 2), {})
+""",
+    "layout.build_varlen_meta": """
+import torch
+from sgl_diffusion_layout import build_varlen_meta, build_varlen_meta_reference
+mask = torch.tensor([[True, True, False, True], [False, False, False, False], [True] * 4])
+
+def meta(mask, **kw):  # max_seqlen is a Python int: compared as a tensor
+    i, c, m, v = build_varlen_meta(mask, **kw)
+    return i, c, torch.tensor(m), v
+
+def meta_ref(mask):
+    i, c, m, v = build_varlen_meta_reference(mask)
+    return i, c, torch.tensor(m), v
+
+CASE = (meta, meta_ref, (mask,), {})
+""",
+    "layout.varlen_pack_qkv": """
+import torch
+from sgl_diffusion_layout import varlen_pack_qkv, varlen_pack_qkv_reference
+g = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(2, 4, 3, 16, generator=g).to(torch.bfloat16) for _ in range(3))
+idx = torch.tensor([0, 1, 3, 4, 6])
+CASE = (varlen_pack_qkv, varlen_pack_qkv_reference, (q, k, v, idx), {})
+""",
+    "layout.varlen_scatter": """
+import torch
+from sgl_diffusion_layout import varlen_scatter, varlen_scatter_reference
+out = torch.randn(5, 3, 16, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+inv = torch.tensor([0, 1, -1, 2, 3, -1, 4, -1])
+CASE = (varlen_scatter, varlen_scatter_reference, (out, inv, 2, 4), {})
+""",
+    "layout.joint_qkv_cat": """
+import torch
+from sgl_diffusion_layout import joint_qkv_cat, joint_qkv_cat_reference
+g = torch.Generator().manual_seed(0)
+img = [torch.randn(1, 6, 2, 16, generator=g).to(torch.bfloat16) for _ in range(3)]
+txt = [torch.randn(1, 3, 2, 16, generator=g).to(torch.bfloat16) for _ in range(3)]
+CASE = (joint_qkv_cat, joint_qkv_cat_reference, (*img, *txt), {})
+""",
+    "layout.joint_split": """
+import torch
+from sgl_diffusion_layout import joint_split, joint_split_reference
+out = torch.randn(1, 9, 2, 16, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+CASE = (joint_split, joint_split_reference, (out, 3, 6), {"copy": True})
+""",
+    "layout.causal_conv3d_cat_pad": """
+import torch
+from sgl_diffusion_layout import causal_conv3d_cat_pad, causal_conv3d_cat_pad_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(1, 4, 2, 5, 6, generator=g).to(torch.bfloat16).contiguous(memory_format=torch.channels_last_3d)
+cache = torch.randn(1, 4, 2, 5, 6, generator=g).to(torch.bfloat16)
+CASE = (causal_conv3d_cat_pad, causal_conv3d_cat_pad_reference, (x, cache, (1, 1, 1, 1, 0, 0)), {})
+""",
+    "layout.nearest_upsample": """
+import torch
+from sgl_diffusion_layout import nearest_upsample, nearest_upsample_reference
+x = torch.randn(1, 3, 2, 4, 5, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+x = x.contiguous(memory_format=torch.channels_last_3d)
+CASE = (nearest_upsample, nearest_upsample_reference, (x, (1, 2, 2)), {})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

@@ -54,6 +54,47 @@ from sgl_diffusion_core import register_op as register_op
 from sgl_diffusion_core import select_impl as select_impl
 from sgl_diffusion_core import tensor_platform as tensor_platform
 from sgl_diffusion_core import triton_interpret as triton_interpret
+from sgl_diffusion_layout import build_varlen_meta as build_varlen_meta
+from sgl_diffusion_layout import build_varlen_meta_reference as build_varlen_meta_reference
+from sgl_diffusion_layout import can_use_build_varlen_meta as can_use_build_varlen_meta
+from sgl_diffusion_layout import can_use_causal_conv3d_cat_pad as can_use_causal_conv3d_cat_pad
+from sgl_diffusion_layout import can_use_joint_qkv_cat as can_use_joint_qkv_cat
+from sgl_diffusion_layout import can_use_joint_split as can_use_joint_split
+from sgl_diffusion_layout import can_use_nearest_upsample as can_use_nearest_upsample
+from sgl_diffusion_layout import can_use_ulysses_pack_out as can_use_ulysses_pack_out
+from sgl_diffusion_layout import can_use_ulysses_pack_qkv as can_use_ulysses_pack_qkv
+from sgl_diffusion_layout import can_use_ulysses_unpack_out as can_use_ulysses_unpack_out
+from sgl_diffusion_layout import can_use_ulysses_unpack_qkv as can_use_ulysses_unpack_qkv
+from sgl_diffusion_layout import can_use_usp_merge_heads as can_use_usp_merge_heads
+from sgl_diffusion_layout import can_use_usp_split_heads as can_use_usp_split_heads
+from sgl_diffusion_layout import can_use_varlen_pack_qkv as can_use_varlen_pack_qkv
+from sgl_diffusion_layout import can_use_varlen_scatter as can_use_varlen_scatter
+from sgl_diffusion_layout import causal_conv3d_cat_pad as causal_conv3d_cat_pad
+from sgl_diffusion_layout import causal_conv3d_cat_pad_reference as causal_conv3d_cat_pad_reference
+from sgl_diffusion_layout import joint_qkv_cat as joint_qkv_cat
+from sgl_diffusion_layout import joint_qkv_cat_reference as joint_qkv_cat_reference
+from sgl_diffusion_layout import joint_split as joint_split
+from sgl_diffusion_layout import joint_split_reference as joint_split_reference
+from sgl_diffusion_layout import nearest_upsample as nearest_upsample
+from sgl_diffusion_layout import nearest_upsample_reference as nearest_upsample_reference
+from sgl_diffusion_layout import ulysses_all_to_all as ulysses_all_to_all
+from sgl_diffusion_layout import ulysses_all_to_all_out as ulysses_all_to_all_out
+from sgl_diffusion_layout import ulysses_pack_out as ulysses_pack_out
+from sgl_diffusion_layout import ulysses_pack_out_reference as ulysses_pack_out_reference
+from sgl_diffusion_layout import ulysses_pack_qkv as ulysses_pack_qkv
+from sgl_diffusion_layout import ulysses_pack_qkv_reference as ulysses_pack_qkv_reference
+from sgl_diffusion_layout import ulysses_unpack_out as ulysses_unpack_out
+from sgl_diffusion_layout import ulysses_unpack_out_reference as ulysses_unpack_out_reference
+from sgl_diffusion_layout import ulysses_unpack_qkv as ulysses_unpack_qkv
+from sgl_diffusion_layout import ulysses_unpack_qkv_reference as ulysses_unpack_qkv_reference
+from sgl_diffusion_layout import usp_merge_heads as usp_merge_heads
+from sgl_diffusion_layout import usp_merge_heads_reference as usp_merge_heads_reference
+from sgl_diffusion_layout import usp_split_heads as usp_split_heads
+from sgl_diffusion_layout import usp_split_heads_reference as usp_split_heads_reference
+from sgl_diffusion_layout import varlen_pack_qkv as varlen_pack_qkv
+from sgl_diffusion_layout import varlen_pack_qkv_reference as varlen_pack_qkv_reference
+from sgl_diffusion_layout import varlen_scatter as varlen_scatter
+from sgl_diffusion_layout import varlen_scatter_reference as varlen_scatter_reference
 from sgl_diffusion_modulate import IndexOutOfRangeError as IndexOutOfRangeError
 from sgl_diffusion_modulate import can_use_gated_residual as can_use_gated_residual
 from sgl_diffusion_modulate import can_use_indexed_gated_residual as can_use_indexed_gated_residual
@@ -121,9 +162,13 @@ __all__ = [
     "apply_rope_qk",
     "apply_rope_qk_reference",
     "apply_rope_reference",
+    "build_varlen_meta",
+    "build_varlen_meta_reference",
     "call_signature",
     "can_use_apply_rope",
     "can_use_apply_rope_qk",
+    "can_use_build_varlen_meta",
+    "can_use_causal_conv3d_cat_pad",
     "can_use_channel_rms_norm",
     "can_use_gated_residual",
     "can_use_gelu",
@@ -135,7 +180,10 @@ __all__ = [
     "can_use_group_norm_silu",
     "can_use_indexed_gated_residual",
     "can_use_indexed_scale_shift",
+    "can_use_joint_qkv_cat",
+    "can_use_joint_split",
     "can_use_ln_modulate",
+    "can_use_nearest_upsample",
     "can_use_qk_norm",
     "can_use_qk_norm_rope",
     "can_use_rope_3d",
@@ -143,6 +191,16 @@ __all__ = [
     "can_use_silu",
     "can_use_silu_and_mul",
     "can_use_silu_mul",
+    "can_use_ulysses_pack_out",
+    "can_use_ulysses_pack_qkv",
+    "can_use_ulysses_unpack_out",
+    "can_use_ulysses_unpack_qkv",
+    "can_use_usp_merge_heads",
+    "can_use_usp_split_heads",
+    "can_use_varlen_pack_qkv",
+    "can_use_varlen_scatter",
+    "causal_conv3d_cat_pad",
+    "causal_conv3d_cat_pad_reference",
     "channel_rms_norm",
     "channel_rms_norm_reference",
     "default_device",
@@ -171,10 +229,16 @@ __all__ = [
     "indexed_gated_residual_reference",
     "indexed_scale_shift",
     "indexed_scale_shift_reference",
+    "joint_qkv_cat",
+    "joint_qkv_cat_reference",
+    "joint_split",
+    "joint_split_reference",
     "ln_modulate",
     "ln_modulate_reference",
     "machine",
     "module_available",
+    "nearest_upsample",
+    "nearest_upsample_reference",
     "qk_norm",
     "qk_norm_reference",
     "qk_norm_rope",
@@ -194,4 +258,22 @@ __all__ = [
     "silu_reference",
     "tensor_platform",
     "triton_interpret",
+    "ulysses_all_to_all",
+    "ulysses_all_to_all_out",
+    "ulysses_pack_out",
+    "ulysses_pack_out_reference",
+    "ulysses_pack_qkv",
+    "ulysses_pack_qkv_reference",
+    "ulysses_unpack_out",
+    "ulysses_unpack_out_reference",
+    "ulysses_unpack_qkv",
+    "ulysses_unpack_qkv_reference",
+    "usp_merge_heads",
+    "usp_merge_heads_reference",
+    "usp_split_heads",
+    "usp_split_heads_reference",
+    "varlen_pack_qkv",
+    "varlen_pack_qkv_reference",
+    "varlen_scatter",
+    "varlen_scatter_reference",
 ]

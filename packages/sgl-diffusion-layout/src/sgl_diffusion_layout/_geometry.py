@@ -1,0 +1,53 @@
+"""Geometry of the two copy kernels as plain data (no Triton import): built by the ``*_api``
+modules' ``describe_*`` functions, consumed by ``copy_triton``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def contiguous_strides(shape) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
+@dataclass(frozen=True)
+class PermuteGeom:
+    """``dst[r0, r1, r2, m, n] = src[...]``: sizes and element strides (``n`` has stride 1)."""
+
+    R0: int
+    R1: int
+    R2: int
+    M: int
+    N: int
+    src: tuple[tuple[int, int, int, int], ...]  # per tensor: strides of r0, r1, r2, m
+    dst: tuple[tuple[int, int, int, int], ...]
+
+    @property
+    def rows(self) -> int:
+        return self.R0 * self.R1 * self.R2
+
+    @property
+    def empty(self) -> bool:
+        return self.rows == 0 or self.M == 0 or self.N == 0
+
+
+@dataclass(frozen=True)
+class GatherGeom:
+    """``dst[r, m, n] = src[idx[r] // R2, idx[r] % R2, m, n]`` (zeros where ``idx[r]`` is
+    outside ``[0, nsrc)``, e.g. ``-1`` for padding)."""
+
+    rows: int
+    nsrc: int
+    R2: int
+    M: int
+    N: int
+    src: tuple[tuple[int, int, int], ...]  # per tensor: strides of (i // R2), (i % R2), m
+    dst: tuple[tuple[int, int], ...]  # per tensor: strides of r, m
+
+    @property
+    def empty(self) -> bool:
+        return self.rows == 0 or self.M == 0 or self.N == 0

@@ -1,0 +1,238 @@
+"""The two Triton data-movement kernels most layout ops are made of (CUDA, ROCm; CPU under
+``TRITON_INTERPRET=1``), and their launch configuration.
+
+``_permute_kernel``: ``dst[r0, r1, r2, m, n] = src[r0, r1, r2, m, n]`` through arbitrary
+element strides for ``r0, r1, r2, m`` and a contiguous ``n`` on both sides. One program
+per (rows ``(r0, r1, BR consecutive r2)``, tile of ``m``): the row block is decomposed once
+per program (three scalar divisions), never per element; each program moves a
+``[BR, BM, BN]`` tile (up to 16 KB) with 16-byte accesses along ``n``. Up to three tensors of one geometry (q, k, v)
+share a launch: ``program_id(2)`` picks the pair of pointers.
+
+``_gather_kernel``: ``dst[r, m, n] = src[idx[r], m, n]`` (``idx[r] < 0``: zeros), the
+source row ``i`` decomposed as ``(i // R2, i % R2)`` with its own strides: varlen pack
+(``idx`` = valid tokens of a ``[B, S, ...]`` tensor) and scatter (``idx`` = inverse map).
+
+Data movement never converts values, so the result is bit-identical by construction; all
+offsets are int64 (the program ids are widened before any multiplication).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform
+
+from ._geometry import GatherGeom, PermuteGeom
+
+
+@dataclass(frozen=True)
+class CopyConfig:
+    """A ``[BM, BN]`` tile per program: BN along the contiguous dim, BM along the strided one."""
+
+    bm: int
+    bn: int
+    num_warps: int
+    br: int = 1  # rows of the innermost row dim per program (permute kernel): widens small tiles
+
+    @classmethod
+    def from_heuristic(cls, M: int, N: int, elem_bytes: int, platform: str, tile_bytes: int = 16384) -> CopyConfig:
+        """Up to ``tile_bytes`` per program (16 KB; the cat+pad and upsample kernels take 8 KB:
+        at 16 KB they spilled registers on sm_90), at most 4 KB of a contiguous run per chunk,
+        about two 16-byte accesses per thread. Not yet tuned on hardware (the first H200 run
+        of ``sgl-diffusion bench --op layout.<name>`` decides)."""
+        warp = 64 if platform == "hip" else 32
+        bn = min(next_pow2(max(N, 1)), max(16, 4096 // elem_bytes))
+        bm = max(1, min(next_pow2(max(M, 1)), tile_bytes // (bn * elem_bytes)))
+        warps = max(1, min(8, bm * bn * elem_bytes // (16 * warp * 2)))
+        return cls(bm, bn, warps)
+
+    @classmethod
+    def for_permute(cls, R2: int, M: int, N: int, elem_bytes: int, platform: str,
+                    tile_bytes: int = 16384) -> CopyConfig:
+        """Like ``from_heuristic``, plus ``br`` consecutive rows per program when one row's
+        ``[BM, BN]`` tile is small (Ulysses at world 8: 5 heads x 128 = 1.25 KB per row),
+        so that every program still moves up to ``tile_bytes``."""
+        warp = 64 if platform == "hip" else 32
+        base = cls.from_heuristic(M, N, elem_bytes, platform, tile_bytes)
+        br = max(1, min(next_pow2(max(R2, 1)), tile_bytes // (base.bm * base.bn * elem_bytes)))
+        warps = max(1, min(8, br * base.bm * base.bn * elem_bytes // (16 * warp * 2)))
+        return cls(base.bm, base.bn, warps, br)
+
+    def launch_options(self) -> dict:
+        return {"num_warps": self.num_warps, "num_stages": 1}
+
+
+@triton.jit(do_not_specialize=["R1", "R2", "NB2"])
+def _permute_kernel(
+    S0, S1, S2, D0, D1, D2,
+    R1, R2, NB2, M, N,
+    ss0, ss1, ss2, ssm,
+    ds0, ds1, ds2, dsm,
+    BR: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, NT: tl.constexpr,
+):
+    src = S0
+    dst = D0
+    if NT > 1:
+        j = tl.program_id(2)
+        if j == 1:
+            src = S1
+            dst = D1
+        elif j == 2:
+            src = S2
+            dst = D2
+    # program -> (r0, r1, block of BR rows r2): three scalar divisions per program
+    r = tl.program_id(0).to(tl.int64)
+    rb = r % NB2
+    t = r // NB2
+    r1 = t % R1
+    r0 = t // R1
+    r2 = rb * BR + tl.arange(0, BR).to(tl.int64)
+    m = tl.program_id(1).to(tl.int64) * BM + tl.arange(0, BM)
+    rm_mask = (r2 < R2)[:, None, None] & (m < M)[None, :, None]
+    src_rm = src + (r0 * ss0 + r1 * ss1) + (r2 * ss2)[:, None, None] + (m * ssm)[None, :, None]
+    dst_rm = dst + (r0 * ds0 + r1 * ds1) + (r2 * ds2)[:, None, None] + (m * dsm)[None, :, None]
+    for n0 in range(0, N, BN):
+        n = n0 + tl.arange(0, BN)
+        mask = rm_mask & (n < N)[None, None, :]
+        x = tl.load(src_rm + n[None, None, :], mask=mask, eviction_policy="evict_first")
+        tl.store(dst_rm + n[None, None, :], x, mask=mask)
+
+
+@triton.jit(do_not_specialize=["NSRC", "R2"])
+def _gather_kernel(
+    S0, S1, S2, D0, D1, D2, IDX,
+    NSRC, R2, M, N,
+    ss0, ss2, ssm,
+    ds_row, dsm,
+    BM: tl.constexpr, BN: tl.constexpr, NT: tl.constexpr,
+):
+    src = S0
+    dst = D0
+    if NT > 1:
+        j = tl.program_id(2)
+        if j == 1:
+            src = S1
+            dst = D1
+        elif j == 2:
+            src = S2
+            dst = D2
+    r = tl.program_id(0).to(tl.int64)
+    i = tl.load(IDX + r).to(tl.int64)
+    valid = (i >= 0) & (i < NSRC)  # an index out of range reads nothing (zeros), never out of bounds
+    ic = tl.where(valid, i, 0)
+    src_row = src + ((ic // R2) * ss0 + (ic % R2) * ss2)
+    dst_row = dst + r * ds_row
+    m = tl.program_id(1).to(tl.int64) * BM + tl.arange(0, BM)
+    mmask = (m < M)[:, None]
+    lmask = (m < tl.where(valid, M, 0))[:, None]  # nothing is read for a padding row
+    src_m = src_row + m[:, None] * ssm
+    dst_m = dst_row + m[:, None] * dsm
+    for n0 in range(0, N, BN):
+        n = n0 + tl.arange(0, BN)
+        nmask = (n < N)[None, :]
+        mask = mmask & nmask
+        x = tl.load(src_m + n[None, :], mask=lmask & nmask, other=0.0, eviction_policy="evict_first")
+        tl.store(dst_m + n[None, :], x, mask=mask)
+
+
+def permute_launches(g: PermuteGeom, device: torch.device, dtype: torch.dtype):
+    """A callable ``(srcs, dsts) -> None`` copying each ``srcs[j]`` into ``dsts[j]`` (one launch
+    when the tensors share their strides, else one per tensor); a no-op when empty."""
+    nt = len(g.src)
+    if g.empty:
+        return lambda srcs, dsts: None
+    plat = tensor_platform(device)
+    cfg = CopyConfig.for_permute(g.R2, g.M, g.N, dtype.itemsize, plat)
+    nb2 = triton.cdiv(g.R2, cfg.br)
+    shared = len(set(g.src)) == 1 and len(set(g.dst)) == 1
+    groups = [tuple(range(nt))] if shared else [(j,) for j in range(nt)]
+    launches = []
+    for js in groups:
+        s, d = g.src[js[0]], g.dst[js[0]]
+        launch = PreparedLaunch(
+            _permute_kernel, (g.R0 * g.R1 * nb2, triton.cdiv(g.M, cfg.bm), len(js)),
+            {"BR": cfg.br, "BM": cfg.bm, "BN": cfg.bn, "NT": len(js)}, device=device, n_ptrs=6,
+            options=cfg.launch_options(),
+        )
+        scalars = (g.R1, g.R2, nb2, g.M, g.N, *s, *d)
+        launches.append((launch, js, scalars))
+
+    def run(srcs, dsts):
+        for launch, js, scalars in launches:
+            ss = [srcs[j] for j in js] + [srcs[js[0]]] * (3 - len(js))
+            dd = [dsts[j] for j in js] + [dsts[js[0]]] * (3 - len(js))
+            launch(*ss, *dd, *scalars)
+
+    return run
+
+
+def gather_launches(g: GatherGeom, device: torch.device, dtype: torch.dtype):
+    """A callable ``(srcs, dsts, idx) -> None``; a no-op when empty."""
+    nt = len(g.src)
+    if g.empty:
+        return lambda srcs, dsts, idx: None
+    plat = tensor_platform(device)
+    cfg = CopyConfig.from_heuristic(g.M, g.N, dtype.itemsize, plat)
+    shared = len(set(g.src)) == 1 and len(set(g.dst)) == 1
+    groups = [tuple(range(nt))] if shared else [(j,) for j in range(nt)]
+    launches = []
+    for js in groups:
+        s, d = g.src[js[0]], g.dst[js[0]]
+        launch = PreparedLaunch(
+            _gather_kernel, (g.rows, triton.cdiv(g.M, cfg.bm), len(js)),
+            {"BM": cfg.bm, "BN": cfg.bn, "NT": len(js)}, device=device, n_ptrs=7,
+            options=cfg.launch_options(),
+        )
+        scalars = (g.nsrc, max(g.R2, 1), g.M, g.N, *s, *d)
+        launches.append((launch, js, scalars))
+
+    def run(srcs, dsts, idx):
+        for launch, js, scalars in launches:
+            ss = [srcs[j] for j in js] + [srcs[js[0]]] * (3 - len(js))
+            dd = [dsts[j] for j in js] + [dsts[js[0]]] * (3 - len(js))
+            launch(*ss, *dd, idx, *scalars)
+
+    return run
+
+
+_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+
+
+def copy_aot_variants(platform: str, op: str, shapes: dict[str, tuple[int, int]], *, gather: bool = False,
+                      nts: tuple[int, ...] = (1, 3), R2: int = 75600):
+    """AOT variants of the permute (or gather) kernel as ``op`` launches it: per dtype, per
+    named ``(M, N)`` tile problem, per number of tensors in one launch (``nts``)."""
+    from sgl_diffusion_core import AotVariant
+
+    kernel = _gather_kernel if gather else _permute_kernel
+    out = []
+    for dt, name in _NAMES.items():
+        for label, (M, N) in shapes.items():
+            cfg = (CopyConfig.from_heuristic(M, N, dt.itemsize, platform) if gather
+                   else CopyConfig.for_permute(R2, M, N, dt.itemsize, platform))
+            for nt in nts:
+                sig = {p: f"*{name}" for p in ("S0", "S1", "S2", "D0", "D1", "D2")}
+                if gather:
+                    sig["IDX"] = "*i64"
+                    ints = ("NSRC", "R2", "M", "N", "ss0", "ss2", "ssm", "ds_row", "dsm")
+                else:
+                    ints = ("R1", "R2", "NB2", "M", "N", "ss0", "ss1", "ss2", "ssm", "ds0", "ds1", "ds2", "dsm")
+                sig.update({n: "i32" for n in ints})
+                # strides a >2^31-element tensor needs are i64 (Triton picks the type per value)
+                for n in ("ss0", "ds0") if not gather else ("ss0", "ds_row"):
+                    sig[n] = "i64"
+                const = {"BM": cfg.bm, "BN": cfg.bn, "NT": nt}
+                if not gather:
+                    const["BR"] = cfg.br
+                sig.update({n: "constexpr" for n in const})
+                out.append(AotVariant(
+                    name=f"{op}:{kernel.__name__.strip('_')}[{name},{label},M={M},N={N},nt={nt},"
+                         f"br={cfg.br},bm={cfg.bm},bn={cfg.bn},w={cfg.num_warps}]",
+                    kernel=kernel, signature=sig, constexprs=const,
+                    num_warps=cfg.num_warps, options={"enable_fp_fusion": False},
+                ))
+    return out

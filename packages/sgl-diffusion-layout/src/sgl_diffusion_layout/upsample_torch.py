@@ -1,0 +1,10 @@
+"""The eager chain of ``nearest_upsample`` (the definition of its exact contract); also the CPU backend."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def nearest_upsample(x: torch.Tensor, scale_factor, mode: str = "nearest", *, geom: object = None) -> torch.Tensor:
+    return F.interpolate(x, scale_factor=scale_factor, mode=mode)

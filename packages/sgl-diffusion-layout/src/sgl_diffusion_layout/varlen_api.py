@@ -1,0 +1,216 @@
+"""Varlen attention layouts: padding mask -> packed-token metadata, q/k/v packing, and the
+scatter of the packed attention output back to ``[B, S, H, Dh]``. Contract ``exact``
+(``torch.equal`` to the eager chains in ``varlen_torch``). Public entry points."""
+
+from __future__ import annotations
+
+import torch
+
+from sgl_diffusion_core import InputDesc, device_arch, is_compiling, resolve_target, tensor_platform
+
+from ._geometry import GatherGeom, contiguous_strides
+from ._plumbing import Plans, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
+
+
+def describe_build_varlen_meta(mask):
+    """Validate ``build_varlen_meta``'s argument: a ``[B, S]`` bool mask."""
+    problems: list[str] = []
+    if not isinstance(mask, torch.Tensor):
+        return InputDesc(platform=None, problems=[f"mask must be a torch.Tensor, got {type(mask).__name__}"])
+    plat = tensor_platform(mask.device)
+    desc = InputDesc(plat, device_arch(plat, mask.device.index) if plat in ("cuda", "hip") else None,
+                     (), None, (), problems)
+    if mask.dtype != torch.bool:
+        problems.append(f"mask has dtype {mask.dtype}; expected torch.bool (True = a valid token)")
+    if mask.dim() != 2:
+        problems.append(f"mask must be [B, S] (2-D), got shape {list(mask.shape)}")
+    if problems:
+        return desc
+    B, S = mask.shape
+    desc.info = {"geom": (B, S), "empty": mask.numel() == 0}
+    return desc
+
+
+def describe_varlen_pack_qkv(q, k, v, indices):
+    problems: list[str] = []
+    desc, device = new_desc({"q": q, "k": k, "v": v}, problems)
+    if problems:
+        return desc
+    if not all(check_dims(n, t, 4, "[B, S, H, Dh]", problems) for n, t in (("q", q), ("k", k), ("v", v))):
+        return desc
+    if k.shape != q.shape or v.shape != q.shape:
+        problems.append(f"q, k, v must have one shape, got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+        return desc
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        check_last_contiguous(n, t, problems)
+    _check_index("indices", indices, device, problems)
+    if problems:
+        return desc
+    B, S, H, Dh = q.shape
+    d = contiguous_strides((1, H, Dh))
+    src = tuple((t.stride(0), t.stride(1), t.stride(2)) for t in (q, k, v))
+    g = GatherGeom(indices.shape[0], B * S, S, H, Dh, src, ((d[0], d[1]),) * 3)
+    desc.last_dim = Dh
+    desc.info = {"geom": (g, (H, Dh)), "shapes": ((indices.shape[0], H, Dh),) * 3, "empty": False}
+    return desc
+
+
+def _check_index(name, idx, device, problems):
+    if not isinstance(idx, torch.Tensor):
+        problems.append(f"{name} must be a torch.Tensor, got {type(idx).__name__}")
+    elif idx.dtype != torch.int64 or idx.dim() != 1:
+        problems.append(f"{name} must be a 1-D int64 tensor, got {idx.dtype} of shape {list(idx.shape)}")
+    elif device is not None and idx.device != device:
+        problems.append(f"{name} is on {idx.device}, the data on {device}: all tensors must be on one device")
+    elif isinstance(idx.shape[0], int) and idx.shape[0] > 1 and idx.stride(0) != 1:  # (no guard when traced)
+        problems.append(f"{name} must be contiguous, got stride {idx.stride(0)}")
+
+
+def describe_varlen_scatter(out, inverse_or_indices, batch, seqlen):
+    problems: list[str] = []
+    desc, device = new_desc({"out": out}, problems)
+    if problems or not check_dims("out", out, 3, "[nnz, H, Dh]", problems):
+        return desc
+    check_last_contiguous("out", out, problems)
+    _check_index("inverse_or_indices", inverse_or_indices, device, problems)
+    ok = check_int("batch", batch, problems) & check_int("seqlen", seqlen, problems)
+    if problems or not ok:
+        return desc
+    n, H, Dh = out.shape
+    rows = batch * seqlen
+    m = inverse_or_indices.shape[0]
+    from_indices = m != rows
+    if from_indices and m != n:
+        problems.append(f"inverse_or_indices has {m} entries: expected batch * seqlen = {rows} (the inverse "
+                        f"map) or out.shape[0] = {n} (the indices of the valid tokens)")
+        return desc
+    shape = (batch, seqlen, H, Dh)
+    d = contiguous_strides(shape)
+    # R2 = n: row i of out is (i // n, i % n) = (0, i) (the launcher uses max(n, 1))
+    g = GatherGeom(rows, n, n, H, Dh, ((0, out.stride(0), out.stride(1)),), ((d[1], d[2]),))
+    desc.last_dim = Dh
+    desc.info = {"geom": (g, shape, from_indices), "shapes": shape, "empty": False}
+    return desc
+
+
+_plans = {name: Plans(f"layout.{name}", globals()[f"describe_{name}"])
+          for name in ("build_varlen_meta", "varlen_pack_qkv", "varlen_scatter")}
+
+
+def _meta_impl(mask, backend):
+    idx, cu, mx, inv = _plans["build_varlen_meta"]((mask,), backend)
+    return idx, cu, torch.tensor(mx, dtype=torch.int64), inv
+
+
+def _meta_fake(mask, backend):
+    _plans["build_varlen_meta"].validate(mask)
+    B, S = mask.shape
+    nnz = torch.library.get_ctx().new_dynamic_size()
+    return (mask.new_empty(nnz, dtype=torch.int64), mask.new_empty(B + 1, dtype=torch.int32),
+            torch.empty((), dtype=torch.int64), mask.new_empty(B * S, dtype=torch.int64))
+
+
+def _register_meta():
+    from sgl_diffusion_core import register_custom_op
+
+    return register_custom_op("build_varlen_meta", _meta_impl, _meta_fake,
+                              schema="(Tensor mask, str? backend) -> (Tensor, Tensor, Tensor, Tensor)")
+
+
+_ops = {
+    "build_varlen_meta": _register_meta(),
+    "varlen_pack_qkv": register_layout_op(
+        "varlen_pack_qkv", _plans["varlen_pack_qkv"],
+        "(Tensor q, Tensor k, Tensor v, Tensor indices, str? backend) -> (Tensor, Tensor, Tensor)", 4),
+    "varlen_scatter": register_layout_op(
+        "varlen_scatter", _plans["varlen_scatter"],
+        "(Tensor out, Tensor inverse_or_indices, int batch, int seqlen, str? backend) -> Tensor", 4),
+}
+
+
+def build_varlen_meta(mask: torch.Tensor, *, backend: str | None = None):
+    """``(indices, cu_seqlens, max_seqlen, inverse)`` of a padding mask, for varlen attention.
+
+    mask: ``[B, S]`` bool, True = a valid token (any strides).
+    indices: int64 ``[nnz]``, ``torch.nonzero(mask.reshape(-1)).flatten()`` (flattened
+        ``b*S + s`` of every valid token, in order).
+    cu_seqlens: int32 ``[B+1]``, ``0`` then the cumulative valid counts per sample.
+    max_seqlen: Python int, the largest valid count (0 for B = 0).
+    inverse: int64 ``[B*S]``, the packed row of every token, ``-1`` for padding
+        (``inverse[indices] = arange(nnz)``): what ``varlen_scatter`` reads.
+    Data dependent: the result sizes need one device-to-host read (as ``torch.nonzero``
+    does). Under ``torch.compile`` the op traces with an unbacked size and ``max_seqlen``
+    becomes ``.item()`` of a tensor (set ``torch._dynamo.config.capture_scalar_outputs``).
+    Contract ``exact``.
+    """
+    if is_compiling():
+        idx, cu, mx, inv = _ops["build_varlen_meta"](mask, backend)
+        return idx, cu, mx.item(), inv
+    return _plans["build_varlen_meta"]((mask,), backend)
+
+
+def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: torch.Tensor, *,
+                    backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``t.reshape(B*S, H, Dh).index_select(0, indices)`` for t in q, k, v.
+
+    q, k, v: ``[B, S, H, Dh]``, one shape and dtype, last dim contiguous; other strides are
+        read as they are (a permuted ``[B, H, S, Dh]`` tensor passed as ``.transpose(1, 2)``
+        costs no copy).
+    indices: int64 ``[nnz]`` from ``build_varlen_meta``, contiguous. An index outside
+        ``[0, B*S)`` yields a zero row on the ``triton`` backend (never an out-of-bounds read),
+        where ``index_select`` (the ``torch`` backend) raises.
+    Returns three new contiguous ``[nnz, H, Dh]`` tensors. Contract ``exact``.
+    """
+    if is_compiling():
+        return _ops["varlen_pack_qkv"](q, k, v, indices, backend)
+    return _plans["varlen_pack_qkv"]((q, k, v, indices), backend)
+
+
+def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: int, seqlen: int, *,
+                   backend: str | None = None) -> torch.Tensor:
+    """The packed attention output back to ``[batch, seqlen, H, Dh]``, zeros at padding.
+
+    out: ``[nnz, H, Dh]``, last dim contiguous, any row/head strides.
+    inverse_or_indices: int64, either the ``inverse`` map of ``build_varlen_meta``
+        (``batch*seqlen`` entries, ``-1`` = padding; one pass, the fast form) or its
+        ``indices`` (``nnz`` entries; the inverse map is built first). A tensor with
+        ``batch*seqlen`` entries is always read as the inverse map (for a full mask the two
+        are the same tensor). Under ``torch.compile`` pass the inverse map (its size is
+        static; the indices' size is data dependent).
+    Eager chain: ``torch.zeros(B*S, H, Dh).index_copy_(0, indices, out).view(B, S, H, Dh)``
+    (for the inverse map: rows ``p`` with ``inverse[p] >= 0`` get ``out[inverse[p]]``).
+    Returns a new contiguous tensor. Contract ``exact``.
+    """
+    if is_compiling():
+        return _ops["varlen_scatter"](out, inverse_or_indices, batch, seqlen, backend)
+    return _plans["varlen_scatter"]((out, inverse_or_indices, batch, seqlen), backend)
+
+
+def can_use_build_varlen_meta(mask, *, backend=None) -> bool:
+    """Whether ``build_varlen_meta`` can serve this mask (never raises, never allocates)."""
+    return _plans["build_varlen_meta"].can_use((mask,), backend)
+
+
+def can_use_varlen_pack_qkv(q, k, v, indices, *, backend=None) -> bool:
+    """Whether ``varlen_pack_qkv`` can serve these arguments (never raises, never allocates)."""
+    return _plans["varlen_pack_qkv"].can_use((q, k, v, indices), backend)
+
+
+def can_use_varlen_scatter(out, inverse_or_indices, batch, seqlen, *, backend=None) -> bool:
+    """Whether ``varlen_scatter`` can serve these arguments (never raises, never allocates)."""
+    return _plans["varlen_scatter"].can_use((out, inverse_or_indices, batch, seqlen), backend)
+
+
+def build_varlen_meta_reference(mask):
+    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
+    return resolve_target("sgl_diffusion_layout.varlen_torch:build_varlen_meta")(mask)
+
+
+def varlen_pack_qkv_reference(q, k, v, indices):
+    """The eager chain itself (the ``torch`` backend)."""
+    return resolve_target("sgl_diffusion_layout.varlen_torch:varlen_pack_qkv")(q, k, v, indices)
+
+
+def varlen_scatter_reference(out, inverse_or_indices, batch, seqlen):
+    """The eager chain itself (the ``torch`` backend)."""
+    return resolve_target("sgl_diffusion_layout.varlen_torch:varlen_scatter")(out, inverse_or_indices, batch, seqlen)

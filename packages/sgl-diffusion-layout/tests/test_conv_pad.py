@@ -1,0 +1,96 @@
+"""causal_conv3d_cat_pad is torch.equal to F.pad(torch.cat([cache_x, x], dim=2), padding).
+
+Grid: the Wan VAE causal padding (1, 1, 1, 1, 2, 0) with a 2-frame cache, no cache, a
+cache of 1 frame, asymmetric and negative (cropping) padding, 2- and 4-entry padding;
+contiguous and channels_last_3d x (output in x's format), a strided cache; C=5 and W=19
+(masked tiles), empty T.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import sgl_diffusion_layout as lay
+from sgl_diffusion_core import UnsupportedInputError, testing
+
+OP = "layout.causal_conv3d_cat_pad"
+CL = torch.channels_last_3d
+
+
+def rnd(*shape, dtype=torch.bfloat16, device="cpu"):
+    return torch.randn(*shape).to(dtype).to(device)
+
+
+def ref(x, cache, padding):
+    return F.pad(x if cache is None else torch.cat([cache, x], dim=2), padding)
+
+
+CASES = {
+    "wan": ((1, 1, 1, 1, 2, 0), 2),
+    "no-cache": ((1, 1, 1, 1, 2, 0), None),
+    "cache1": ((1, 1, 1, 1, 2, 0), 1),
+    "asym": ((0, 2, 1, 0, 0, 1), 2),
+    "crop": ((-1, 1, 0, -2, -1, 0), 2),
+    "pad2": ((3, 1), None),
+    "pad4": ((1, 0, 2, 2), 1),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("fmt", ["contiguous", "channels_last_3d"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_matches_eager(backend, device, case, fmt, dtype):
+    torch.manual_seed(len(case))
+    padding, tc = CASES[case]
+    x = rnd(2, 5, 3, 6, 19, dtype=dtype, device=device)
+    cache = None if tc is None else rnd(2, 5, tc, 6, 19, dtype=dtype, device=device)
+    if fmt == "channels_last_3d":
+        x = x.contiguous(memory_format=CL)
+        cache = None if cache is None else cache.contiguous(memory_format=CL)
+    out = lay.causal_conv3d_cat_pad(x, cache, padding, backend=backend)
+    testing.assert_exact(out, ref(x, cache, padding))
+    testing.assert_exact(out, lay.causal_conv3d_cat_pad_reference(x, cache, padding))
+    assert out.is_contiguous(memory_format=CL if fmt == "channels_last_3d" else torch.contiguous_format)
+
+
+def test_mixed_formats_and_strided_cache(backend, device):
+    x = rnd(1, 8, 2, 5, 7, device=device).contiguous(memory_format=CL)
+    big = rnd(1, 8, 4, 5, 9, device=device)
+    cache = big[:, :, 2:, :, 1:8]  # last two frames of a previous chunk, strided view
+    out = lay.causal_conv3d_cat_pad(x, cache, (1, 1, 1, 1, 2, 0), backend=backend)
+    testing.assert_exact(out, ref(x, cache, (1, 1, 1, 1, 2, 0)))
+    y = rnd(1, 8, 2, 5, 7, device=device)
+    out = lay.causal_conv3d_cat_pad(y, cache.contiguous(memory_format=CL), (1, 1, 1, 1, 2, 0), backend=backend)
+    testing.assert_exact(out, ref(y, cache, (1, 1, 1, 1, 2, 0)))
+    assert out.is_contiguous()
+
+
+def test_empty(backend, device):
+    x = rnd(1, 3, 0, 4, 4, device=device)
+    out = lay.causal_conv3d_cat_pad(x, None, (1, 1, 1, 1, 2, 0), backend=backend)
+    testing.assert_exact(out, ref(x, None, (1, 1, 1, 1, 2, 0)))  # two all-zero frames
+    out = lay.causal_conv3d_cat_pad(rnd(0, 3, 2, 4, 4, device=device), None, (1, 1), backend=backend)
+    assert out.shape == (0, 3, 2, 4, 6)
+
+
+def test_bad_inputs(backend, device):
+    x = rnd(1, 3, 2, 4, 4, device=device)
+    with pytest.raises(UnsupportedInputError, match="cache_x has shape"):
+        lay.causal_conv3d_cat_pad(x, rnd(1, 3, 2, 4, 5, device=device), (1, 1), backend=backend)
+    with pytest.raises(UnsupportedInputError, match="padding must be 2, 4 or 6 ints"):
+        lay.causal_conv3d_cat_pad(x, None, (1, 1, 1), backend=backend)
+    with pytest.raises(UnsupportedInputError, match="crops more"):
+        lay.causal_conv3d_cat_pad(x, None, (-3, -3), backend=backend)
+    with pytest.raises(UnsupportedInputError, match=r"\[B, C, T, H, W\]"):
+        lay.causal_conv3d_cat_pad(x[0], None, (1, 1), backend=backend)
+    assert not lay.can_use_causal_conv3d_cat_pad(x, x.half(), (1, 1), backend=backend)
+
+
+def test_compile_fullgraph(backend, device):
+    x = rnd(1, 3, 2, 4, 5, device=device).contiguous(memory_format=CL)
+    c = rnd(1, 3, 2, 4, 5, device=device)
+    f = torch.compile(lambda x, c: lay.causal_conv3d_cat_pad(x, c, (1, 1, 1, 1, 2, 0), backend=backend),
+                      fullgraph=True, backend="aot_eager")
+    testing.assert_exact(f(x, c), ref(x, c, (1, 1, 1, 1, 2, 0)))
