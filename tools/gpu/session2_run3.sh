@@ -8,7 +8,7 @@ SHA="$1"
 FINAL="$2"
 OUT=/tmp/run_out  # many files; they come back as one archive (the device returns at most 8 files)
 mkdir -p "$OUT" "$FINAL"
-trap 'tar czf "$FINAL/results.tgz" -C "$OUT" .' EXIT
+snap() { tar czf "$FINAL/results.tgz" -C "$OUT" .; }  # after every section: a killed run keeps what finished
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 PKG_PATHS=$(ls -d packages/*/src | tr '\n' ':')
 export PYTHONPATH=/tmp/site:${PKG_PATHS%:}
@@ -18,12 +18,15 @@ gpu_tests() {  # package dir, time limit
 }
 bench() {  # op, time limit
     timeout "$2" python3 -m sgl_diffusion bench --op "$1" --out "$OUT/${1#*.}_bench_h200.json" 2>&1 | grep -v "^\[" | tail -16
+    snap
 }
-{ gpu_tests sgl-diffusion-rope 120; gpu_tests sgl-diffusion-activation 120; gpu_tests sgl-diffusion-norm 150; } \
+{ gpu_tests sgl-diffusion-rope 80; gpu_tests sgl-diffusion-activation 80; gpu_tests sgl-diffusion-norm 100; } \
     2>&1 | tee "$OUT/gpu_tests.log"
-timeout 90 python3 tools/gpu/rope_sweep.py "$OUT/rope_sweep_h200.json" 2>&1 | tail -24
+snap
+timeout 60 python3 tools/gpu/rope_sweep.py "$OUT/rope_sweep_h200.json" 2>&1 | tail -24
+snap
 {
-    for op in rope.apply_rope rope.apply_rope_qk rope.rope_3d rope.qk_norm_rope; do bench $op 60; done
-    for op in activation.silu_and_mul activation.gelu_tanh_and_mul activation.gelu_tanh; do bench $op 60; done
-    for op in norm.qk_norm norm.channel_rms_norm norm.group_norm_silu; do bench $op 75; done
+    for op in rope.apply_rope rope.apply_rope_qk rope.rope_3d rope.qk_norm_rope; do bench $op 45; done
+    for op in activation.silu_and_mul activation.gelu_tanh_and_mul activation.gelu_tanh; do bench $op 40; done
+    for op in norm.qk_norm norm.channel_rms_norm norm.group_norm_silu; do bench $op 45; done
 } 2>&1 | tee "$OUT/bench.log"
