@@ -25,10 +25,13 @@ OPS = {
 
 # qk_norm_rope's eager chain (diffusers' RMSNorm) rounds the normalized value and its weighted
 # product to the storage dtype before the rotation: two more roundings than the fused fp32 path,
-# each up to half an ulp of a value up to |x| and mixed by cos/sin (|cos| + |sin| <= sqrt(2)).
-# Its declared relative tolerance is therefore twice the one-rounding table's; the tests also
-# hold the fused path to one ulp of an fp64 evaluation, so the wider bound hides no formula error.
-_TOLERANCES = {"qk_norm_rope": {"bfloat16": (1e-2, 2**-6), "float16": (1e-3, 2**-9)}}
+# each up to half an ulp of an intermediate of magnitude up to |normalized x * weight| (~4-8 for
+# RMS-normalized rows), mixed by cos/sin. Where the rotation cancels, the output is much smaller
+# than those intermediates, so the eager chain's error is absolute, not relative to the output:
+# measured on the H200 at Wan (387M values) 0.025 at outputs of 0.4. The declared bound is
+# therefore absolute (bf16 6e-2: 2 ulps at magnitude 4-8, as norm's modulated ops declare); the
+# tests also hold the fused path to one ulp of an fp64 evaluation, so no formula error hides there.
+_TOLERANCES = {"qk_norm_rope": {"bfloat16": (6e-2, 2**-6), "float16": (8e-3, 2**-9)}}
 
 for name, (summary, describe, layouts, has_exact) in OPS.items():
     op = f"rope.{name}"
