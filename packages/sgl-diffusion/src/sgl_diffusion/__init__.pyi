@@ -34,9 +34,22 @@ from sgl_diffusion_modulate import gated_residual_ as gated_residual_
 from sgl_diffusion_modulate import gated_residual_reference as gated_residual_reference
 from sgl_diffusion_modulate import scale_shift as scale_shift
 from sgl_diffusion_modulate import scale_shift_reference as scale_shift_reference
+from sgl_diffusion_norm import can_use_gated_residual_norm_modulate as can_use_gated_residual_norm_modulate
+from sgl_diffusion_norm import can_use_layer_norm as can_use_layer_norm
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
+from sgl_diffusion_norm import can_use_rms_modulate as can_use_rms_modulate
+from sgl_diffusion_norm import can_use_rms_norm as can_use_rms_norm
+from sgl_diffusion_norm import exact_gate as exact_gate
+from sgl_diffusion_norm import gated_residual_norm_modulate as gated_residual_norm_modulate
+from sgl_diffusion_norm import gated_residual_norm_modulate_reference as gated_residual_norm_modulate_reference
+from sgl_diffusion_norm import layer_norm as layer_norm
+from sgl_diffusion_norm import layer_norm_reference as layer_norm_reference
 from sgl_diffusion_norm import ln_modulate as ln_modulate
 from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
+from sgl_diffusion_norm import rms_modulate as rms_modulate
+from sgl_diffusion_norm import rms_modulate_reference as rms_modulate_reference
+from sgl_diffusion_norm import rms_norm as rms_norm
+from sgl_diffusion_norm import rms_norm_reference as rms_norm_reference
 
 from .__about__ import __version__ as __version__
 
@@ -62,21 +75,34 @@ __all__ = [
     "__version__",
     "call_signature",
     "can_use_gated_residual",
+    "can_use_gated_residual_norm_modulate",
+    "can_use_layer_norm",
     "can_use_ln_modulate",
+    "can_use_rms_modulate",
+    "can_use_rms_norm",
     "can_use_scale_shift",
     "default_device",
     "describe",
     "device_arch",
+    "exact_gate",
     "explain",
     "gated_residual",
     "gated_residual_",
+    "gated_residual_norm_modulate",
+    "gated_residual_norm_modulate_reference",
     "gated_residual_reference",
+    "layer_norm",
+    "layer_norm_reference",
     "ln_modulate",
     "ln_modulate_reference",
     "machine",
     "module_available",
     "register",
     "register_op",
+    "rms_modulate",
+    "rms_modulate_reference",
+    "rms_norm",
+    "rms_norm_reference",
     "scale_shift",
     "scale_shift_reference",
     "select_impl",
