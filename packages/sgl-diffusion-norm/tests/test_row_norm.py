@@ -221,7 +221,7 @@ def _gated_check(backend, residual, update, gate, scale, shift=None, **kw):
 
 @pytest.mark.parametrize("nrm", ["layer", "rms"])
 @pytest.mark.parametrize("D,dtype", [(7, dt) for dt in DTYPES] + [(D, torch.bfloat16) for D in (1000, 2432, 9000)])
-def test_gated_residual_norm_modulate(backend, device, nrm, D, dtype):
+def test_gated_residual_norm_modulate(gated_backend, device, nrm, D, dtype):
     g = torch.Generator().manual_seed(D)
     lu = lambda *s, dt=dtype: testing.log_uniform(*s, dtype=dt, device=device, generator=g)  # noqa: E731
     B, S = 2, 3
@@ -230,11 +230,11 @@ def test_gated_residual_norm_modulate(backend, device, nrm, D, dtype):
     kw = {"norm": nrm, "weight": (1 + 0.1 * torch.randn(D, generator=g)).to(dtype).to(device)}
     if nrm == "layer":
         kw["bias"] = (0.1 * torch.randn(D, generator=g)).to(dtype).to(device)
-    _gated_check(backend, residual, update, mod[:, 2:3], mod[:, 1:2], mod[:, 0:1], **kw)
+    _gated_check(gated_backend, residual, update, mod[:, 2:3], mod[:, 1:2], mod[:, 0:1], **kw)
 
 
 @pytest.mark.parametrize("gate_kind", ["none", "fp32-sample", "frame", "token-strided", "channel"])
-def test_gated_layouts_and_promotion(backend, device, gate_kind):
+def test_gated_layouts_and_promotion(gated_backend, device, gate_kind):
     """An fp32 gate on a bf16 stream: gate * update is fp32, the sum fp32, then cast to bf16 (eager)."""
     g = torch.Generator().manual_seed(3)
     B, S, D = 2, 6, 96
@@ -248,18 +248,19 @@ def test_gated_layouts_and_promotion(backend, device, gate_kind):
         "channel": lambda: lu(D),
     }[gate_kind]()
     sc = (torch.randn(B, 3, 1, D, generator=g) * 0.3).to(torch.bfloat16).to(device)
-    _gated_check(backend, residual, update, gate, sc, None, norm="rms")
+    _gated_check(gated_backend, residual, update, gate, sc, None, norm="rms")
     r2 = lu(B, S, 2 * D)[..., :D]  # strided residual rows
-    _gated_check(backend, r2, update, gate, sc[:, :1, 0], sc[:, 0, 0], norm="layer", scale_offset=0.0)
+    _gated_check(gated_backend, r2, update, gate, sc[:, :1, 0], sc[:, 0, 0], norm="layer", scale_offset=0.0)
 
 
-def test_gated_empty_and_2d(backend, device):
+def test_gated_empty_and_2d(gated_backend, device):
     for shape in [(0, 32), (2, 0, 32)]:
         r = torch.randn(shape, device=device).to(torch.bfloat16)
-        out, new = norm.gated_residual_norm_modulate(r, r, None, torch.randn(32, device=device), backend=backend)
+        out, new = norm.gated_residual_norm_modulate(r, r, None, torch.randn(32, device=device), backend=gated_backend)
         assert out.shape == new.shape == r.shape
     r = torch.randn(5, 32, device=device).to(torch.bfloat16)
-    _gated_check(backend, r, torch.randn(5, 32, device=device).to(torch.bfloat16), torch.randn(5, 32, device=device),
+    _gated_check(gated_backend, r, torch.randn(5, 32, device=device).to(torch.bfloat16),
+                 torch.randn(5, 32, device=device),
                  torch.randn(1, 32, device=device).to(torch.bfloat16), torch.randn(32, device=device), norm="rms")
 
 

@@ -1,7 +1,8 @@
 """Benchmark cases of ``ln_modulate`` at production shapes (../shared/SHAPES.md).
 
 Providers: ``sgl_diffusion`` (the public op, default: ``exact=None``, the exact kernel behind its
-gate), ``sgl_diffusion(close)`` (``exact=False``: the close kernel), ``eager`` (the diffusers
+gate), ``sgl_diffusion(close)`` (``exact=False``: the close kernel), ``sgl_diffusion(exact
+kernel)`` (the exact kernel alone, without its gate), ``eager`` (the diffusers
 chain ``F.layer_norm(x) * (1 + scale) + shift`` in the storage dtype), ``torch.compile``
 of that chain specialized to each shape (``dynamic=False``: what a pipeline running at one
 resolution gets) and ``torch.compile(dynamic)`` (``dynamic=True``: what one compiled
@@ -70,6 +71,7 @@ def _close_tolerance(dtype: torch.dtype) -> tuple[float, float]:
 def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
                 names: list[str] | None = None) -> Iterator[bench.BenchCase]:
     from . import ln_modulate, ln_modulate_reference
+    from .row_norm_bench import exact_kernel
 
     for name in names or DEFAULT:
         # fresh compiled functions per case, and dynamo's caches cleared: its recompile limit
@@ -89,6 +91,7 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
             atol, rtol = _close_tolerance(x.dtype)
             testing.assert_close(ln_modulate(x, scale, shift, exact=False), ref, atol=atol, rtol=rtol)
 
+        kernel = exact_kernel("ln_modulate", (x, scale, shift), {})  # the exact kernel alone, no gate
         nbytes = bench.tensor_bytes(x, out) + (
             bench.tensor_bytes(scale, shift) if not layout.startswith("per-sample") else 2 * D * scale.element_size()
         )
@@ -100,6 +103,7 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
             providers={
                 "sgl_diffusion": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b),
                 "sgl_diffusion(close)": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b, exact=False),
+                **({"sgl_diffusion(exact kernel)": kernel} if kernel is not None else {}),
                 "eager": lambda x=x, a=scale, b=shift, L=L: _eager(x, a, b, L),
                 "torch.compile": lambda x=x, a=scale, b=shift, L=L, f=compiled: f(x, a, b, L),
                 "torch.compile(dynamic)": lambda x=x, a=scale, b=shift, L=L, f=compiled_dyn: f(x, a, b, L),

@@ -3,10 +3,11 @@
 ``ln_modulate`` keeps its own cases in ``ln_modulate_bench.py``.
 
 Providers: ``sgl_diffusion`` (the public op with its default, ``exact=None``: the exact
-kernel behind its gate for the four norms; the close kernel for the gated op),
-``sgl_diffusion(close)`` (``exact=False``: the close kernel), ``sgl_diffusion(exact)`` for the
-gated op is not offered (its exact path is eager itself), ``eager`` (the eager chain,
-``row_norm_torch``) and ``torch.compile`` of that chain specialized to the shape.
+kernel behind its gate for the norms, so eager itself for a signature the gate sent back;
+the close kernel for the gated op), ``sgl_diffusion(close)`` (``exact=False``: the close
+kernel), ``sgl_diffusion(exact kernel)`` (the norms' exact kernel alone, without its gate:
+its speed whatever the gate decided), ``eager`` (the eager chain, ``row_norm_torch``) and
+``torch.compile`` of that chain specialized to the shape.
 
 Bytes (the minimum a fused kernel moves): x read once and the result written once, plus
 the modulation vectors (per sample: ``2 * D`` elements) and the weight. The gated op reads
@@ -42,20 +43,23 @@ def _inputs(name: str, dtype: torch.dtype, device: torch.device):
     return (B, S, D), x, mod, w
 
 
-def _case(op_name, name, dtype, device, ours, eager, check, nbytes, shape):
+def _case(op_name, name, dtype, device, ours, eager, check, nbytes, shape, kernel=None):
     torch._dynamo.reset()  # dynamo's recompile limit counts every compiled wrapper of one code object
     compiled = torch.compile(eager, dynamic=False)
+    providers = {
+        "sgl_diffusion": lambda: ours(None),
+        "sgl_diffusion(close)": lambda: ours(False),
+        "eager": eager,
+        "torch.compile": compiled,
+    }
+    if kernel is not None:  # the exact kernel alone, whatever its gate decided (its speed)
+        providers["sgl_diffusion(exact kernel)"] = kernel
     return bench.BenchCase(
         name=name,
         shape=shape,
         dtype=str(dtype).removeprefix("torch."),
         bytes=nbytes,
-        providers={
-            "sgl_diffusion": lambda: ours(None),
-            "sgl_diffusion(close)": lambda: ours(False),
-            "eager": eager,
-            "torch.compile": compiled,
-        },
+        providers=providers,
         check=check,
         extra={"op": op_name},
     )
@@ -92,8 +96,30 @@ def _norm_cases(op_name: str, device, dtype, names) -> Iterator[bench.BenchCase]
             testing.assert_close(ours(False), eager(), atol=spec_tol[0], rtol=spec_tol[1])
 
         nbytes = bench.tensor_bytes(x, out, w) + (2 * D * mod.element_size() if op_name == "rms_modulate" else 0)
-        yield _case(op_name, name, dtype, device, ours, eager, check, nbytes, f"[{B}, {S}, {D}] per-sample")
+        yield _case(op_name, name, dtype, device, ours, eager, check, nbytes, f"[{B}, {S}, {D}] per-sample",
+                    kernel=exact_kernel(op_name, args, kw))
         del x, mod, out
+
+
+def exact_kernel(op_name: str, args: tuple, kw: dict):
+    """A zero-argument callable launching the exact kernel alone (no gate), or None off-GPU."""
+    from sgl_diffusion_core import REGISTRY, describe, select_impl
+
+    from .row_norm_api import _DISPATCH, OPS
+
+    op_id, _, modulated = OPS[op_name]
+    x = args[0]
+    sc, sh = (args[1], args[2]) if modulated else (None, None)
+    w = kw.get("weight", None if modulated else (args[1] if len(args) > 1 else None))
+    b = kw.get("bias", None if modulated else (args[2] if len(args) > 2 else None))
+    tensors = (x, sc, sh, w, b)
+    try:
+        select_impl(op_id, describe(op_id, *args, **kw), backend="triton_exact")
+    except Exception:
+        return None
+    assert any(s.backend == "triton_exact" for s in REGISTRY.specs(op_id))
+    run = _DISPATCH[op_name].plan(tensors, "triton_exact", True)
+    return lambda: run.fused(*tensors, 1e-6, 1.0)
 
 
 def _tolerance(op_id: str, dtype: torch.dtype):

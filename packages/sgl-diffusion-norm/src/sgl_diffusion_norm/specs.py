@@ -72,6 +72,20 @@ for _name, _summary, _tol, _aot in _ROW_OPS:
     register(
         KernelSpec(
             op=_op,
+            backend="triton_exact",
+            target=f"{PKG}.row_norm_exact_triton:row_norm_exact",
+            capabilities=_ROW_TRITON_CAPS,
+            contract=Contract.exact(),
+            priority=5,
+            notes="eager's rounding points and (where read from ATen) its reduction order; trusted per call "
+            "signature only after a BitExactFusionGate saw it match eager, else eager runs",
+            aot=f"{PKG}.row_norm_exact_triton:aot_variants_{_name}",
+            executed_on=("cpu-interpreter",),
+        )
+    )
+    register(
+        KernelSpec(
+            op=_op,
             backend="torch",
             target=f"{PKG}.row_norm_torch:{_name}",
             capabilities=_ROW_TORCH_CAPS,
