@@ -53,7 +53,7 @@ def exact_gate(op_id: str) -> BitExactFusionGate:
 class Chain:
     """The dtype eager gives every intermediate of an op's chain (exact kernels round to them)."""
 
-    p: torch.dtype  # LayerNorm affine parameters as eager uses them (x's dtype or fp32)
+    p: torch.dtype  # LayerNorm affine parameters as eager uses them (x's dtype)
     c: torch.dtype  # rms: the normalized value is cast to this before `* weight`
     a: torch.dtype  # after `* weight`
     n: torch.dtype  # after `+ bias`: the norm's result
@@ -67,9 +67,7 @@ def chain_dtypes(norm: str, x: torch.dtype, scale, shift, weight, bias) -> Chain
     dt = lambda t: None if t is None else t.dtype  # noqa: E731
     w, b = dt(weight), dt(bias)
     if norm == "layer":
-        given = {d for d in (w, b) if d is not None}
-        p = x if not given or given == {x} else (torch.float32 if x in _HALF and given == {torch.float32} else x)
-        c = a = n = x
+        p = c = a = n = x  # the affine parameters are cast to x's dtype (row_norm_torch)
     else:
         p = torch.float32
         if w is not None:
@@ -211,7 +209,7 @@ def layer_norm(
     """``F.layer_norm(x, (D,), weight, bias, eps)`` over the last dim.
 
     x: ``[B, S, D]`` or ``[N, D]``, bf16 | fp16 | fp32, last dim contiguous, any row strides.
-    weight, bias: optional contiguous ``[D]`` (x's dtype, or fp32 with a bf16/fp16 x).
+    weight, bias: optional contiguous ``[D]``, any float dtype (the eager chain casts them to x's dtype).
     exact: ``None``/``True``: ``torch.equal`` to ``F.layer_norm`` on the same device (an exact
         kernel verified per call signature by a ``BitExactFusionGate``, else eager itself);
         ``False``: fp32 statistics and one rounding (contract ``close``), the fastest path.

@@ -34,8 +34,8 @@ the warps halving through shared memory; ``var = m2 / D``; ``rstd = rsqrt(var + 
 sum of two products) and evaluate each such FMA as an exact fp64 product plus one fp64
 add rounded to fp32 (no FMA instruction in an exact kernel), which differs from a true FMA
 only when the fp64 sum lands exactly on an fp32 tie. Reproduced for the vectorized path only
-(``D % 4 == 0``, 16-byte aligned rows, weight and bias in x's dtype); the mixed-dtype path
-(fp32 affine on bf16 x) and unaligned rows use other kernels in ATen (not reproduced).
+(``D % 4 == 0``, 16-byte aligned rows; the chain casts the affine parameters to x's dtype);
+other rows use other kernels in ATen (not reproduced).
 Neither is reproduced on CPU (eager's CPU kernels use their own orders): there the gate
 verifies only inputs whose sums are exact in any order.
 """
@@ -59,18 +59,27 @@ def _fma(a, b, c):
 
 
 @triton.jit
+def _div(a, b, one):
+    """``a / b`` correctly rounded to fp32 without an fp32 division: an fp64 division rounded to
+    fp32 (innocuous double rounding: 53 >= 2 * 24 + 2). ``one`` is an fp64 1.0 loaded from
+    memory: multiplying by it keeps LLVM from narrowing the division back to fp32, which on
+    ROCm expands into Newton-Raphson FMAs (the exact lanes reject any FMA)."""
+    return ((a * one) / (b * one)).to(tl.float32)
+
+
+@triton.jit
 def _halves(x, R: tl.constexpr, N: tl.constexpr):
     """``[R, N]`` -> its lower and upper halves along the last dim, each ``[R, N // 2]``."""
     return tl.split(tl.permute(tl.reshape(x, [R, 2, N // 2]), (0, 2, 1)))
 
 
 @triton.jit
-def _welford_combine(mb, sb, cb, ma, sa, ca):
+def _welford_combine(mb, sb, cb, ma, sa, ca, one):
     """``cuWelfordCombine(dataB=(mb, sb, cb), dataA=(ma, sa, ca))``."""
     delta = mb - ma
     count = ca + cb
     ok = count > 0.0
-    coef = tl.math.div_rn(tl.full(count.shape, 1.0, tl.float32), tl.where(ok, count, 1.0))
+    coef = _div(tl.full(count.shape, 1.0, tl.float32), tl.where(ok, count, 1.0), one)
     na = ca * coef
     nb = cb * coef
     mean = _fma(na, ma, nb * mb)
@@ -79,11 +88,11 @@ def _welford_combine(mb, sb, cb, ma, sa, ca):
 
 
 @triton.jit
-def _welford_halve(m, s, c, R: tl.constexpr, N: tl.constexpr):
+def _welford_halve(m, s, c, one, R: tl.constexpr, N: tl.constexpr):
     mb, ma = _halves(m, R, N)
     sb, sa = _halves(s, R, N)
     cb, ca = _halves(c, R, N)
-    return _welford_combine(mb, sb, cb, ma, sa, ca)
+    return _welford_combine(mb, sb, cb, ma, sa, ca, one)
 
 
 @triton.jit
@@ -104,7 +113,7 @@ def _slot(x_row, base, lane4, ii, D):
 
 
 @triton.jit
-def _layer_stats(x_row, D, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr):
+def _layer_stats(x_row, D, one64, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr):
     NT: tl.constexpr = WARP * NWARP
     lane4 = tl.arange(0, NT) * 4
     m = tl.zeros([NT], tl.float32)
@@ -117,34 +126,34 @@ def _layer_stats(x_row, D, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.c
         # four strided loads (one per vector slot) instead of a [NT, 4] block and a split: the
         # four together read each cache line once, and no layout conversion enters the loop
         v, ok = _slot(x_row, base, lane4, 0, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.math.div_rn(one, kf + 1.0))
+        m, s, c = _welford_step(m, s, c, v, ok, _div(one, one * (kf + 1.0), one64))
         v, ok = _slot(x_row, base, lane4, 1, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.math.div_rn(one, kf + 2.0))
+        m, s, c = _welford_step(m, s, c, v, ok, _div(one, one * (kf + 2.0), one64))
         v, ok = _slot(x_row, base, lane4, 2, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.math.div_rn(one, kf + 3.0))
+        m, s, c = _welford_step(m, s, c, v, ok, _div(one, one * (kf + 3.0), one64))
         v, ok = _slot(x_row, base, lane4, 3, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.math.div_rn(one, kf + 4.0))
+        m, s, c = _welford_step(m, s, c, v, ok, _div(one, one * (kf + 4.0), one64))
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
     c = tl.reshape(c, [NWARP, WARP])
     # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset
     if WARP >= 64:
-        m, s, c = _welford_halve(m, s, c, NWARP, 64)
-    m, s, c = _welford_halve(m, s, c, NWARP, 32)
-    m, s, c = _welford_halve(m, s, c, NWARP, 16)
-    m, s, c = _welford_halve(m, s, c, NWARP, 8)
-    m, s, c = _welford_halve(m, s, c, NWARP, 4)
-    m, s, c = _welford_halve(m, s, c, NWARP, 2)
+        m, s, c = _welford_halve(m, s, c, one64, NWARP, 64)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 32)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 16)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 8)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 4)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 2)
     # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1
     m = tl.reshape(m, [1, NWARP])
     s = tl.reshape(s, [1, NWARP])
     c = tl.reshape(c, [1, NWARP])
     if NWARP >= 8:
-        m, s, c = _welford_halve(m, s, c, 1, 8)
+        m, s, c = _welford_halve(m, s, c, one64, 1, 8)
     if NWARP >= 4:
-        m, s, c = _welford_halve(m, s, c, 1, 4)
+        m, s, c = _welford_halve(m, s, c, one64, 1, 4)
     if NWARP >= 2:
-        m, s, c = _welford_halve(m, s, c, 1, 2)
+        m, s, c = _welford_halve(m, s, c, one64, 1, 2)
     mean = tl.sum(tl.reshape(m, [1]), axis=0)
     m2 = tl.sum(tl.reshape(s, [1]), axis=0)
     return mean, m2
@@ -202,7 +211,7 @@ def _sum_squares(x_row, D, LANES: tl.constexpr, WARP: tl.constexpr, CHUNKS: tl.c
 
 @triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
 def _row_norm_exact_kernel(
-    X, SC, SH, W, BIAS, Y,
+    X, SC, SH, W, BIAS, Y, ONE,
     S, D,
     x_sb, x_ss,
     sc_sb, sc_ss, sc_L,
@@ -222,17 +231,18 @@ def _row_norm_exact_kernel(
     y_row = Y + row * D
     sc_row = SC + b * sc_sb + (s // sc_L) * sc_ss
     sh_row = SH + b * sh_sb + (s // sh_L) * sh_ss
+    one64 = tl.load(ONE)  # fp64 1.0 (see _div)
     if NORM == 0:
         NT: tl.constexpr = WARP * NWARP
         CH: tl.constexpr = 4 * NT
-        mean, m2 = _layer_stats(x_row, D, WARP, NWARP, CHUNKS)
-        var = tl.math.div_rn(m2, d_float)
+        mean, m2 = _layer_stats(x_row, D, one64, WARP, NWARP, CHUNKS)
+        var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
         total = _sum_squares(x_row, D, LANES, WARP, CHUNKS)
         mean = 0.0
         if MEAN_DIV:
-            var = tl.math.div_rn(total, d_float)
+            var = _div(total, d_float, one64)
         else:
             var = total * mean_factor
     rstd = tl.math.rsqrt(var + eps)
@@ -345,7 +355,8 @@ def prepare(geom, x, scale, shift, weight, bias):
     scalars = (g.S, g.D, g.sb, g.ss, *mods)
     factor = mean_factor(g.rows, g.D)
     d_float = float(g.D)  # the fp32 D eager divides by (exact below 2^24)
-    launch = PreparedLaunch(_row_norm_exact_kernel, (g.rows,), const, device=x.device, n_ptrs=6,
+    one = torch.ones(1, dtype=torch.float64, device=x.device)
+    launch = PreparedLaunch(_row_norm_exact_kernel, (g.rows,), const, device=x.device, n_ptrs=7,
                             options={"num_warps": _num_warps(const), "num_stages": 1}, fp_fusion=False)
     gate = exact_gate(geom.op)
     static = call_signature(x, scale, shift, weight, bias)
@@ -354,7 +365,7 @@ def prepare(geom, x, scale, shift, weight, bias):
     def fused(x, scale, shift, weight, bias, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)
         launch(x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
-               x if bias is None else bias, out, *scalars, eps, scale_offset, factor, d_float)
+               x if bias is None else bias, out, one, *scalars, eps, scale_offset, factor, d_float)
         return out
 
     def run(x, scale, shift, weight, bias, eps, scale_offset):
@@ -421,6 +432,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                                            norm=norm, scale=lay, shift=lay)
                     const = launch_constants(geom, mod, None, platform)
                     sig = {n: f"*{names[dt]}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
+                    sig["ONE"] = "*fp64"
                     sig.update({n: "i32" for n in ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb",
                                                    "sh_ss", "sh_L")})
                     sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})

@@ -3,10 +3,9 @@ CPU backend. Plus the fp32 specs of the close contract (``*_fp32``), used by tes
 
 The eager chains, written once here and documented in the package README:
 
-* ``layer_norm``: ``F.layer_norm(x, (D,), weight, bias, eps)``. ``weight`` / ``bias`` are
-  passed as they are when their dtype is x's, or fp32 with a bf16/fp16 x (PyTorch's mixed
-  LayerNorm); any other dtype is first converted to x's dtype (what a module cast to x's
-  dtype would hold).
+* ``layer_norm``: ``F.layer_norm(x, (D,), weight, bias, eps)`` with ``weight`` / ``bias``
+  cast to x's dtype first when theirs differs (CUDA's LayerNorm refuses a mix; what a module
+  cast to x's dtype holds).
 * ``rms_norm``: the diffusers ``RMSNorm`` forward:
   ``var = x.float().pow(2).mean(-1, keepdim=True); h = x * torch.rsqrt(var + eps)`` (fp32);
   with a weight: ``h.to(weight.dtype)`` when the weight is bf16/fp16, then ``h * weight``,
@@ -32,11 +31,10 @@ _HALF = (torch.bfloat16, torch.float16)
 
 
 def _ln_params(x: torch.Tensor, weight, bias):
-    given = [t for t in (weight, bias) if t is not None]
-    dts = {t.dtype for t in given}
-    if not given or dts == {x.dtype} or (x.dtype in _HALF and dts == {torch.float32}):
-        return weight, bias
-    return (None if weight is None else weight.to(x.dtype)), (None if bias is None else bias.to(x.dtype))
+    # CUDA's layer_norm refuses parameters in another dtype than x (CPU accepts fp32 with half x):
+    # the chain casts them to x's dtype, the same on every device
+    cast = lambda t: t if t is None or t.dtype == x.dtype else t.to(x.dtype)  # noqa: E731
+    return cast(weight), cast(bias)
 
 
 def _layer(x3: torch.Tensor, weight, bias, eps: float) -> torch.Tensor:

@@ -67,6 +67,24 @@ def _row_values(x_row, u_row, g_row, nr_row, offs, mask,
         return tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
 
 
+@triton.jit
+def _per_d(a, D, FUSION_FREE: tl.constexpr):
+    """``a / D``; in kernels built without FMA contraction as an fp64 division (fp32 division
+    expands into Newton-Raphson FMAs on ROCm, which the exact lanes reject)."""
+    if FUSION_FREE:
+        return (a.to(tl.float64) / D).to(tl.float32)
+    else:
+        return a / D
+
+
+@triton.jit
+def _rstd(var, eps, FUSION_FREE: tl.constexpr):
+    if FUSION_FREE:
+        return tl.math.rsqrt(var + eps)
+    else:
+        return 1.0 / tl.sqrt(var + eps)
+
+
 @triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "g_L", "eps", "scale_offset"])
 def _row_norm_kernel(
     X, SC, SH, W, BIAS, Y, U, G, NR,
@@ -97,13 +115,13 @@ def _row_norm_kernel(
         mask = cols < D
         x = _row_values(x_row, u_row, g_row, nr_row, cols, mask, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT, True)
         if NORM == 0:
-            mean = tl.sum(x, axis=0) / D
+            mean = _per_d(tl.sum(x, axis=0), D, HAS_RES)
             xc = tl.where(mask, x - mean, 0.0)
-            var = tl.sum(xc * xc, axis=0) / D
+            var = _per_d(tl.sum(xc * xc, axis=0), D, HAS_RES)
         else:
             xc = x
-            var = tl.sum(x * x, axis=0) / D
-        rstd = 1.0 / tl.sqrt(var + eps)
+            var = _per_d(tl.sum(x * x, axis=0), D, HAS_RES)
+        rstd = _rstd(var, eps, HAS_RES)
         y = _affine_modulate(xc * rstd, cols, mask, W, BIAS, sc_row, sh_row, scale_offset,
                              HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
         tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
@@ -132,13 +150,13 @@ def _row_norm_kernel(
             else:
                 acc2 += x * x
         if NORM == 0:
-            m1 = tl.sum(acc1, axis=0) / D
+            m1 = _per_d(tl.sum(acc1, axis=0), D, HAS_RES)
             mean = pivot + m1
-            var = tl.maximum(tl.sum(acc2, axis=0) / D - m1 * m1, 0.0)
+            var = tl.maximum(_per_d(tl.sum(acc2, axis=0), D, HAS_RES) - m1 * m1, 0.0)
         else:
             mean = 0.0
-            var = tl.sum(acc2, axis=0) / D
-        rstd = 1.0 / tl.sqrt(var + eps)
+            var = _per_d(tl.sum(acc2, axis=0), D, HAS_RES)
+        rstd = _rstd(var, eps, HAS_RES)
         for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             offs = c * BLOCK + cols
             mask = offs < D
