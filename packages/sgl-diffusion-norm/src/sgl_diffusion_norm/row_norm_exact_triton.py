@@ -120,7 +120,7 @@ def _layer_stats(x_row, D, one64, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNK
     s = tl.zeros([NT], tl.float32)
     c = tl.zeros([NT], tl.float32)
     one = tl.full([1], 1.0, tl.float32)
-    for k in tl.range(0, CHUNKS, loop_unroll_factor=1):
+    for k in tl.range(0, CHUNKS):
         base = k * 4 * NT
         kf = k * 4.0
         # four strided loads (one per vector slot) instead of a [NT, 4] block and a split: the
@@ -172,22 +172,24 @@ def _half_sum(v, N: tl.constexpr):
 
 
 @triton.jit
+def _columns(x, NT: tl.constexpr):
+    """``[4 * NT]`` (thread t owns 4t .. 4t+3) -> its four vector slots, each ``[NT]``."""
+    p, q = tl.split(tl.reshape(x, [NT, 2, 2]))
+    c0, c2 = tl.split(p)
+    c1, c3 = tl.split(q)
+    return c0, c1, c2, c3
+
+
+@triton.jit
 def _sum_squares(x_row, D, LANES: tl.constexpr, WARP: tl.constexpr, CHUNKS: tl.constexpr):
-    lane4 = tl.arange(0, LANES) * 4
-    a0 = tl.zeros([LANES], tl.float32)
-    a1 = tl.zeros([LANES], tl.float32)
-    a2 = tl.zeros([LANES], tl.float32)
-    a3 = tl.zeros([LANES], tl.float32)
-    for k in tl.range(0, CHUNKS, loop_unroll_factor=1):
-        base = k * 4 * LANES
-        v, ok = _slot(x_row, base, lane4, 0, D)
-        a0 += v * v
-        v, ok = _slot(x_row, base, lane4, 1, D)
-        a1 += v * v
-        v, ok = _slot(x_row, base, lane4, 2, D)
-        a2 += v * v
-        v, ok = _slot(x_row, base, lane4, 3, D)
-        a3 += v * v
+    # one contiguous 4 * LANES block per chunk (8-byte vector loads for bf16), 4 accumulators per lane
+    cols = tl.arange(0, 4 * LANES)
+    acc = tl.zeros([4 * LANES], tl.float32)
+    for k in tl.range(0, CHUNKS):
+        offs = k * 4 * LANES + cols
+        v = triton_math.widen(tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy="evict_last"))
+        acc += v * v
+    a0, a1, a2, a3 = _columns(acc, LANES)
     t = ((a0 + a1) + a2) + a3
     # block_x_reduce: shared-memory halving down to one warp, then the shuffle tree
     if LANES >= 512:
@@ -247,7 +249,7 @@ def _row_norm_exact_kernel(
             var = total * mean_factor
     rstd = tl.math.rsqrt(var + eps)
     cols = tl.arange(0, CH)
-    for k in tl.range(0, CHUNKS, loop_unroll_factor=1):
+    for k in tl.range(0, CHUNKS):
         offs = k * CH + cols
         mask = offs < D
         v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
