@@ -16,7 +16,10 @@ rounded to fp32 (``pow`` is its own kernel); a reduction config of ``LANES`` thr
 (``input_vectorized_thread_reduce_impl``: 4 accumulators, one per vector slot, summed in
 sequence over the chunks, then combined as ``((a0 + a1) + a2) + a3``); then ``block_x_reduce``:
 halving through shared memory while more than a warp (``v[i] += v[i + n/2]``), then the warp
-shuffle tree with offsets 1, 2, 4, ... (adjacent pairs); then ``sum * factor`` with
+shuffle tree, on CUDA with decreasing offsets 16 .. 1 (halving again; PyTorch changed it from
+increasing offsets "for better numerics matching Triton": releases before that change are not
+reproduced and fall back), on ROCm with increasing offsets 1 .. 32 (adjacent pairs); then
+``sum * factor`` with
 ``factor = float(rows) / float(rows * D)`` in fp32 (CUDA ``mean``; CPU eager divides the sum
 by ``D``, which ``MEAN_DIV`` reproduces). Reproduced when ``D > 128``, ``D % 4 == 0`` and one
 warp-row reduces a row (``ceil(D / LANES) < 256``; above that ATen splits a row across warps,
@@ -191,7 +194,8 @@ def _sum_squares(x_row, D, LANES: tl.constexpr, WARP: tl.constexpr, CHUNKS: tl.c
         acc += v * v
     a0, a1, a2, a3 = _columns(acc, LANES)
     t = ((a0 + a1) + a2) + a3
-    # block_x_reduce: shared-memory halving down to one warp, then the shuffle tree
+    # block_x_reduce: shared-memory halving down to one warp, then the shuffle tree: on CUDA with
+    # decreasing offsets (16 .. 1: halving again), on ROCm increasing (1 .. 32: adjacent pairs)
     if LANES >= 512:
         t = _half_sum(t, 512)
     if LANES >= 256:
@@ -201,13 +205,18 @@ def _sum_squares(x_row, D, LANES: tl.constexpr, WARP: tl.constexpr, CHUNKS: tl.c
     if WARP == 32:
         if LANES >= 64:
             t = _half_sum(t, 64)
+        t = _half_sum(t, 32)
+        t = _half_sum(t, 16)
+        t = _half_sum(t, 8)
+        t = _half_sum(t, 4)
+        t = _half_sum(t, 2)
     else:
         t = _pair_sum(t, 64)
-    t = _pair_sum(t, 32)
-    t = _pair_sum(t, 16)
-    t = _pair_sum(t, 8)
-    t = _pair_sum(t, 4)
-    t = _pair_sum(t, 2)
+        t = _pair_sum(t, 32)
+        t = _pair_sum(t, 16)
+        t = _pair_sum(t, 8)
+        t = _pair_sum(t, 4)
+        t = _pair_sum(t, 2)
     return tl.sum(t, axis=0)
 
 
