@@ -116,26 +116,26 @@ def _slot(x_row, base, lane4, ii, D):
 
 
 @triton.jit
-def _layer_stats(x_row, D, one64, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr):
+def _layer_stats(x_row, D, one64, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr):
     NT: tl.constexpr = WARP * NWARP
     lane4 = tl.arange(0, NT) * 4
     m = tl.zeros([NT], tl.float32)
     s = tl.zeros([NT], tl.float32)
     c = tl.zeros([NT], tl.float32)
-    one = tl.full([1], 1.0, tl.float32)
     for k in tl.range(0, CHUNKS):
         base = k * 4 * NT
-        kf = k * 4.0
+        # 1 / new_count, the same for every thread with a valid element: from a host table of
+        # correctly rounded reciprocals (eager's `1.f / count` is an IEEE division)
         # four strided loads (one per vector slot) instead of a [NT, 4] block and a split: the
         # four together read each cache line once, and no layout conversion enters the loop
         v, ok = _slot(x_row, base, lane4, 0, D)
-        m, s, c = _welford_step(m, s, c, v, ok, _div(one, one * (kf + 1.0), one64))
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 0))
         v, ok = _slot(x_row, base, lane4, 1, D)
-        m, s, c = _welford_step(m, s, c, v, ok, _div(one, one * (kf + 2.0), one64))
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 1))
         v, ok = _slot(x_row, base, lane4, 2, D)
-        m, s, c = _welford_step(m, s, c, v, ok, _div(one, one * (kf + 3.0), one64))
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 2))
         v, ok = _slot(x_row, base, lane4, 3, D)
-        m, s, c = _welford_step(m, s, c, v, ok, _div(one, one * (kf + 4.0), one64))
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 3))
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
     c = tl.reshape(c, [NWARP, WARP])
@@ -222,7 +222,7 @@ def _sum_squares(x_row, D, LANES: tl.constexpr, WARP: tl.constexpr, CHUNKS: tl.c
 
 @triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
 def _row_norm_exact_kernel(
-    X, SC, SH, W, BIAS, Y, ONE,
+    X, SC, SH, W, BIAS, Y, ONE, RCP,
     S, D,
     x_sb, x_ss,
     sc_sb, sc_ss, sc_L,
@@ -246,7 +246,7 @@ def _row_norm_exact_kernel(
     if NORM == 0:
         NT: tl.constexpr = WARP * NWARP
         CH: tl.constexpr = 4 * NT
-        mean, m2 = _layer_stats(x_row, D, one64, WARP, NWARP, CHUNKS)
+        mean, m2 = _layer_stats(x_row, D, one64, RCP, WARP, NWARP, CHUNKS)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -367,7 +367,9 @@ def prepare(geom, x, scale, shift, weight, bias):
     factor = mean_factor(g.rows, g.D)
     d_float = float(g.D)  # the fp32 D eager divides by (exact below 2^24)
     one = torch.ones(1, dtype=torch.float64, device=x.device)
-    launch = PreparedLaunch(_row_norm_exact_kernel, (g.rows,), const, device=x.device, n_ptrs=7,
+    # 1 / n for n = 1 .. 4 * CHUNKS, divided in fp32 on the host (IEEE, as eager's `1.f / count`)
+    rcp = (1.0 / torch.arange(1, 4 * const["CHUNKS"] + 1, dtype=torch.float32)).to(x.device)
+    launch = PreparedLaunch(_row_norm_exact_kernel, (g.rows,), const, device=x.device, n_ptrs=8,
                             options={"num_warps": _num_warps(const), "num_stages": 1}, fp_fusion=False)
     gate = exact_gate(geom.op)
     static = call_signature(x, scale, shift, weight, bias)
@@ -376,7 +378,7 @@ def prepare(geom, x, scale, shift, weight, bias):
     def fused(x, scale, shift, weight, bias, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)
         launch(x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
-               x if bias is None else bias, out, one, *scalars, eps, scale_offset, factor, d_float)
+               x if bias is None else bias, out, one, rcp, *scalars, eps, scale_offset, factor, d_float)
         return out
 
     def run(x, scale, shift, weight, bias, eps, scale_offset):
@@ -444,6 +446,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                     const = launch_constants(geom, mod, None, platform)
                     sig = {n: f"*{names[dt]}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
                     sig["ONE"] = "*fp64"
+                    sig["RCP"] = "*fp32"
                     sig.update({n: "i32" for n in ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb",
                                                    "sh_ss", "sh_L")})
                     sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})
