@@ -151,7 +151,9 @@ def test_gate_never_verifies_while_tracing(device, monkeypatch):
     testing.assert_exact(out, norm.rms_norm_reference(x))
     assert set(row_norm_api.GATES["norm.rms_norm"].states().values()) == set()
     monkeypatch.undo()
-    plan(x, None, None, None, None, 1e-6, 1.0)
+    with warnings.catch_warnings():  # random fp32 rows on CPU: a fallback (and its warning) is expected
+        warnings.simplefilter("ignore", FusionFallbackWarning)
+        plan(x, None, None, None, None, 1e-6, 1.0)
     assert set(row_norm_api.GATES["norm.rms_norm"].states().values()) <= {"verified", "fallback"}
 
 
