@@ -80,6 +80,41 @@ x = torch.randn(1, 12, 2, 4, 6, generator=g).to(torch.bfloat16).to(memory_format
 w, b = (torch.randn(12, generator=g).to(torch.bfloat16) for _ in range(2))
 CASE = (group_norm_silu, group_norm_silu_reference, (x, 4, w, b), {})
 """,
+    # ---- row-norm family ----
+    "norm.layer_norm": """
+import torch
+from sgl_diffusion_norm import layer_norm, layer_norm_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
+w, b = (torch.randn(96, generator=g).to(torch.bfloat16) for _ in range(2))
+CASE = (layer_norm, layer_norm_reference, (x, w, b), {})
+""",
+    "norm.rms_norm": """
+import torch
+from sgl_diffusion_norm import rms_norm, rms_norm_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
+w = torch.randn(96, generator=g).to(torch.bfloat16)
+CASE = (rms_norm, rms_norm_reference, (x, w), {})
+""",
+    "norm.rms_modulate": """
+import torch
+from sgl_diffusion_norm import rms_modulate, rms_modulate_reference
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 96, generator=g).to(torch.bfloat16)
+scale, shift = (torch.randn(2, 1, 96, generator=g).to(torch.bfloat16) for _ in range(2))
+CASE = (rms_modulate, rms_modulate_reference, (x, scale, shift), {})
+""",
+    "norm.gated_residual_norm_modulate": """
+import torch
+from sgl_diffusion_norm import gated_residual_norm_modulate, gated_residual_norm_modulate_reference
+g = torch.Generator().manual_seed(0)
+residual, update = (torch.randn(2, 8, 96, generator=g).to(torch.bfloat16) for _ in range(2))
+gate, scale, shift = (torch.randn(2, 1, 96, generator=g).to(torch.bfloat16) for _ in range(3))
+args = (residual, update, gate, scale, shift)
+CASE = (gated_residual_norm_modulate, gated_residual_norm_modulate_reference, args, {})
+""",
+    # ---- end of the row-norm family ----
     "modulate.scale_shift": """
 import torch
 from sgl_diffusion_modulate import scale_shift, scale_shift_reference

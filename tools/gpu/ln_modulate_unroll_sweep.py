@@ -23,7 +23,7 @@ import torch
 
 from sgl_diffusion_core import bench
 
-SRC = Path(__file__).resolve().parents[2] / "packages/sgl-diffusion-norm/src/sgl_diffusion_norm/ln_modulate_triton.py"
+SRC = Path(__file__).resolve().parents[2] / "packages/sgl-diffusion-norm/src/sgl_diffusion_norm/row_norm_triton.py"
 
 
 def load_variant():

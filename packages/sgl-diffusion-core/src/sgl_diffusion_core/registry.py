@@ -305,8 +305,10 @@ register_op = REGISTRY.register_op
 register = REGISTRY.register
 
 
-def _honours(spec: KernelSpec, exact: bool | None, opdef: OpDef) -> bool:
-    want = opdef.default_exact if exact is None else exact
+def _honours(spec: KernelSpec, exact: bool | None, opdef: OpDef, backend: str | None = None) -> bool:
+    # exact=None with an explicit backend: that backend under its own contract (the op's
+    # default_exact steers automatic selection only)
+    want = (opdef.default_exact if backend is None else False) if exact is None else exact
     return not want or spec.contract.kind == "exact"
 
 
@@ -334,7 +336,7 @@ def select_impl(
             )
         spec = chosen[0]
         reasons = spec.reasons(desc, explicit=True, distribution=opdef.distribution)
-        if not _honours(spec, exact, opdef):
+        if not _honours(spec, exact, opdef, backend):
             reasons.append(f"contract is {spec.contract.kind}, but exact=True was requested")
         if reasons:
             raise UnsupportedInputError(
@@ -376,7 +378,7 @@ def explain(op_id: str, *args: Any, **kwargs: Any) -> Explanation:
         reasons = list(desc.problems) + spec.reasons(
             desc, explicit=backend == spec.backend, distribution=opdef.distribution
         )
-        if not _honours(spec, exact, opdef):
+        if not _honours(spec, exact, opdef, backend):
             reasons.append(f"contract is {spec.contract.kind}, but an exact result was requested")
         if backend is not None and spec.backend != backend:
             reasons.append(f"backend={backend!r} was requested")

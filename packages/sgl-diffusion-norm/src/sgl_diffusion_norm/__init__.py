@@ -14,9 +14,24 @@ from .__about__ import __version__ as __version__
 
 # public name -> entry module (relative to this package)
 _EXPORTS: dict[str, str] = {
-    "ln_modulate": "ln_modulate_api",
-    "can_use_ln_modulate": "ln_modulate_api",
-    "ln_modulate_reference": "ln_modulate_api",
+    # ---- row-norm family (row_norm_api, gated_norm_api) ----
+    "ln_modulate": "row_norm_api",
+    "can_use_ln_modulate": "row_norm_api",
+    "ln_modulate_reference": "row_norm_api",
+    "layer_norm": "row_norm_api",
+    "can_use_layer_norm": "row_norm_api",
+    "layer_norm_reference": "row_norm_api",
+    "rms_norm": "row_norm_api",
+    "can_use_rms_norm": "row_norm_api",
+    "rms_norm_reference": "row_norm_api",
+    "rms_modulate": "row_norm_api",
+    "can_use_rms_modulate": "row_norm_api",
+    "rms_modulate_reference": "row_norm_api",
+    "exact_gate": "row_norm_api",
+    "gated_residual_norm_modulate": "gated_norm_api",
+    "can_use_gated_residual_norm_modulate": "gated_norm_api",
+    "gated_residual_norm_modulate_reference": "gated_norm_api",
+    # ---- end of the row-norm family ----
     # --- per-head and VAE norms (qk_norm, channel_rms_norm, group_norm_silu) ---
     "qk_norm": "qk_norm_api",
     "can_use_qk_norm": "qk_norm_api",

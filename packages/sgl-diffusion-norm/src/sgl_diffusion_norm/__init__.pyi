@@ -1,5 +1,7 @@
 import torch
 
+from sgl_diffusion_core import BitExactFusionGate
+
 from .__about__ import __version__ as __version__
 
 def ln_modulate(
@@ -11,6 +13,7 @@ def ln_modulate(
     bias: torch.Tensor | None = None,
     eps: float = 1e-6,
     scale_offset: float = 1.0,
+    exact: bool | None = None,
     backend: str | None = None,
 ) -> torch.Tensor: ...
 def can_use_ln_modulate(
@@ -22,6 +25,7 @@ def can_use_ln_modulate(
     bias: torch.Tensor | None = None,
     eps: float = 1e-6,
     scale_offset: float = 1.0,
+    exact: bool | None = None,
     backend: str | None = None,
 ) -> bool: ...
 def ln_modulate_reference(
@@ -129,3 +133,123 @@ def group_norm_silu_reference(
     eps: float = 1e-5,
     silu: bool = True,
 ) -> torch.Tensor: ...
+# ---- row-norm family ----
+def layer_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-6,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def can_use_layer_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-6,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> bool: ...
+def layer_norm_reference(
+    x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, *, eps: float = 1e-6
+) -> torch.Tensor: ...
+def rms_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-6,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def can_use_rms_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    *,
+    eps: float = 1e-6,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> bool: ...
+def rms_norm_reference(
+    x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, *, eps: float = 1e-6
+) -> torch.Tensor: ...
+def rms_modulate(
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    *,
+    weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    scale_offset: float = 1.0,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+def can_use_rms_modulate(
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    *,
+    weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    scale_offset: float = 1.0,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> bool: ...
+def rms_modulate_reference(
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    *,
+    weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    scale_offset: float = 1.0,
+) -> torch.Tensor: ...
+def exact_gate(op_id: str) -> BitExactFusionGate: ...
+def gated_residual_norm_modulate(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate: torch.Tensor | None,
+    scale: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    *,
+    norm: str = "layer",
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    scale_offset: float = 1.0,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+def can_use_gated_residual_norm_modulate(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate: torch.Tensor | None,
+    scale: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    *,
+    norm: str = "layer",
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    scale_offset: float = 1.0,
+    exact: bool | None = None,
+    backend: str | None = None,
+) -> bool: ...
+def gated_residual_norm_modulate_reference(
+    residual: torch.Tensor,
+    update: torch.Tensor,
+    gate: torch.Tensor | None,
+    scale: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    *,
+    norm: str = "layer",
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    eps: float = 1e-6,
+    scale_offset: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+# ---- end of the row-norm family ----

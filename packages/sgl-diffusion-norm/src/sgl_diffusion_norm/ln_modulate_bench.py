@@ -1,6 +1,8 @@
 """Benchmark cases of ``ln_modulate`` at production shapes (../shared/SHAPES.md).
 
-Providers: ``sgl_diffusion`` (the public op, default backend), ``eager`` (the diffusers
+Providers: ``sgl_diffusion`` (the public op, default: ``exact=None``, the exact kernel behind its
+gate), ``sgl_diffusion(close)`` (``exact=False``: the close kernel), ``sgl_diffusion(exact
+kernel)`` (the exact kernel alone, without its gate), ``eager`` (the diffusers
 chain ``F.layer_norm(x) * (1 + scale) + shift`` in the storage dtype), ``torch.compile``
 of that chain specialized to each shape (``dynamic=False``: what a pipeline running at one
 resolution gets) and ``torch.compile(dynamic)`` (``dynamic=True``: what one compiled
@@ -60,9 +62,16 @@ def make_inputs(B: int, S: int, D: int, layout: str, dtype: torch.dtype, device:
     return x, scale, shift, L
 
 
+def _close_tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    from sgl_diffusion_core import REGISTRY
+
+    return next(s for s in REGISTRY.specs("norm.ln_modulate") if s.backend == "triton").contract.tolerance(dtype)
+
+
 def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
                 names: list[str] | None = None) -> Iterator[bench.BenchCase]:
     from . import ln_modulate, ln_modulate_reference
+    from .row_norm_bench import exact_kernel
 
     for name in names or DEFAULT:
         # fresh compiled functions per case, and dynamo's caches cleared: its recompile limit
@@ -77,9 +86,12 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
         out = ln_modulate(x, scale, shift)
 
         def check(x=x, scale=scale, shift=shift, out=out):
-            ours = ln_modulate(x, scale, shift)
-            testing.assert_close(ours, ln_modulate_reference(x, scale, shift))
+            ref = ln_modulate_reference(x, scale, shift)
+            testing.assert_exact(ln_modulate(x, scale, shift), ref)  # default: exact (gated kernel or eager)
+            atol, rtol = _close_tolerance(x.dtype)
+            testing.assert_close(ln_modulate(x, scale, shift, exact=False), ref, atol=atol, rtol=rtol)
 
+        kernel = exact_kernel("ln_modulate", (x, scale, shift), {})  # the exact kernel alone, no gate
         nbytes = bench.tensor_bytes(x, out) + (
             bench.tensor_bytes(scale, shift) if not layout.startswith("per-sample") else 2 * D * scale.element_size()
         )
@@ -90,6 +102,8 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
             bytes=nbytes,
             providers={
                 "sgl_diffusion": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b),
+                "sgl_diffusion(close)": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b, exact=False),
+                **({"sgl_diffusion(exact kernel)": kernel} if kernel is not None else {}),
                 "eager": lambda x=x, a=scale, b=shift, L=L: _eager(x, a, b, L),
                 "torch.compile": lambda x=x, a=scale, b=shift, L=L, f=compiled: f(x, a, b, L),
                 "torch.compile(dynamic)": lambda x=x, a=scale, b=shift, L=L, f=compiled_dyn: f(x, a, b, L),
@@ -109,9 +123,9 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
     """
     from sgl_diffusion_core import RowConfig, resolve_target
 
-    from .ln_modulate_api import describe_ln_modulate
+    from .row_norm_api import describe_ln_modulate
 
-    launch = resolve_target("sgl_diffusion_norm.ln_modulate_triton:ln_modulate")
+    launch = resolve_target("sgl_diffusion_norm.row_norm_triton:row_norm")
     rows = []
     for name in names or DEFAULT:
         B, S, D, layout = SHAPES[name]

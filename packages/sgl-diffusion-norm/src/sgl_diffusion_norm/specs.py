@@ -2,56 +2,142 @@
 
 from __future__ import annotations
 
-from sgl_diffusion_core import Capabilities, Contract, KernelSpec, OpDef, register, register_op
+from sgl_diffusion_core import MODULATION_LAYOUTS, Capabilities, Contract, KernelSpec, OpDef, register, register_op
 
 DISTRIBUTION = "sgl-diffusion-norm"
 PKG = "sgl_diffusion_norm"
 
-# Layout tags of the modulation tensors (scale / shift), as returned by describe_ln_modulate.
-MODULATION_LAYOUTS = ("per-channel", "per-sample", "per-token", "per-frame")
+
+# ==== row-norm family (layer_norm, rms_norm, ln_modulate, rms_modulate, gated_residual_norm_modulate) ====
+# Kernels: row_norm_triton.py (close), row_norm_exact_triton.py (exact, gated); eager chains: row_norm_torch.py.
+
+_ROW_TRITON_CAPS = Capabilities(
+    platforms=("cuda", "hip"),
+    min_arch=(("cuda", 80), ("hip", "gfx942"), ("hip", "gfx950")),
+    max_last_dim=65536,
+    layouts=MODULATION_LAYOUTS,
+    interpretable=True,
+    requires=("triton",),
+)
+_ROW_TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"), layouts=MODULATION_LAYOUTS)
+
+# The close kernels round once; the eager chain they are compared with rounds after every op
+# (norm, `scale_offset + scale`, product, `+ shift`, final cast: up to 4 roundings of
+# intermediates whose magnitude can exceed the result's when the shift cancels the product).
+# Declared against the eager chain (the torch backend), for modulation of the magnitude of
+# real adaLN outputs (|scale|, |shift| <~ 2); the tests also bound the close kernels against
+# an fp64 evaluation of the same formula at one rounding.
+_PLAIN_TOL = {"bfloat16": (1e-2, 2**-7), "float16": (1e-3, 2**-10), "float32": (1e-5, 1e-5)}
+_MOD_TOL = {"bfloat16": (6e-2, 2**-6), "float16": (8e-3, 2**-9), "float32": (2e-5, 2e-5)}
+# rms_norm: eager rounds the normalized value, then its product with the weight (two roundings)
+_RMS_TOL = {"bfloat16": (1e-2, 2**-6), "float16": (1e-3, 2**-9), "float32": (1e-5, 1e-5)}
+
+_ROW_OPS = (
+    # op, summary, fp32 close tolerance table, aot entry of the close kernel
+    ("layer_norm", "F.layer_norm(x, (D,), weight, bias, eps)", _PLAIN_TOL, "aot_variants_layer_norm"),
+    ("rms_norm", "x * rsqrt(mean(x.float()**2) + eps) [* weight] [+ bias] (diffusers RMSNorm)", _RMS_TOL,
+     "aot_variants_rms_norm"),
+    ("ln_modulate", "LayerNorm(x) [* weight + bias] * (scale_offset + scale) + shift", _MOD_TOL, "aot_variants"),
+    ("rms_modulate", "RMSNorm(x) [* weight] * (scale_offset + scale) + shift", _MOD_TOL, "aot_variants_rms_modulate"),
+)
+
+# default_exact=False until the exact kernels ran on hardware: DESIGN.md makes exact the default
+# wherever an exact kernel exists, but these reproduce ATen's reduction order by construction
+# only, were never executed on a GPU (session 2 ran out of device time), and behind the gate a
+# signature that fails verification runs the slow eager chain. The next GPU session runs
+# test_row_norm_exact_gpu.py and the benches; exact becomes the default where they verify.
+for _name, _summary, _tol, _aot in _ROW_OPS:
+    _op = f"norm.{_name}"
+    register_op(
+        OpDef(
+            op=_op,
+            distribution=DISTRIBUTION,
+            describe=f"{PKG}.row_norm_api:describe_{_name}",
+            public=f"{PKG}.row_norm_api:{_name}",
+            summary=_summary,
+            default_exact=False,
+            bench=(f"{PKG}.ln_modulate_bench:bench_cases" if _name == "ln_modulate"
+                   else f"{PKG}.row_norm_bench:{_name}_cases"),
+        )
+    )
+    register(
+        KernelSpec(
+            op=_op,
+            backend="triton",
+            target=f"{PKG}.row_norm_triton:row_norm",
+            capabilities=_ROW_TRITON_CAPS,
+            contract=Contract.close(_tol),
+            priority=10,
+            notes="fp32 statistics, one rounding; one program per row, whole row in registers up to 8192 "
+            "columns, chunked two-pass above",
+            aot=f"{PKG}.row_norm_triton:{_aot}",
+            executed_on=("sm_90", "cpu-interpreter") if _name == "ln_modulate" else ("cpu-interpreter",),
+        )
+    )
+    register(
+        KernelSpec(
+            op=_op,
+            backend="triton_exact",
+            target=f"{PKG}.row_norm_exact_triton:row_norm_exact",
+            capabilities=_ROW_TRITON_CAPS,
+            contract=Contract.exact(),
+            priority=5,
+            notes="eager's rounding points and (where read from ATen) its reduction order; trusted per call "
+            "signature only after a BitExactFusionGate saw it match eager, else eager runs",
+            aot=f"{PKG}.row_norm_exact_triton:aot_variants_{_name}",
+            executed_on=("cpu-interpreter",),
+        )
+    )
+    register(
+        KernelSpec(
+            op=_op,
+            backend="torch",
+            target=f"{PKG}.row_norm_torch:{_name}",
+            capabilities=_ROW_TORCH_CAPS,
+            contract=Contract.exact(),
+            priority=0,
+            notes="the eager chain itself (the definition of the exact contract; see row_norm_torch.py)",
+            executed_on=("cpu",),
+        )
+    )
 
 register_op(
     OpDef(
-        op="norm.ln_modulate",
+        op="norm.gated_residual_norm_modulate",
         distribution=DISTRIBUTION,
-        describe=f"{PKG}.ln_modulate_api:describe_ln_modulate",
-        public=f"{PKG}.ln_modulate_api:ln_modulate",
-        summary="LayerNorm(x) [* weight + bias] * (scale_offset + scale) + shift",
-        bench=f"{PKG}.ln_modulate_bench:bench_cases",
+        describe=f"{PKG}.gated_norm_api:describe_gated_residual_norm_modulate",
+        public=f"{PKG}.gated_norm_api:gated_residual_norm_modulate",
+        summary="new = residual + gate * update (bit-exact); out = norm(new) * (scale_offset + scale) + shift",
+        default_exact=False,
+        bench=f"{PKG}.row_norm_bench:gated_residual_norm_modulate_cases",
     )
 )
 register(
     KernelSpec(
-        op="norm.ln_modulate",
+        op="norm.gated_residual_norm_modulate",
         backend="triton",
-        target=f"{PKG}.ln_modulate_triton:ln_modulate",
-        capabilities=Capabilities(
-            platforms=("cuda", "hip"),
-            min_arch=(("cuda", 80), ("hip", "gfx942"), ("hip", "gfx950")),
-            max_last_dim=65536,
-            layouts=MODULATION_LAYOUTS,
-            interpretable=True,
-            requires=("triton",),
-        ),
-        contract=Contract.close(),
+        target=f"{PKG}.row_norm_triton:gated_residual_norm_modulate",
+        capabilities=_ROW_TRITON_CAPS,
+        contract=Contract.close(_MOD_TOL),
         priority=10,
-        notes="one program per row; whole row in registers up to 8192 columns, chunked two-pass above",
-        aot=f"{PKG}.ln_modulate_triton:aot_variants",
-        executed_on=("sm_90", "cpu-interpreter"),
+        notes="new_residual bit-exact to eager (rounded per op, no FMA); out close (fp32 statistics, one rounding)",
+        aot=f"{PKG}.row_norm_triton:aot_variants_gated",
+        executed_on=("cpu-interpreter",),
     )
 )
 register(
     KernelSpec(
-        op="norm.ln_modulate",
+        op="norm.gated_residual_norm_modulate",
         backend="torch",
-        target=f"{PKG}.ln_modulate_torch:ln_modulate",
-        capabilities=Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"), layouts=MODULATION_LAYOUTS),
-        contract=Contract.close(),
+        target=f"{PKG}.row_norm_torch:gated_residual_norm_modulate",
+        capabilities=_ROW_TORCH_CAPS,
+        contract=Contract.exact(),
         priority=0,
-        notes="the executable spec: eager PyTorch in fp32, one final rounding",
-        executed_on=("sm_90", "cpu"),
+        notes="the eager chain itself: gated_residual, then the norm + modulate chain",
+        executed_on=("cpu",),
     )
 )
+# ==== end of the row-norm family ====
 
 
 # ================================================================================================

@@ -111,17 +111,30 @@ from sgl_diffusion_modulate import indexed_scale_shift_reference as indexed_scal
 from sgl_diffusion_modulate import scale_shift as scale_shift
 from sgl_diffusion_modulate import scale_shift_reference as scale_shift_reference
 from sgl_diffusion_norm import can_use_channel_rms_norm as can_use_channel_rms_norm
+from sgl_diffusion_norm import can_use_gated_residual_norm_modulate as can_use_gated_residual_norm_modulate
 from sgl_diffusion_norm import can_use_group_norm_silu as can_use_group_norm_silu
+from sgl_diffusion_norm import can_use_layer_norm as can_use_layer_norm
 from sgl_diffusion_norm import can_use_ln_modulate as can_use_ln_modulate
 from sgl_diffusion_norm import can_use_qk_norm as can_use_qk_norm
+from sgl_diffusion_norm import can_use_rms_modulate as can_use_rms_modulate
+from sgl_diffusion_norm import can_use_rms_norm as can_use_rms_norm
 from sgl_diffusion_norm import channel_rms_norm as channel_rms_norm
 from sgl_diffusion_norm import channel_rms_norm_reference as channel_rms_norm_reference
+from sgl_diffusion_norm import exact_gate as exact_gate
+from sgl_diffusion_norm import gated_residual_norm_modulate as gated_residual_norm_modulate
+from sgl_diffusion_norm import gated_residual_norm_modulate_reference as gated_residual_norm_modulate_reference
 from sgl_diffusion_norm import group_norm_silu as group_norm_silu
 from sgl_diffusion_norm import group_norm_silu_reference as group_norm_silu_reference
+from sgl_diffusion_norm import layer_norm as layer_norm
+from sgl_diffusion_norm import layer_norm_reference as layer_norm_reference
 from sgl_diffusion_norm import ln_modulate as ln_modulate
 from sgl_diffusion_norm import ln_modulate_reference as ln_modulate_reference
 from sgl_diffusion_norm import qk_norm as qk_norm
 from sgl_diffusion_norm import qk_norm_reference as qk_norm_reference
+from sgl_diffusion_norm import rms_modulate as rms_modulate
+from sgl_diffusion_norm import rms_modulate_reference as rms_modulate_reference
+from sgl_diffusion_norm import rms_norm as rms_norm
+from sgl_diffusion_norm import rms_norm_reference as rms_norm_reference
 from sgl_diffusion_rope import apply_rope as apply_rope
 from sgl_diffusion_rope import apply_rope_qk as apply_rope_qk
 from sgl_diffusion_rope import apply_rope_qk_reference as apply_rope_qk_reference
@@ -171,6 +184,7 @@ __all__ = [
     "can_use_causal_conv3d_cat_pad",
     "can_use_channel_rms_norm",
     "can_use_gated_residual",
+    "can_use_gated_residual_norm_modulate",
     "can_use_gelu",
     "can_use_gelu_and_mul",
     "can_use_gelu_mul",
@@ -182,10 +196,13 @@ __all__ = [
     "can_use_indexed_scale_shift",
     "can_use_joint_qkv_cat",
     "can_use_joint_split",
+    "can_use_layer_norm",
     "can_use_ln_modulate",
     "can_use_nearest_upsample",
     "can_use_qk_norm",
     "can_use_qk_norm_rope",
+    "can_use_rms_modulate",
+    "can_use_rms_norm",
     "can_use_rope_3d",
     "can_use_scale_shift",
     "can_use_silu",
@@ -206,9 +223,12 @@ __all__ = [
     "default_device",
     "describe",
     "device_arch",
+    "exact_gate",
     "explain",
     "gated_residual",
     "gated_residual_",
+    "gated_residual_norm_modulate",
+    "gated_residual_norm_modulate_reference",
     "gated_residual_reference",
     "gelu",
     "gelu_and_mul",
@@ -233,6 +253,8 @@ __all__ = [
     "joint_qkv_cat_reference",
     "joint_split",
     "joint_split_reference",
+    "layer_norm",
+    "layer_norm_reference",
     "ln_modulate",
     "ln_modulate_reference",
     "machine",
@@ -245,6 +267,10 @@ __all__ = [
     "qk_norm_rope_reference",
     "register",
     "register_op",
+    "rms_modulate",
+    "rms_modulate_reference",
+    "rms_norm",
+    "rms_norm_reference",
     "rope_3d",
     "rope_3d_reference",
     "scale_shift",

@@ -84,6 +84,21 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "group_norm_silu",
         "can_use_group_norm_silu",
         "group_norm_silu_reference",
+        # ---- row-norm family ----
+        "layer_norm",
+        "can_use_layer_norm",
+        "layer_norm_reference",
+        "rms_norm",
+        "can_use_rms_norm",
+        "rms_norm_reference",
+        "rms_modulate",
+        "can_use_rms_modulate",
+        "rms_modulate_reference",
+        "gated_residual_norm_modulate",
+        "can_use_gated_residual_norm_modulate",
+        "gated_residual_norm_modulate_reference",
+        "exact_gate",
+        # ---- end of the row-norm family ----
     ),
     "sgl-diffusion-modulate": (
         "scale_shift",

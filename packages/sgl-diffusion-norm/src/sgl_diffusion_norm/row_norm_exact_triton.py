@@ -1,0 +1,458 @@
+"""Triton kernel of the row-norm family, contract ``exact``, behind a ``BitExactFusionGate``.
+
+``torch.equal`` to the eager chain (``row_norm_torch``) needs two things:
+
+1. every elementwise step rounded where eager rounds (``triton_math.round_to``, no FMA
+   contraction: the launch and the AOT variants use ``enable_fp_fusion=False``);
+2. the statistics computed in eager's reduction order, which this kernel reproduces as far
+   as we could read it from PyTorch's CUDA sources (below). Where the order is not
+   reproduced the result may still match; the gate decides per call signature and falls
+   back to eager (one ``FusionFallbackWarning``) when it does not.
+
+RMSNorm (``x.float().pow(2).mean(-1)``; ATen ``Reduce.cuh``, ``MeanOps``): the squares are
+rounded to fp32 (``pow`` is its own kernel); a reduction config of ``LANES`` threads per row
+(``block.x``; computed on the host like ``setReduceConfig`` / ``set_block_dimension``: 32 for
+16+ rows) where thread ``t`` owns 4 consecutive elements of every ``4 * LANES``-wide chunk
+(``input_vectorized_thread_reduce_impl``: 4 accumulators, one per vector slot, summed in
+sequence over the chunks, then combined as ``((a0 + a1) + a2) + a3``); then ``block_x_reduce``:
+halving through shared memory while more than a warp (``v[i] += v[i + n/2]``), then the warp
+shuffle tree, on CUDA with decreasing offsets 16 .. 1 (halving again; PyTorch changed it from
+increasing offsets "for better numerics matching Triton": releases before that change are not
+reproduced and fall back), on ROCm with increasing offsets 1 .. 32 (adjacent pairs); then
+``sum * factor`` with
+``factor = float(rows) / float(rows * D)`` in fp32 (CUDA ``mean``; CPU eager divides the sum
+by ``D``, which ``MEAN_DIV`` reproduces). Reproduced when ``D > 128``, ``D % 4 == 0`` and one
+warp-row reduces a row (``ceil(D / LANES) < 256``; above that ATen splits a row across warps,
+not reproduced). ``rsqrt`` is ``tl.math.rsqrt`` (libdevice ``rsqrtf``, as CUDA eager's).
+
+LayerNorm (``F.layer_norm``; ATen ``layer_norm_kernel.cu``, ``vectorized_layer_norm_kernel``):
+128 threads (4 warps of 32) per row, thread ``t`` owning 4 consecutive elements of every
+512-wide chunk, each running Welford's online update (``cuWelfordOnlineSum``: count as a
+float, ``mean += delta * (1/count)``, ``m2 += delta * (x - new_mean)``); then the warp tree
+(offsets 16, 8, ..., 1, lane ``i`` combining with ``i + offset``: ``cuWelfordCombine``), then
+the warps halving through shared memory; ``var = m2 / D``; ``rstd = rsqrt(var + eps)``; output
+``gamma * (rstd * (x - mean)) + beta`` in fp32, rounded once to x's dtype. nvcc contracts
+``a * b + c`` in that code into FMAs (it compiles without ``--use_fast_math`` but with
+``--fmad=true``); we assume the contraction LLVM's DAG combiner makes (the left product of a
+sum of two products) and evaluate each such FMA as an exact fp64 product plus one fp64
+add rounded to fp32 (no FMA instruction in an exact kernel), which differs from a true FMA
+only when the fp64 sum lands exactly on an fp32 tie. Reproduced for the vectorized path only
+(``D % 4 == 0``, 16-byte aligned rows; the chain casts the affine parameters to x's dtype);
+other rows use other kernels in ATen (not reproduced).
+Neither is reproduced on CPU (eager's CPU kernels use their own orders): there the gate
+verifies only inputs whose sums are exact in any order.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from sgl_diffusion_core import PreparedLaunch, tensor_platform, triton_math
+
+TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
+_MAX_REDUCE_THREADS = 512  # ATen Reduce.cuh: max threads of a reduction block
+
+
+@triton.jit
+def _fma(a, b, c):
+    """``a * b + c`` rounded once (nvcc's contraction): exact fp64 product, fp64 sum, fp32 rounding."""
+    return (a.to(tl.float64) * b.to(tl.float64) + c.to(tl.float64)).to(tl.float32)
+
+
+@triton.jit
+def _div(a, b, one):
+    """``a / b`` correctly rounded to fp32 without an fp32 division: an fp64 division rounded to
+    fp32 (innocuous double rounding: 53 >= 2 * 24 + 2). ``one`` is an fp64 1.0 loaded from
+    memory: multiplying by it keeps LLVM from narrowing the division back to fp32, which on
+    ROCm expands into Newton-Raphson FMAs (the exact lanes reject any FMA)."""
+    return ((a * one) / (b * one)).to(tl.float32)
+
+
+@triton.jit
+def _halves(x, R: tl.constexpr, N: tl.constexpr):
+    """``[R, N]`` -> its lower and upper halves along the last dim, each ``[R, N // 2]``."""
+    return tl.split(tl.permute(tl.reshape(x, [R, 2, N // 2]), (0, 2, 1)))
+
+
+@triton.jit
+def _welford_combine(mb, sb, cb, ma, sa, ca, one):
+    """``cuWelfordCombine(dataB=(mb, sb, cb), dataA=(ma, sa, ca))``."""
+    delta = mb - ma
+    count = ca + cb
+    ok = count > 0.0
+    coef = _div(tl.full(count.shape, 1.0, tl.float32), tl.where(ok, count, 1.0), one)
+    na = ca * coef
+    nb = cb * coef
+    mean = _fma(na, ma, nb * mb)
+    m2 = _fma((delta * delta) * ca, nb, sa + sb)
+    return tl.where(ok, mean, 0.0), tl.where(ok, m2, 0.0), count
+
+
+@triton.jit
+def _welford_halve(m, s, c, one, R: tl.constexpr, N: tl.constexpr):
+    mb, ma = _halves(m, R, N)
+    sb, sa = _halves(s, R, N)
+    cb, ca = _halves(c, R, N)
+    return _welford_combine(mb, sb, cb, ma, sa, ca, one)
+
+
+@triton.jit
+def _welford_step(m, s, c, v, ok, rc):
+    """``cuWelfordOnlineSum`` for the threads whose element is valid (``rc = 1 / new_count``)."""
+    delta = v - m
+    nm = _fma(delta, rc, m)
+    ns = _fma(delta, v - nm, s)
+    return tl.where(ok, nm, m), tl.where(ok, ns, s), tl.where(ok, c + 1.0, c)
+
+
+@triton.jit
+def _slot(x_row, base, lane4, ii, D):
+    """Vector slot ``ii`` of every thread (elements ``base + 4t + ii``) as fp32, and its mask."""
+    offs = base + lane4 + ii
+    ok = offs < D
+    return triton_math.widen(tl.load(x_row + offs, mask=ok, other=0.0, eviction_policy="evict_last")), ok
+
+
+@triton.jit
+def _layer_stats(x_row, D, one64, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr):
+    NT: tl.constexpr = WARP * NWARP
+    lane4 = tl.arange(0, NT) * 4
+    m = tl.zeros([NT], tl.float32)
+    s = tl.zeros([NT], tl.float32)
+    c = tl.zeros([NT], tl.float32)
+    for k in tl.range(0, CHUNKS):
+        base = k * 4 * NT
+        # 1 / new_count, the same for every thread with a valid element: from a host table of
+        # correctly rounded reciprocals (eager's `1.f / count` is an IEEE division)
+        # four strided loads (one per vector slot) instead of a [NT, 4] block and a split: the
+        # four together read each cache line once, and no layout conversion enters the loop
+        v, ok = _slot(x_row, base, lane4, 0, D)
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 0))
+        v, ok = _slot(x_row, base, lane4, 1, D)
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 1))
+        v, ok = _slot(x_row, base, lane4, 2, D)
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 2))
+        v, ok = _slot(x_row, base, lane4, 3, D)
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 3))
+    m = tl.reshape(m, [NWARP, WARP])
+    s = tl.reshape(s, [NWARP, WARP])
+    c = tl.reshape(c, [NWARP, WARP])
+    # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset
+    if WARP >= 64:
+        m, s, c = _welford_halve(m, s, c, one64, NWARP, 64)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 32)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 16)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 8)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 4)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 2)
+    # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1
+    m = tl.reshape(m, [1, NWARP])
+    s = tl.reshape(s, [1, NWARP])
+    c = tl.reshape(c, [1, NWARP])
+    if NWARP >= 8:
+        m, s, c = _welford_halve(m, s, c, one64, 1, 8)
+    if NWARP >= 4:
+        m, s, c = _welford_halve(m, s, c, one64, 1, 4)
+    if NWARP >= 2:
+        m, s, c = _welford_halve(m, s, c, one64, 1, 2)
+    mean = tl.sum(tl.reshape(m, [1]), axis=0)
+    m2 = tl.sum(tl.reshape(s, [1]), axis=0)
+    return mean, m2
+
+
+@triton.jit
+def _pair_sum(v, N: tl.constexpr):
+    """Adjacent pairs: ``[N] -> [N // 2]``, ``v[2i] + v[2i+1]`` (one warp-shuffle level)."""
+    return tl.sum(tl.reshape(v, [N // 2, 2]), axis=1)
+
+
+@triton.jit
+def _half_sum(v, N: tl.constexpr):
+    """Halves: ``[N] -> [N // 2]``, ``v[i] + v[i + N/2]`` (one shared-memory level)."""
+    return tl.sum(tl.reshape(v, [2, N // 2]), axis=0)
+
+
+@triton.jit
+def _columns(x, NT: tl.constexpr):
+    """``[4 * NT]`` (thread t owns 4t .. 4t+3) -> its four vector slots, each ``[NT]``."""
+    p, q = tl.split(tl.reshape(x, [NT, 2, 2]))
+    c0, c2 = tl.split(p)
+    c1, c3 = tl.split(q)
+    return c0, c1, c2, c3
+
+
+@triton.jit
+def _sum_squares(x_row, D, LANES: tl.constexpr, WARP: tl.constexpr, CHUNKS: tl.constexpr):
+    # one contiguous 4 * LANES block per chunk (8-byte vector loads for bf16), 4 accumulators per lane
+    cols = tl.arange(0, 4 * LANES)
+    acc = tl.zeros([4 * LANES], tl.float32)
+    for k in tl.range(0, CHUNKS):
+        offs = k * 4 * LANES + cols
+        v = triton_math.widen(tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy="evict_last"))
+        acc += v * v
+    a0, a1, a2, a3 = _columns(acc, LANES)
+    t = ((a0 + a1) + a2) + a3
+    # block_x_reduce: shared-memory halving down to one warp, then the shuffle tree: on CUDA with
+    # decreasing offsets (16 .. 1: halving again), on ROCm increasing (1 .. 32: adjacent pairs)
+    if LANES >= 512:
+        t = _half_sum(t, 512)
+    if LANES >= 256:
+        t = _half_sum(t, 256)
+    if LANES >= 128:
+        t = _half_sum(t, 128)
+    if WARP == 32:
+        if LANES >= 64:
+            t = _half_sum(t, 64)
+        t = _half_sum(t, 32)
+        t = _half_sum(t, 16)
+        t = _half_sum(t, 8)
+        t = _half_sum(t, 4)
+        t = _half_sum(t, 2)
+    else:
+        t = _pair_sum(t, 64)
+        t = _pair_sum(t, 32)
+        t = _pair_sum(t, 16)
+        t = _pair_sum(t, 8)
+        t = _pair_sum(t, 4)
+        t = _pair_sum(t, 2)
+    return tl.sum(t, axis=0)
+
+
+@triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
+def _row_norm_exact_kernel(
+    X, SC, SH, W, BIAS, Y, ONE, RCP,
+    S, D,
+    x_sb, x_ss,
+    sc_sb, sc_ss, sc_L,
+    sh_sb, sh_ss, sh_L,
+    eps, scale_offset, mean_factor, d_float,
+    NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
+    T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+    MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
+    LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    b = row // S
+    s = row - b * S
+    x_row = X + b * x_sb + s * x_ss
+    y_row = Y + row * D
+    sc_row = SC + b * sc_sb + (s // sc_L) * sc_ss
+    sh_row = SH + b * sh_sb + (s // sh_L) * sh_ss
+    one64 = tl.load(ONE)  # fp64 1.0 (see _div)
+    if NORM == 0:
+        NT: tl.constexpr = WARP * NWARP
+        CH: tl.constexpr = 4 * NT
+        mean, m2 = _layer_stats(x_row, D, one64, RCP, WARP, NWARP, CHUNKS)
+        var = _div(m2, d_float, one64)
+    else:
+        CH: tl.constexpr = 4 * LANES
+        total = _sum_squares(x_row, D, LANES, WARP, CHUNKS)
+        mean = 0.0
+        if MEAN_DIV:
+            var = _div(total, d_float, one64)
+        else:
+            var = total * mean_factor
+    rstd = tl.math.rsqrt(var + eps)
+    cols = tl.arange(0, CH)
+    for k in tl.range(0, CHUNKS):
+        offs = k * CH + cols
+        mask = offs < D
+        v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
+        if NORM == 0:
+            xc = v - mean
+            t = rstd * xc
+            if HAS_W:
+                w = triton_math.round_to(triton_math.widen(tl.load(W + offs, mask=mask, other=0.0)), P_DT)
+            if HAS_BIAS:
+                bb = triton_math.round_to(triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), P_DT)
+            if HAS_W and HAS_BIAS:
+                h = _fma(w, t, bb)
+            elif HAS_W:
+                h = w * t
+            elif HAS_BIAS:
+                h = _fma(rstd, xc, bb)
+            else:
+                h = t
+            h = triton_math.round_to(h, N_DT)
+        else:
+            h = triton_math.round_to(v * rstd, C_DT)
+            if HAS_W:
+                h = triton_math.round_to(h * triton_math.widen(tl.load(W + offs, mask=mask, other=0.0)), A_DT)
+            if HAS_BIAS:
+                h = triton_math.round_to(h + triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), N_DT)
+        if HAS_SCALE:
+            off = scale_offset
+            if ROUND_OFFSET:  # CPU eager rounds the Python scalar to scale's dtype first
+                off = triton_math.round_to(off, T1)
+            sc = triton_math.widen(tl.load(sc_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
+            t1 = triton_math.round_to(off + sc, T1)
+            h = triton_math.round_to(h * t1, T2)
+            if HAS_SHIFT:
+                sh = triton_math.widen(tl.load(sh_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
+                h = triton_math.round_to(h + sh, T3)
+        tl.store(y_row + offs, triton_math.narrow(h, OUT), mask=mask)
+
+
+# --- launch configuration: eager's own thread layout ---------------------------------------------
+
+
+def _last_pow2(n: int) -> int:
+    return 1 << (max(n, 1).bit_length() - 1)
+
+
+def reduce_lanes(rows: int, D: int, warp: int) -> tuple[int, bool]:
+    """``block.x`` of ATen's reduction of ``[rows, D]`` fp32 over the last dim, and whether this
+    kernel reproduces its order (vectorized input, one warp-row per output row)."""
+    vectorized = D > 128 and D % 4 == 0
+    dim0 = D // 4 if vectorized else D
+    dim0_p2 = _last_pow2(dim0) if dim0 < _MAX_REDUCE_THREADS else _MAX_REDUCE_THREADS
+    dim1_p2 = _last_pow2(rows) if rows < _MAX_REDUCE_THREADS else _MAX_REDUCE_THREADS
+    width = min(dim0_p2, warp)
+    height = min(dim1_p2, _MAX_REDUCE_THREADS // width)
+    width = min(dim0_p2, _MAX_REDUCE_THREADS // height)
+    per_thread = -(-D // width)
+    split = per_thread >= height * 16 or per_thread >= 256
+    return max(width, warp), vectorized and not split
+
+
+def mean_factor(rows: int, D: int) -> float:
+    """CUDA ``mean``'s factor: ``float(num_outputs) / numel`` in fp32."""
+    f = torch.tensor(float(rows), dtype=torch.float32) / torch.tensor(float(rows * D), dtype=torch.float32)
+    return float(f)
+
+
+def launch_constants(geom, weight, bias, platform: str) -> dict:
+    g, ch = geom.x, geom.chain
+    warp = 64 if platform == "hip" else 32
+    if geom.norm == "layer":
+        lanes, nwarp = warp, 4  # ATen num_threads() = 4 warps
+        chunk = 4 * warp * nwarp
+    else:
+        lanes, _ = reduce_lanes(g.rows, g.D, warp)
+        nwarp = 1
+        chunk = 4 * lanes
+    f32 = tl.float32
+    return {
+        "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": geom.scale is not None,
+        "HAS_SHIFT": geom.shift is not None, "HAS_W": weight is not None, "HAS_BIAS": bias is not None,
+        "P_DT": TL_DTYPES[ch.p], "C_DT": TL_DTYPES[ch.c], "A_DT": TL_DTYPES[ch.a], "N_DT": TL_DTYPES[ch.n],
+        "T1": TL_DTYPES[ch.t1] if ch.t1 else f32, "T2": TL_DTYPES[ch.t2] if ch.t2 else f32,
+        "T3": TL_DTYPES[ch.t3] if ch.t3 else f32, "OUT": TL_DTYPES[ch.out],
+        "MEAN_DIV": platform == "cpu", "ROUND_OFFSET": platform == "cpu",
+        "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": max(1, triton.cdiv(g.D, chunk)),
+    }
+
+
+def _num_warps(const: dict) -> int:
+    return max(1, const["LANES"] * const["NWARP"] // const["WARP"]) if const["NORM"] == 1 else const["NWARP"]
+
+
+def prepare(geom, x, scale, shift, weight, bias):
+    """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out``: the fused kernel once the
+    op's gate verified this call signature, the eager chain otherwise."""
+    from sgl_diffusion_core import call_signature
+
+    from .row_norm_api import exact_gate
+    from .row_norm_torch import norm_chain
+
+    g = geom.x
+    plat = tensor_platform(x.device)
+    const = launch_constants(geom, weight, bias, plat)
+    mods = tuple(v for lay in (geom.scale, geom.shift) for v in ((0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)))
+    scalars = (g.S, g.D, g.sb, g.ss, *mods)
+    factor = mean_factor(g.rows, g.D)
+    d_float = float(g.D)  # the fp32 D eager divides by (exact below 2^24)
+    one = torch.ones(1, dtype=torch.float64, device=x.device)
+    # 1 / n for n = 1 .. 4 * CHUNKS, divided in fp32 on the host (IEEE, as eager's `1.f / count`)
+    rcp = (1.0 / torch.arange(1, 4 * const["CHUNKS"] + 1, dtype=torch.float32)).to(x.device)
+    launch = PreparedLaunch(_row_norm_exact_kernel, (g.rows,), const, device=x.device, n_ptrs=8,
+                            options={"num_warps": _num_warps(const), "num_stages": 1}, fp_fusion=False)
+    gate = exact_gate(geom.op)
+    static = call_signature(x, scale, shift, weight, bias)
+    shape, dtype, device, norm = g.shape, geom.chain.out, x.device, geom.norm
+
+    def fused(x, scale, shift, weight, bias, eps, scale_offset):
+        out = torch.empty(shape, dtype=dtype, device=device)
+        launch(x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
+               x if bias is None else bias, out, one, rcp, *scalars, eps, scale_offset, factor, d_float)
+        return out
+
+    def run(x, scale, shift, weight, bias, eps, scale_offset):
+        # the eager path ATen takes depends on the 16-byte alignment of x: part of the signature
+        sig = (static, x.data_ptr() % 16 == 0, float(eps), float(scale_offset))
+        return gate.run(lambda: fused(x, scale, shift, weight, bias, eps, scale_offset),
+                        lambda: norm_chain(norm, x, scale, shift, weight, bias, eps, scale_offset), sig=sig)
+
+    run.fused = fused  # the kernel alone, for tests and benchmarks
+    return run
+
+
+def row_norm_exact(x, scale=None, shift=None, weight=None, bias=None, *, eps=1e-6, scale_offset=1.0, geom):
+    """Launch once through the gate. ``geom`` comes from ``describe_row_norm`` (validated inputs)."""
+    return prepare(geom, x, scale, shift, weight, bias)(x, scale, shift, weight, bias, eps, scale_offset)
+
+
+row_norm_exact.prepare = prepare
+
+
+# --- ahead-of-time compile variants ----------------------------------------------------------------
+
+
+def aot_variants_layer_norm(platform: str = "cuda"):
+    """layer_norm's exact kernel (see :func:`aot_variants`)."""
+    return aot_variants(platform, norms=("layer",), modulation=(False,))
+
+
+def aot_variants_rms_norm(platform: str = "cuda"):
+    """rms_norm's exact kernel (see :func:`aot_variants`)."""
+    return aot_variants(platform, norms=("rms",), modulation=(False,))
+
+
+def aot_variants_ln_modulate(platform: str = "cuda"):
+    """ln_modulate's exact kernel (see :func:`aot_variants`)."""
+    return aot_variants(platform, norms=("layer",), modulation=(True,))
+
+
+def aot_variants_rms_modulate(platform: str = "cuda"):
+    """rms_modulate's exact kernel (see :func:`aot_variants`)."""
+    return aot_variants(platform, norms=("rms",), modulation=(True,))
+
+
+def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(False, True)):
+    """Exact kernels at FLUX / Wan widths, bf16 and fp32, with the platform's thread layout and
+    production row counts; built without FMA contraction."""
+    from types import SimpleNamespace
+
+    from sgl_diffusion_core import AotVariant, RowGeometry
+
+    from .row_norm_api import chain_dtypes
+
+    names = {torch.bfloat16: "bf16", torch.float32: "fp32"}
+    out = []
+    for dt in (torch.bfloat16, torch.float32):
+        for D in (3072, 5120):
+            for norm in norms:
+                for modulated in modulation:
+                    rows = 75600
+                    mod = torch.empty(0, dtype=dt)
+                    ch = chain_dtypes(norm, dt, mod if modulated else None, mod if modulated else None, mod, None)
+                    lay = SimpleNamespace(sb=0, ss=0, L=1) if modulated else None
+                    geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch,
+                                           norm=norm, scale=lay, shift=lay)
+                    const = launch_constants(geom, mod, None, platform)
+                    sig = {n: f"*{names[dt]}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
+                    sig["ONE"] = "*fp64"
+                    sig["RCP"] = "*fp32"
+                    sig.update({n: "i32" for n in ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb",
+                                                   "sh_ss", "sh_L")})
+                    sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})
+                    sig.update({n: "constexpr" for n in const})
+                    name = (f"row_norm_exact[{names[dt]},{norm},D={D},modulated={modulated},lanes={const['LANES']}"
+                            f"x{const['NWARP']},chunks={const['CHUNKS']}]")
+                    out.append(AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
+                                          num_warps=_num_warps(const), options={"enable_fp_fusion": False}))
+    return out

@@ -1,0 +1,346 @@
+"""Triton kernel of the row-norm family, contract ``close`` (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``).
+
+One kernel serves ``layer_norm``, ``rms_norm``, ``ln_modulate``, ``rms_modulate`` and
+``gated_residual_norm_modulate``: ``NORM`` picks LayerNorm (0) or RMSNorm (1), ``HAS_SCALE``
+the adaLN modulation, ``HAS_RES`` the gated residual in front of the norm.
+
+One program per row ``(b, s)``. When the row fits one register block (``CHUNKS == 1``)
+it is read once and the variance is computed centred (two passes over registers).
+Otherwise the row is processed in ``BLOCK``-wide chunks: a statistics pass with
+pivot-shifted sums (no cancellation for rows with a large mean), then an output pass that
+re-reads the row, which is still in L1/L2. Small chunks with few warps per row beat a
+whole row in registers on the H200 (see ``sgl_diffusion_core.launch``): more programs
+per SM keep more loads in flight, and a 5120-wide row needs no masked lanes.
+Modulation rows are found with ``base + b*sb + (s // L)*ss``, so
+per-channel, per-sample, per-token (strided) and per-frame layouts share one kernel and
+a new sequence length never recompiles (``S`` and ``L`` are not specialized).
+
+The gated residual (``new = residual + gate * update``) is elementwise and bit-exact to eager:
+each op rounded to its eager dtype with ``triton_math.round_to`` and the launch built without
+FMA contraction. The chunked path recomputes it in the output pass (same inputs, same bits)
+rather than re-reading the row it stored.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from sgl_diffusion_core import RowConfig, device_arch, tensor_platform, triton_math
+
+TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
+
+
+@triton.jit
+def _affine_modulate(y, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
+                     HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALE: tl.constexpr,
+                     HAS_SHIFT: tl.constexpr):
+    if HAS_W:
+        y = y * tl.load(W + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    if HAS_BIAS:
+        y = y + tl.load(BIAS + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    if HAS_SCALE:
+        sc = tl.load(sc_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = y * (scale_offset + sc)
+    if HAS_SHIFT:
+        y = y + tl.load(sh_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    return y
+
+
+@triton.jit
+def _row_values(x_row, u_row, g_row, nr_row, offs, mask,
+                HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr, T1R: tl.constexpr, SUM_DT: tl.constexpr,
+                NR_DT: tl.constexpr, STORE_RES: tl.constexpr):
+    """The row's input values as fp32: x itself, or the gated residual sum (stored when asked)."""
+    if HAS_RES:
+        r = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
+        t = triton_math.widen(tl.load(u_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
+        if HAS_GATE:
+            g = triton_math.widen(tl.load(g_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
+            t = triton_math.round_to(g * t, T1R)
+        v = triton_math.round_to(triton_math.round_to(r + t, SUM_DT), NR_DT)
+        if STORE_RES:
+            tl.store(nr_row + offs, triton_math.narrow(v, NR_DT), mask=mask)
+        return tl.where(mask, v, 0.0)
+    else:
+        return tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+
+
+@triton.jit
+def _per_d(a, D, FUSION_FREE: tl.constexpr):
+    """``a / D``; in kernels built without FMA contraction as an fp64 division (fp32 division
+    expands into Newton-Raphson FMAs on ROCm, which the exact lanes reject)."""
+    if FUSION_FREE:
+        return (a.to(tl.float64) / D).to(tl.float32)
+    else:
+        return a / D
+
+
+@triton.jit
+def _rstd(var, eps, FUSION_FREE: tl.constexpr):
+    if FUSION_FREE:
+        return tl.math.rsqrt(var + eps)
+    else:
+        return 1.0 / tl.sqrt(var + eps)
+
+
+@triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "g_L", "eps", "scale_offset"])
+def _row_norm_kernel(
+    X, SC, SH, W, BIAS, Y, U, G, NR,
+    S, D,
+    x_sb, x_ss,
+    sc_sb, sc_ss, sc_L,
+    sh_sb, sh_ss, sh_L,
+    u_sb, u_ss,
+    g_sb, g_ss, g_L,
+    eps, scale_offset,
+    NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr,
+    HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr,
+    T1R: tl.constexpr, SUM_DT: tl.constexpr, NR_DT: tl.constexpr,
+    BLOCK: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    b = row // S
+    s = row - b * S
+    x_row = X + b * x_sb + s * x_ss
+    y_row = Y + row * D
+    sc_row = SC + b * sc_sb + (s // sc_L) * sc_ss
+    sh_row = SH + b * sh_sb + (s // sh_L) * sh_ss
+    u_row = U + b * u_sb + s * u_ss
+    g_row = G + b * g_sb + (s // g_L) * g_ss
+    nr_row = NR + row * D
+    cols = tl.arange(0, BLOCK)
+    if CHUNKS == 1:
+        mask = cols < D
+        x = _row_values(x_row, u_row, g_row, nr_row, cols, mask, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT, True)
+        if NORM == 0:
+            mean = _per_d(tl.sum(x, axis=0), D, HAS_RES)
+            xc = tl.where(mask, x - mean, 0.0)
+            var = _per_d(tl.sum(xc * xc, axis=0), D, HAS_RES)
+        else:
+            xc = x
+            var = _per_d(tl.sum(x * x, axis=0), D, HAS_RES)
+        rstd = _rstd(var, eps, HAS_RES)
+        y = _affine_modulate(xc * rstd, cols, mask, W, BIAS, sc_row, sh_row, scale_offset,
+                             HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
+        tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
+    else:
+        if NORM == 1:
+            pivot = 0.0
+        elif HAS_RES:
+            pivot = _row_values(x_row, u_row, g_row, nr_row, 0, D > 0, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT,
+                                False)
+        else:
+            pivot = tl.load(x_row).to(tl.float32)
+        acc1 = tl.zeros([BLOCK], dtype=tl.float32)
+        acc2 = tl.zeros([BLOCK], dtype=tl.float32)
+        for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
+            offs = c * BLOCK + cols
+            mask = offs < D
+            if HAS_RES:
+                x = _row_values(x_row, u_row, g_row, nr_row, offs, mask, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT,
+                                True)
+            else:
+                x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            if NORM == 0:
+                d = tl.where(mask, x - pivot, 0.0)
+                acc1 += d
+                acc2 += d * d
+            else:
+                acc2 += x * x
+        if NORM == 0:
+            m1 = _per_d(tl.sum(acc1, axis=0), D, HAS_RES)
+            mean = pivot + m1
+            var = tl.maximum(_per_d(tl.sum(acc2, axis=0), D, HAS_RES) - m1 * m1, 0.0)
+        else:
+            mean = 0.0
+            var = _per_d(tl.sum(acc2, axis=0), D, HAS_RES)
+        rstd = _rstd(var, eps, HAS_RES)
+        for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
+            offs = c * BLOCK + cols
+            mask = offs < D
+            x = _row_values(x_row, u_row, g_row, nr_row, offs, mask, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT, False)
+            if NORM == 0:
+                xn = (x - mean) * rstd
+            else:
+                xn = x * rstd
+            y = _affine_modulate(xn, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
+                                 HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
+            tl.store(y_row + offs, y.to(Y.dtype.element_ty), mask=mask)
+
+
+def config_for(D: int, rows: int, dtype: torch.dtype, device: torch.device) -> RowConfig:
+    plat = tensor_platform(device)
+    arch = device_arch(plat, device.index) if plat in ("cuda", "hip") else None
+    return RowConfig.from_heuristic(D, dtype.itemsize, plat, arch, n_rows=rows)
+
+
+def _mod_scalars(lay) -> tuple[int, int, int]:
+    return (0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)
+
+
+def _launch(g, x, cfg, constexprs, fp_fusion):
+    from sgl_diffusion_core import PreparedLaunch
+
+    return PreparedLaunch(
+        _row_norm_kernel,
+        (g.rows,),
+        {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll},
+        device=x.device,
+        n_ptrs=9,
+        options=cfg.launch_options(tensor_platform(x.device)),
+        fp_fusion=fp_fusion,
+    )
+
+
+def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None):
+    """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for one call signature
+    of ``layer_norm`` / ``rms_norm`` / ``ln_modulate`` / ``rms_modulate``."""
+    g = geom.x
+    cfg = config or config_for(g.D, g.rows, x.dtype, x.device)
+    scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), 0, 0, 0, 0, 1)
+    launch = _launch(g, x, cfg, {
+        "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": scale is not None, "HAS_SHIFT": shift is not None,
+        "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": False, "HAS_GATE": False,
+        "T1R": tl.float32, "SUM_DT": tl.float32, "NR_DT": tl.float32,
+    }, fp_fusion=True)
+    shape, dtype, device = g.shape, geom.chain.out, x.device
+
+    def run(x, scale, shift, weight, bias, eps, scale_offset):
+        out = torch.empty(shape, dtype=dtype, device=device)
+        launch(x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
+               x if bias is None else bias, out, x, x, x, *scalars, eps, scale_offset)
+        return out
+
+    return run
+
+
+def row_norm(x, scale=None, shift=None, weight=None, bias=None, *, eps=1e-6, scale_offset=1.0, geom,
+             config: RowConfig | None = None) -> torch.Tensor:
+    """Launch the kernel once. ``geom`` comes from ``describe_row_norm`` (validated inputs)."""
+    return prepare(geom, x, scale, shift, weight, bias, config)(x, scale, shift, weight, bias, eps, scale_offset)
+
+
+row_norm.prepare = prepare
+
+
+def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, config: RowConfig | None = None):
+    """A runner ``(residual, update, gate, scale, shift, weight, bias, eps, scale_offset) -> (out, new_residual)``
+    for one call signature of ``gated_residual_norm_modulate``. Built without FMA contraction
+    (the residual sum must match eager bit for bit)."""
+    g, u = geom.residual, geom.update
+    cfg = config or config_for(g.D, g.rows, residual.dtype, residual.device)
+    gl = geom.gate
+    scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), u.sb, u.ss,
+               *_mod_scalars(gl))
+    launch = _launch(g, residual, cfg, {
+        "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": True, "HAS_SHIFT": shift is not None,
+        "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": True, "HAS_GATE": gate is not None,
+        "T1R": TL_DTYPES[geom.t1], "SUM_DT": TL_DTYPES[geom.sum], "NR_DT": TL_DTYPES[residual.dtype],
+    }, fp_fusion=False)
+    shape, dtype, device = g.shape, residual.dtype, residual.device
+
+    def run(residual, update, gate, scale, shift, weight, bias, eps, scale_offset):
+        out = torch.empty(shape, dtype=dtype, device=device)
+        new = torch.empty(shape, dtype=dtype, device=device)
+        x = residual
+        launch(x, scale, x if shift is None else shift, x if weight is None else weight, x if bias is None else bias,
+               out, update, update if gate is None else gate, new, *scalars, eps, scale_offset)
+        return out, new
+
+    return run
+
+
+def gated_residual_norm_modulate(residual, update, gate, scale, shift=None, *, norm="layer", weight=None, bias=None,
+                                 eps=1e-6, scale_offset=1.0, geom, config: RowConfig | None = None):
+    """Launch once. ``geom`` comes from ``describe_gated_residual_norm_modulate``."""
+    run = prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, config)
+    return run(residual, update, gate, scale, shift, weight, bias, eps, scale_offset)
+
+
+gated_residual_norm_modulate.prepare = prepare_gated
+
+
+# --- ahead-of-time compile variants ----------------------------------------------------------------
+
+_NAMES = {tl.bfloat16: "bf16", tl.float16: "fp16", tl.float32: "fp32"}
+_SCALARS = ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L", "u_sb", "u_ss",
+            "g_sb", "g_ss", "g_L")
+_CONSTS = ("NORM", "HAS_SCALE", "HAS_SHIFT", "HAS_W", "HAS_BIAS", "HAS_RES", "HAS_GATE", "T1R", "SUM_DT", "NR_DT",
+           "BLOCK", "CHUNKS", "UNROLL")
+
+
+def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32"):
+    from sgl_diffusion_core import AotVariant
+
+    name_dt = _NAMES[dt]
+    cfg = RowConfig.from_heuristic(D, 4 if dt == tl.float32 else 2, platform, n_rows=rows)
+    sig = {n: f"*{name_dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR")}
+    sig.update({n: idx for n in _SCALARS})
+    sig.update({"eps": "fp32", "scale_offset": "fp32"})
+    sig.update({n: "constexpr" for n in _CONSTS})
+    const = {"NORM": norm, "HAS_SCALE": scale, "HAS_SHIFT": scale, "HAS_W": affine, "HAS_BIAS": affine,
+             "HAS_RES": res, "HAS_GATE": res, "T1R": dt, "SUM_DT": dt, "NR_DT": dt,
+             "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll}
+    name = (f"{label}[{name_dt},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},"
+            f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},affine={affine},{idx}]")
+    opts = {k: v for k, v in cfg.launch_options(platform).items() if k not in ("num_warps", "num_stages")}
+    return AotVariant(name=name, kernel=_row_norm_kernel, signature=sig, constexprs=const,
+                      num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+                      options={"enable_fp_fusion": not res, **opts})
+
+
+def aot_variants(platform: str = "cuda"):
+    """ln_modulate's variants: production widths with the launch configuration this platform
+    would use (both row paths), with and without the optional affine arguments."""
+    out = {}
+    for dt in (tl.bfloat16, tl.float16, tl.float32):
+        for D, full in ((3072, True), (5120, False), (1536, False), (16384, False)):
+            for rows in (4608, 75600):
+                v = _variant(platform, "ln_modulate", dt, D, rows, 0, scale=True, affine=full,
+                             res=False, idx="i64" if D == 16384 else "i32")
+                out[v.name] = v
+    return list(out.values())
+
+
+def aot_variants_plain(platform: str = "cuda", norm: int = 0, label: str = "layer_norm"):
+    out = {}
+    for dt in (tl.bfloat16, tl.float32):
+        for D, affine in ((3072, True), (5120, False), (2432, True)):
+            for rows in (4608, 75600):
+                v = _variant(platform, label, dt, D, rows, norm, scale=False, affine=affine, res=False)
+                out[v.name] = v
+    return list(out.values())
+
+
+def aot_variants_layer_norm(platform: str = "cuda"):
+    """layer_norm: bf16/fp32 at FLUX/SD3/Wan widths, both row paths."""
+    return aot_variants_plain(platform, 0, "layer_norm")
+
+
+def aot_variants_rms_norm(platform: str = "cuda"):
+    """rms_norm: bf16/fp32 at FLUX/SD3/Wan widths, both row paths."""
+    return aot_variants_plain(platform, 1, "rms_norm")
+
+
+def aot_variants_rms_modulate(platform: str = "cuda"):
+    """rms_modulate: bf16 at 3072 / 5120, both row paths."""
+    out = {}
+    for D in (3072, 5120):
+        for rows in (4608, 75600):
+            v = _variant(platform, "rms_modulate", tl.bfloat16, D, rows, 1, scale=True, affine=True, res=False)
+            out[v.name] = v
+    return list(out.values())
+
+
+def aot_variants_gated(platform: str = "cuda"):
+    """gated_residual_norm_modulate: bf16 / fp32 streams, LayerNorm and RMSNorm, built without FMA."""
+    out = {}
+    for dt in (tl.bfloat16, tl.float32):
+        for D in (3072, 5120):
+            for norm in (0, 1):
+                v = _variant(platform, f"gated_residual_norm_modulate[norm={norm}]", dt, D, 75600, norm, scale=True,
+                             affine=False, res=True)
+                out[v.name] = v
+    return list(out.values())

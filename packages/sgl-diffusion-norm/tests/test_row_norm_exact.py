@@ -1,0 +1,185 @@
+"""The exact variants (``exact=True``, backend ``triton_exact``) and their BitExactFusionGate, CPU lane.
+
+What the CPU lane can and cannot show. The exact kernel reproduces the rounding points of the
+eager chains and, for the statistics, the reduction order of PyTorch's *CUDA* kernels; CPU
+eager sums in its own order (and the interpreter is not the GPU), so on CPU:
+
+* with inputs whose sums are exact in every order (small integers), the statistics agree and
+  the gate must *verify*: every elementwise rounding point (normalized value, weight product,
+  bias, ``scale_offset + scale``, product, shift, final cast) is then checked bit for bit;
+* with random fp32 inputs the orders usually differ: the documented outcome is ``verified`` or
+  ``fallback`` (one ``FusionFallbackWarning``, eager from then on), and in both cases the
+  op's result is ``torch.equal`` to eager. Which one happens is recorded, not assumed.
+
+The GPU lane (test_row_norm_exact_gpu.py) checks the production widths.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import sgl_diffusion_norm as norm
+from sgl_diffusion_core import FusionFallbackWarning, explain, testing, triton_interpret
+from sgl_diffusion_norm import row_norm_api
+
+pytestmark = pytest.mark.skipif(
+    not (torch.cuda.is_available() or triton_interpret()),
+    reason="the exact Triton kernel needs a GPU or the interpreter (TRITON_INTERPRET=1)",
+)
+
+OPS = {
+    "layer_norm": (norm.layer_norm, norm.layer_norm_reference, False),
+    "rms_norm": (norm.rms_norm, norm.rms_norm_reference, False),
+    "ln_modulate": (norm.ln_modulate, norm.ln_modulate_reference, True),
+    "rms_modulate": (norm.rms_modulate, norm.rms_modulate_reference, True),
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_gates():
+    for g in row_norm_api.GATES.values():
+        g.reset()
+    yield
+
+
+def _args(op, x, scale, shift, weight, bias):
+    fn, ref, modulated = OPS[op]
+    if modulated:
+        kw = {"weight": weight} if op == "rms_modulate" else {"weight": weight, "bias": bias}
+        return (x, scale, shift), kw
+    return (x, weight, bias), {}
+
+
+def _run_exact(op, x, scale=None, shift=None, weight=None, bias=None):
+    """Call the exact backend; return (out, eager, gate state, fallback warnings)."""
+    fn, ref, _ = OPS[op]
+    args, kw = _args(op, x, scale, shift, weight, bias)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        out = fn(*args, backend="triton_exact", exact=True, **kw)
+    expected = ref(*args, **kw)
+    states = set(row_norm_api.GATES[f"norm.{op}"].states().values())
+    falls = [w for w in rec if issubclass(w.category, FusionFallbackWarning)]
+    return out, expected, states, falls
+
+
+def _ints(*shape, lo=-8, hi=8, dtype=torch.bfloat16, device="cpu", gen=None):
+    return torch.randint(lo, hi + 1, shape, generator=gen).to(dtype).to(device)
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "rms_modulate"])
+@pytest.mark.parametrize("D", [7, 256, 1000, 2432])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_rms_rounding_points_verify_on_exactly_summable_rows(device, op, D, dtype):
+    """Small integers: sum of squares exact in any order, so the gate verifies iff every
+    elementwise rounding point matches eager (fp32 weight: the diffusers fp32 result dtype)."""
+    if device.type != "cpu":
+        pytest.skip("the CPU-order argument; the GPU lane checks real data")
+    g = torch.Generator().manual_seed(D)
+    x = _ints(2, 3, D, dtype=dtype, gen=g)
+    sc = (torch.randn(2, 1, D, generator=g) * 0.5).to(dtype)
+    sh = torch.randn(2, 1, D, generator=g).to(dtype)
+    for weight in (None, torch.randn(D, generator=g).to(dtype), torch.randn(D, generator=g)):
+        row_norm_api.GATES[f"norm.{op}"].reset()
+        out, expected, states, falls = _run_exact(op, x, sc, sh, weight)
+        testing.assert_exact(out, expected)
+        assert states == {"verified"} and not falls, (states, [str(w.message) for w in falls])
+
+
+@pytest.mark.parametrize("layout", ["sample", "token-strided", "frame", "channel-fp32"])
+def test_modulation_rounding_points_verify(device, layout):
+    if device.type != "cpu":
+        pytest.skip("the CPU-order argument; the GPU lane checks real data")
+    g = torch.Generator().manual_seed(5)
+    B, S, D = 2, 6, 512
+    x = _ints(B, S, D, gen=g)
+    r = lambda *s, dt=torch.bfloat16: torch.randn(*s, generator=g).to(dt)  # noqa: E731
+    sc, sh = {
+        "sample": lambda: (r(B, 1, D), r(B, D)),
+        "token-strided": lambda: (lambda p: (p[..., :D], p[..., 2 * D:3 * D]))(r(B, S, 3 * D)),
+        "frame": lambda: (r(B, 3, 1, D), r(1, 3, 1, D)),
+        "channel-fp32": lambda: (r(D, dt=torch.float32), r(D, dt=torch.float32)),  # Wan keeps mods in fp32
+    }[layout]()
+    out, expected, states, falls = _run_exact("rms_modulate", x, sc, sh, r(D))
+    testing.assert_exact(out, expected)
+    assert states == {"verified"} and not falls
+
+
+def test_bias_only_and_bias_with_weight_rms(device):
+    if device.type != "cpu":
+        pytest.skip("the CPU-order argument")
+    g = torch.Generator().manual_seed(9)
+    x = _ints(2, 4, 300, gen=g)
+    for w, b in ((None, torch.randn(300, generator=g).to(torch.bfloat16)),
+                 (torch.randn(300, generator=g).to(torch.bfloat16), torch.randn(300, generator=g))):
+        row_norm_api.GATES["norm.rms_norm"].reset()
+        out, expected, states, falls = _run_exact("rms_norm", x, weight=w, bias=b)
+        testing.assert_exact(out, expected)
+        assert states == {"verified"}
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_random_rows_give_eager_bits_whatever_the_gate_decides(device, op):
+    """fp32 random rows: the orders of CPU eager and of the kernel usually differ in the last bit.
+    Documented outcome: verified or fallback; the result is eager's either way; a fallback warns
+    exactly once and is sticky (the second call neither warns nor runs the kernel)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 1000, generator=g).to(device)
+    sc, sh = torch.randn(2, 1, 1000, generator=g).to(device), torch.randn(1000, generator=g).to(device)
+    w, b = torch.randn(1000, generator=g).to(device), torch.randn(1000, generator=g).to(device)
+    out, expected, states, falls = _run_exact(op, x, sc, sh, w, b)
+    testing.assert_exact(out, expected)
+    assert len(states) == 1 and states <= {"verified", "fallback"}
+    (state,) = states
+    assert len(falls) == (state == "fallback")
+    if falls:
+        assert f"norm.{op}" in str(falls[0].message)
+    out2, _, states2, falls2 = _run_exact(op, x, sc, sh, w, b)
+    testing.assert_exact(out2, expected)
+    assert states2 == states and not falls2
+
+
+def test_gate_never_verifies_while_tracing(device, monkeypatch):
+    """Under torch.compile tracing (or CUDA-graph capture) a pending signature runs eager and stays pending."""
+    x = torch.randn(2, 3, 256, device=device)
+    plan = row_norm_api._DISPATCH["rms_norm"].plan((x, None, None, None, None), "triton_exact", True)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    out = plan(x, None, None, None, None, 1e-6, 1.0)
+    testing.assert_exact(out, norm.rms_norm_reference(x))
+    assert set(row_norm_api.GATES["norm.rms_norm"].states().values()) == set()
+    monkeypatch.undo()
+    with warnings.catch_warnings():  # random fp32 rows on CPU: a fallback (and its warning) is expected
+        warnings.simplefilter("ignore", FusionFallbackWarning)
+        plan(x, None, None, None, None, 1e-6, 1.0)
+    assert set(row_norm_api.GATES["norm.rms_norm"].states().values()) <= {"verified", "fallback"}
+
+
+def test_signature_includes_eps_and_alignment(device):
+    g = torch.Generator().manual_seed(1)
+    big = _ints(3, 300, gen=g).to(device)
+    for x in (big[:, :256], big[:, 1:257]):  # same shape and strides, different 16-byte alignment
+        for eps in (1e-6, 1e-5):
+            _run_exact("rms_norm", x)
+            norm.rms_norm(x, eps=eps, backend="triton_exact")
+    assert len(row_norm_api.GATES["norm.rms_norm"].states()) == 4
+
+
+def test_default_is_exact_and_selection(device):
+    x = torch.randn(2, 3, 64, device=device)
+    assert row_norm_api.exact_gate("norm.rms_norm") is norm.exact_gate("norm.rms_norm")
+    want = "triton_exact" if device.type == "cuda" else "torch"
+    assert explain("norm.rms_norm", x).chosen == want
+    assert explain("norm.rms_norm", x, exact=True).chosen == want
+    assert explain("norm.rms_norm", x, exact=False).chosen == ("triton" if device.type == "cuda" else "torch")
+    testing.assert_exact(norm.rms_norm(x), norm.rms_norm_reference(x))
+    testing.assert_exact(norm.ln_modulate(x, x[:, :1]), norm.ln_modulate_reference(x, x[:, :1]))
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (2, 0, 64)])
+def test_exact_empty(device, shape):
+    x = torch.randn(shape, device=device)
+    out = norm.layer_norm(x, backend="triton_exact")
+    assert out.shape == x.shape

@@ -1,0 +1,128 @@
+"""GPU lane: the exact kernels against eager on the GPU, and which call signatures the gate verified.
+
+For D in {1536, 2432, 3072, 5120} (Wan-1.3B, SD3.5-L, FLUX/Hunyuan, Wan-14B) and the three
+modulation layouts (per sample, per token as a strided chunk of a [B, S, 6*D] projection,
+per frame), bf16, S = 4410 tokens (21 frames of 210): the op's result must be ``torch.equal``
+to eager whatever the gate decided, and a fallback must be *demonstrated*: the fused kernel
+alone (``run.fused``) then differs from eager. Every signature's state is printed and written
+to ``$SGL_NORM_GATE_REPORT`` (default ``row_norm_gate_report.json`` in the working directory)
+so the lead can record which signatures verified. Run with ``-s`` to see the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import pytest
+import torch
+
+import sgl_diffusion_norm as norm
+from sgl_diffusion_core import FusionFallbackWarning, testing
+from sgl_diffusion_norm import row_norm_api
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
+]
+
+WIDTHS = [1536, 2432, 3072, 5120]
+LAYOUTS = ["per-sample", "per-token", "per-frame"]
+S, FRAMES = 4410, 21
+REPORT: list[dict] = []
+
+
+def _mods(D, layout, dtype=torch.bfloat16):
+    g = torch.Generator(device="cuda").manual_seed(D)
+    r = lambda *s: torch.randn(*s, device="cuda", dtype=dtype, generator=g) * 0.5  # noqa: E731
+    if layout == "per-sample":
+        mod = r(1, 6, D)
+        return mod[:, 1:2], mod[:, 0:1]
+    if layout == "per-token":
+        proj = r(1, S, 6 * D)
+        return proj[..., D:2 * D], proj[..., :D]
+    return r(1, FRAMES, 1, D), r(1, FRAMES, 1, D)
+
+
+def _call(name, x, sc, sh, w, b, reference=False):
+    if name in ("layer_norm", "rms_norm"):
+        fn = getattr(norm, f"{name}_reference" if reference else name)
+        return fn(x, w, b) if reference else fn(x, w, b, exact=True)
+    kw = {"weight": w} if name == "rms_modulate" else {"weight": w, "bias": b}
+    fn = getattr(norm, f"{name}_reference" if reference else name)
+    return fn(x, sc, sh, **kw) if reference else fn(x, sc, sh, exact=True, **kw)
+
+
+def _check(name, x, sc=None, sh=None, w=None, b=None, *, label):
+    gate = row_norm_api.GATES[f"norm.{name}"]
+    gate.reset()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        out = _call(name, x, sc, sh, w, b)
+    expected = _call(name, x, sc, sh, w, b, reference=True)
+    testing.assert_exact(out, expected)
+    (state,) = set(gate.states().values())
+    falls = [r for r in rec if issubclass(r.category, FusionFallbackWarning)]
+    assert len(falls) == (state == "fallback")
+    plan = row_norm_api._DISPATCH[name].plan((x, sc, sh, w, b), None, True)
+    assert hasattr(plan, "fused"), "exact=True on a GPU must select the gated exact kernel"
+    mismatches = None
+    if state == "fallback":  # demonstrate it: the kernel alone differs from eager
+        alone = plan.fused(x, sc, sh, w, b, 1e-6, 1.0)
+        assert not torch.equal(alone, expected)
+        mismatches = int((alone != expected).sum())
+    # a verified signature runs the fused kernel from now on: still eager's bits
+    testing.assert_exact(_call(name, x, sc, sh, w, b), expected)
+    REPORT.append({"case": label, "state": state, "mismatching_elements_of_the_kernel": mismatches})
+    print(f"{label}: {state}" + (f" ({mismatches} elements differ)" if mismatches else ""))
+
+
+@pytest.mark.parametrize("D", WIDTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_modulated_exact(D, layout):
+    torch.manual_seed(D)
+    x = torch.randn(1, S, D, device="cuda", dtype=torch.bfloat16)
+    sc, sh = _mods(D, layout)
+    _check("ln_modulate", x, sc, sh, label=f"ln_modulate D={D} {layout}")
+    w = 1 + 0.1 * torch.randn(D, device="cuda", dtype=torch.bfloat16)
+    _check("rms_modulate", x, sc, sh, w, label=f"rms_modulate D={D} {layout} weight=bf16")
+
+
+@pytest.mark.parametrize("D", WIDTHS)
+def test_plain_exact(D):
+    torch.manual_seed(D)
+    x = torch.randn(1, S, D, device="cuda", dtype=torch.bfloat16)
+    w = 1 + 0.1 * torch.randn(D, device="cuda", dtype=torch.bfloat16)
+    b = 0.1 * torch.randn(D, device="cuda", dtype=torch.bfloat16)
+    _check("layer_norm", x, label=f"layer_norm D={D}")
+    _check("layer_norm", x, w=w, b=b, label=f"layer_norm D={D} affine")
+    _check("rms_norm", x, w=w, label=f"rms_norm D={D} weight=bf16")
+    _check("rms_norm", x, w=w.float(), label=f"rms_norm D={D} weight=fp32")
+
+
+def test_cuda_graph_capture_uses_only_verified_signatures():
+    x = torch.randn(1, 4608, 3072, device="cuda", dtype=torch.bfloat16)
+    sc, sh = _mods(3072, "per-sample")
+    norm.ln_modulate(x, sc, sh)  # eager call: the gate decides for this signature
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        norm.ln_modulate(x, sc, sh)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = norm.ln_modulate(x, sc, sh)
+    x.copy_(torch.randn_like(x))
+    g.replay()
+    torch.cuda.synchronize()
+    testing.assert_exact(out, norm.ln_modulate_reference(x, sc, sh))
+
+
+def test_zz_write_report():
+    """Runs last (name order within the file): the gate states of this run, for the lead's records."""
+    path = os.environ.get("SGL_NORM_GATE_REPORT", "row_norm_gate_report.json")
+    with open(path, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cases": REPORT}, f, indent=1)
+    print(f"gate report: {len(REPORT)} signatures, "
+          f"{sum(r['state'] == 'verified' for r in REPORT)} verified -> {path}")
