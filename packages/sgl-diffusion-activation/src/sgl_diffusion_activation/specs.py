@@ -72,7 +72,7 @@ for table, api, describe, kernels, close in (
                 priority=10,
                 notes="fp32 math, one rounding; one program per (row, column tile), 16-byte accesses",
                 aot=f"{PKG}.{kernels}_triton:aot_{name}",
-                executed_on=("cpu-interpreter",),
+                executed_on=("sm_90", "cpu-interpreter"),
             )
         )
         register(
@@ -84,6 +84,6 @@ for table, api, describe, kernels, close in (
                 contract=Contract.exact(),
                 priority=0,
                 notes="the eager chain itself (the definition of the exact contract)",
-                executed_on=("cpu",),
+                executed_on=("sm_90", "cpu"),
             )
         )

@@ -46,6 +46,11 @@ OPS: dict[str, tuple[str, str, str]] = {
 _UPSAMPLE_LAYOUTS = ("contiguous", "channels_last", "channels_last_3d")
 
 
+# Ops whose Triton kernel ran in the GPU lane (H200, session 2: test_layout_gpu.py, torch.equal at
+# Wan / HunyuanVideo / VAE shapes); ulysses_unpack_out has no GPU test yet.
+_RAN_ON_H200 = frozenset(OPS) - {"ulysses_unpack_out"}
+
+
 def _register(name: str, family: str, summary: str, notes: str) -> None:
     op = f"layout.{name}"
     register_op(OpDef(
@@ -58,12 +63,12 @@ def _register(name: str, family: str, summary: str, notes: str) -> None:
         # nearest_upsample: no "float-index-differs" (sizes where eager's float index is not i // f)
         capabilities=replace(_TRITON_CAPS, layouts=_UPSAMPLE_LAYOUTS) if name == "nearest_upsample" else _TRITON_CAPS,
         contract=Contract.exact(), priority=10, notes=notes, aot=f"{PKG}.{family}_triton:aot_{name}",
-        executed_on=("cpu-interpreter",),
+        executed_on=("sm_90", "cpu-interpreter") if name in _RAN_ON_H200 else ("cpu-interpreter",),
     ))
     register(KernelSpec(
         op=op, backend="torch", target=f"{PKG}.{family}_torch:{name}", capabilities=_TORCH_CAPS,
         contract=Contract.exact(), priority=0, notes="the eager chain itself (the definition of the exact contract)",
-        executed_on=("cpu",),
+        executed_on=("sm_90", "cpu"),
     ))
 
 

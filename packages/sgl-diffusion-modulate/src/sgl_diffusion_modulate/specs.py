@@ -69,7 +69,7 @@ for family, backend_family, api, summary in _FAMILIES:
             notes="one program per (row, column tile); every intermediate rounded to its eager dtype, no FMA"
             + (_INDEX_NOTE if indexed else ""),
             aot=f"{PKG}.{backend_family}_triton:{aot}",
-            executed_on=("cpu-interpreter",),
+            executed_on=("sm_90", "cpu-interpreter"),
         )
     )
     register(
@@ -83,6 +83,6 @@ for family, backend_family, api, summary in _FAMILIES:
             notes="the eager chain itself (the definition of the exact contract)"
             + ("; out-of-range tokens give NaN rows (index clamped, rows filled), valid ones the same bits"
                if indexed else ""),
-            executed_on=("cpu",),
+            executed_on=("sm_90", "cpu"),
         )
     )

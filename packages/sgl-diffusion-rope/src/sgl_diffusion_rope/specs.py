@@ -45,7 +45,7 @@ for name, (summary, describe, layouts, has_exact) in OPS.items():
                                   requires=("triton",)),
         contract=Contract.close(_TOLERANCES.get(name)), priority=10,
         notes="one program per (token, block of heads); angles read or computed once per token; fp32 math",
-        aot=f"{PKG}.rope_triton:aot_{name}", executed_on=("cpu-interpreter",),
+        aot=f"{PKG}.rope_triton:aot_{name}", executed_on=("sm_90", "cpu-interpreter"),
     ))
     if has_exact:
         register(KernelSpec(
@@ -54,10 +54,10 @@ for name, (summary, describe, layouts, has_exact) in OPS.items():
                                       requires=("triton",)),
             contract=Contract.exact(), priority=5,
             notes="the same kernel, every product and sum rounded to the eager dtype, no FMA (real tables)",
-            aot=f"{PKG}.rope_triton:aot_{name}_exact", executed_on=("cpu-interpreter",),
+            aot=f"{PKG}.rope_triton:aot_{name}_exact", executed_on=("sm_90", "cpu-interpreter"),
         ))
     register(KernelSpec(
         op=op, backend="torch", target=f"{PKG}.rope_torch:rope",
         capabilities=Capabilities(platforms=_EVERYWHERE), contract=Contract.exact(), priority=0,
-        notes="the eager chain (the definition of the contracts)", executed_on=("cpu",),
+        notes="the eager chain (the definition of the contracts)", executed_on=("sm_90", "cpu"),
     ))
