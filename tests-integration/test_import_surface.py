@@ -497,3 +497,9 @@ def test_compile_lane_catches_fma_in_exact_kernels() -> None:
     assert aot_compile.fused_multiply_adds("v_fma_mix_f32 v2, v10, v14, v3 op_sel_hi:[1,0,0]", "hip")
     assert aot_compile.fused_multiply_adds("v_fmac_f32_e32 v0, v6, v7", "hip")
     assert aot_compile.fused_multiply_adds("\tfma.rn.f32 \t%f3, %f1, %f2, %f0;", "cuda")
+    # sm_80 has no bf16 add/sub/mul: LLVM emits each as an FMA with -0.0 / +-1.0 held in a register
+    mul = "\tmov.b16 \t%rs9, 0x8000;\n\tfma.rn.bf16 \t%rs1, %rs2, %rs3, %rs9;"
+    sub = "\tmov.b16 \t%rs9, 0xBF80;\n\tfma.rn.bf16 \t%rs1, %rs2, %rs9, %rs4;"
+    assert not aot_compile.fused_multiply_adds(mul, "cuda")
+    assert not aot_compile.fused_multiply_adds(sub, "cuda")
+    assert aot_compile.fused_multiply_adds(sub.replace("0xBF80", "0x4000"), "cuda")  # a real factor: 2.0

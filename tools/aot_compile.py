@@ -195,13 +195,42 @@ _FMA_PATTERNS = {
 # A multiply by exactly one or an add of zero rounds once either way: the compiler folds a
 # conversion (fp16 -> fp32 on AMD: v_fma_mix_f32 a, 1.0, c) or a plain product into the
 # FMA encoding without changing the result, so those forms are not contractions.
-_ONE = {"0f3F800000", "1.0"}
-_ZERO = {"0f00000000", "0f80000000", "0", "neg(0)", "-0", "0.0"}
+# +-1.0 and +-0.0 as they appear in PTX / AMDGCN: fp32 literals, and bf16/fp16 bit patterns
+# (0x3F80 / 0xBF80 bf16 +-1.0, 0x3C00 / 0xBC00 fp16 +-1.0) held in registers by mov instructions.
+# A factor of +-1 makes the product exact, so the FMA rounds once, as the add / subtract it is.
+_ONE = {
+    "0f3F800000",
+    "0fBF800000",
+    "1.0",
+    "-1.0",
+    "0x3F80",
+    "0x3f80",
+    "0xBF80",
+    "0xbf80",
+    "0x3C00",
+    "0x3c00",
+    "0xBC00",
+    "0xbc00",
+}
+_ZERO = {"0f00000000", "0f80000000", "0", "neg(0)", "-0", "0.0", "0x8000", "0x0000"}
+_PTX_CONST = re.compile(r"^\s*mov\.(?:b16|b32|f32|u16|u32)\s+(%\w+),\s*([-\w.]+);")
 
 
 def fused_multiply_adds(asm: str, backend: str) -> list[str]:
-    """Lines of PTX / AMDGCN that contract a multiply and an add into one rounding."""
+    """Lines of PTX / AMDGCN that contract a multiply and an add into one rounding.
+
+    An FMA with a factor of +-1.0 or an addend of +-0.0 rounds once, like the single add,
+    subtract or multiply it stands for: that is how sm_80 (no bf16 ``add`` / ``sub`` / ``mul``
+    instructions) emits them, so those are not contractions. The constant may be a literal
+    or a register set by one ``mov`` of a constant (PTX).
+    """
     pat = _FMA_PATTERNS[backend]
+    consts: dict[str, str] = {}
+    if backend == "cuda":
+        for line in asm.splitlines():
+            c = _PTX_CONST.match(line)
+            if c:
+                consts.setdefault(c.group(1), c.group(2))
     out = []
     for line in asm.splitlines():
         m = pat.search(line)
@@ -209,7 +238,7 @@ def fused_multiply_adds(asm: str, backend: str) -> list[str]:
             continue
         text = re.sub(r"\s+\w+:\S+|\s+clamp\b", "", m.group("ops"))  # drop AMD modifiers (op_sel_hi:[1,0,0])
         ops = [o.strip() for o in text.split(",")]
-        srcs = ops[1:]
+        srcs = [consts.get(o, o) for o in ops[1:]]
         if backend == "hip" and m.group("mn").startswith("v_fmac"):
             factors, addend = srcs[:2], None  # dst += a * b
         else:
