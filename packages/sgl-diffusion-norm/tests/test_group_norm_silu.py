@@ -125,6 +125,22 @@ def test_other_dtypes_4d(backend, device, dtype, channels_last):
     run_both(backend, x, G, None, None, silu=False)
 
 
+@pytest.mark.parametrize("shape,G", [((1, 512, 4, 4), 32), ((1, 64, 16, 16), 4), ((2, 64, 8, 16), 2)])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_4d_power_of_two_full_tiles(backend, device, shape, G, channels_last):
+    """The structure of the 4-D VAE case (1, 512, 128, 128) / 32 groups, which failed on the first
+    GPU run: 16 (or 32) channels per group, so channel blocks hold whole groups with no masked
+    lane, P a power of two (every spatial tile full) and, under the interpreter's split, one tile
+    per stats program (a single pass of the loop, span = tile)."""
+    torch.manual_seed(11)
+    C = shape[1]
+    x = to_format((torch.randn(shape, device=device) * 2 + 0.5).to(torch.bfloat16), channels_last)
+    w = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
+    b = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
+    run_both(backend, x, G, w, b, eps=1e-6)
+    run_both(backend, x.float(), G, None, None, eps=1e-6, silu=False)
+
+
 def test_mixed_dtypes_and_no_affine(backend, device):
     C, G = 12, 4
     x = torch.randn(1, C, 2, 6, 5, device=device).to(torch.bfloat16)
