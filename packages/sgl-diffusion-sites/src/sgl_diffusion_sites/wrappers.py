@@ -1,0 +1,204 @@
+"""Mounted modules: a subclass of the original module's class that shares its state.
+
+``mount_module(original, Mixin, site, kernels)`` builds an instance of ``Mixin + type(original)``
+without running ``__init__`` and shares the original's ``__dict__`` entries (the same
+``_parameters``, ``_buffers``, ``_modules`` and hook dictionaries, the same child modules):
+``isinstance`` checks, ``state_dict`` keys, ``.to()``, hooks and parameter identity are
+unchanged, and ``unmount`` puts the original object back. The mixin's ``forward`` is the
+fused form; ``self._sgl_ref(...)`` is the original class's ``forward`` (the eager chain).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .kernels import Kernels
+from .report import Site
+
+_CLASSES: dict[tuple[type, type], type] = {}
+
+
+def mounted_class(orig_cls: type, mixin: type) -> type:
+    key = (orig_cls, mixin)
+    if key not in _CLASSES:
+        _CLASSES[key] = type(f"Mounted{orig_cls.__name__}", (mixin, orig_cls), {"__module__": __name__})
+    return _CLASSES[key]
+
+
+def mount_module(original: torch.nn.Module, mixin: type, site: Site, kernels: Kernels) -> torch.nn.Module:
+    cls = mounted_class(type(original), mixin)
+    w = cls.__new__(cls)
+    w.__dict__.update(original.__dict__)
+    # plain attributes, not registered submodules: the original stays out of the module tree
+    object.__setattr__(w, "_sgl_original", original)
+    object.__setattr__(w, "_sgl_site", site)
+    object.__setattr__(w, "_sgl_k", kernels)
+    return w
+
+
+def original_of(module: torch.nn.Module) -> torch.nn.Module | None:
+    return module.__dict__.get("_sgl_original")
+
+
+class _Mounted:
+    _sgl_original: torch.nn.Module
+    _sgl_site: Site
+    _sgl_k: Kernels
+
+    def _sgl_ref(self, *args: Any, **kwargs: Any) -> Any:
+        return type(self._sgl_original).forward(self, *args, **kwargs)
+
+
+# ---------------------------------------------------------------------------- adaLN modules
+class MountedAdaLNZero(_Mounted):
+    """diffusers ``AdaLayerNormZero``: ``norm(x) * (1 + scale_msa) + shift_msa`` and the 5 other chunks."""
+
+    def forward(self, x, timestep=None, class_labels=None, hidden_dtype=None, emb=None):
+        def fused():
+            e = emb
+            if self.emb is not None:
+                e = self.emb(timestep, class_labels, hidden_dtype=hidden_dtype)
+            e = self.linear(self.silu(e))
+            shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = e.chunk(6, dim=1)
+            h = self._sgl_k.norm_modulate(self.norm, x, scale_msa[:, None], shift_msa[:, None])
+            return h, gate_msa, shift_mlp, scale_mlp, gate_mlp
+
+        def ref():
+            return self._sgl_ref(x, timestep, class_labels, hidden_dtype, emb)
+
+        return self._sgl_site.run(fused, ref, x, emb, timestep, class_labels, hidden_dtype)
+
+
+class MountedAdaLNZeroSingle(_Mounted):
+    """diffusers ``AdaLayerNormZeroSingle``: ``norm(x) * (1 + scale) + shift``, and the gate."""
+
+    def forward(self, x, emb=None):
+        def fused():
+            e = self.linear(self.silu(emb))
+            shift_msa, scale_msa, gate_msa = e.chunk(3, dim=1)
+            return self._sgl_k.norm_modulate(self.norm, x, scale_msa[:, None], shift_msa[:, None]), gate_msa
+
+        return self._sgl_site.run(fused, lambda: self._sgl_ref(x, emb), x, emb)
+
+
+class MountedAdaLNContinuous(_Mounted):
+    """diffusers ``AdaLayerNormContinuous``: ``norm(x) * (1 + scale)[:, None] + shift[:, None]``."""
+
+    def forward(self, x, conditioning_embedding):
+        def fused():
+            e = self.linear(self.silu(conditioning_embedding).to(x.dtype))
+            scale, shift = torch.chunk(e, 2, dim=1)
+            return self._sgl_k.norm_modulate(self.norm, x, scale[:, None, :], shift[:, None, :])
+
+        return self._sgl_site.run(fused, lambda: self._sgl_ref(x, conditioning_embedding), x, conditioning_embedding)
+
+
+# ---------------------------------------------------------------------------- activations
+class MountedGELUProj(_Mounted):
+    """diffusers ``GELU`` (``proj`` then ``F.gelu(approximate="tanh")``): the activation kernel."""
+
+    def forward(self, hidden_states):
+        return self._sgl_site.run(lambda: self._sgl_k.gelu_tanh(self.proj(hidden_states)),
+                                  lambda: self._sgl_ref(hidden_states), hidden_states)
+
+
+class MountedGELUTanh(_Mounted):
+    """``nn.GELU(approximate="tanh")``: the activation kernel."""
+
+    def forward(self, input):
+        return self._sgl_site.run(lambda: self._sgl_k.gelu_tanh(input), lambda: self._sgl_ref(input), input)
+
+
+# ---------------------------------------------------------------------------- blocks
+class MountedFluxBlock(_Mounted):
+    """``FluxTransformerBlock``: the four gated residuals and the two inline ``norm2`` modulations."""
+
+    def forward(self, hidden_states, encoder_hidden_states, temb, image_rotary_emb=None,
+                joint_attention_kwargs=None):
+        k = self._sgl_k
+
+        def fused():
+            h, e = hidden_states, encoder_hidden_states
+            norm_h, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.norm1(h, emb=temb)
+            norm_e, c_gate_msa, c_shift_mlp, c_scale_mlp, c_gate_mlp = self.norm1_context(e, emb=temb)
+            outs = self.attn(hidden_states=norm_h, encoder_hidden_states=norm_e,
+                             image_rotary_emb=image_rotary_emb, **(joint_attention_kwargs or {}))
+            attn_output, context_attn_output = outs[0], outs[1]
+            h = k.gated_residual(h, attn_output, gate_msa[:, None])
+            norm_h = k.norm_modulate(self.norm2, h, scale_mlp[:, None], shift_mlp[:, None])
+            h = k.gated_residual(h, self.ff(norm_h), gate_mlp[:, None])
+            if len(outs) == 3:
+                h = h + outs[2]
+            e = k.gated_residual(e, context_attn_output, c_gate_msa[:, None])
+            norm_e = k.norm_modulate(self.norm2_context, e, c_scale_mlp[:, None], c_shift_mlp[:, None])
+            e = k.gated_residual(e, self.ff_context(norm_e), c_gate_mlp[:, None])
+            if e.dtype == torch.float16:
+                e = e.clip(-65504, 65504)
+            return e, h
+
+        def ref():
+            return self._sgl_ref(hidden_states, encoder_hidden_states, temb, image_rotary_emb, joint_attention_kwargs)
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, image_rotary_emb)
+
+
+class MountedFluxSingleBlock(_Mounted):
+    """``FluxSingleTransformerBlock``: the gated residual ``residual + gate * proj_out(...)``."""
+
+    def forward(self, hidden_states, encoder_hidden_states, temb, image_rotary_emb=None,
+                joint_attention_kwargs=None):
+        def fused():
+            text_seq_len = encoder_hidden_states.shape[1]
+            h = torch.cat([encoder_hidden_states, hidden_states], dim=1)
+            residual = h
+            norm_h, gate = self.norm(h, emb=temb)
+            mlp_h = self.act_mlp(self.proj_mlp(norm_h))
+            attn_output = self.attn(hidden_states=norm_h, image_rotary_emb=image_rotary_emb,
+                                    **(joint_attention_kwargs or {}))
+            h = torch.cat([attn_output, mlp_h], dim=2)
+            h = self._sgl_k.gated_residual(residual, self.proj_out(h), gate[:, None])
+            if h.dtype == torch.float16:
+                h = h.clip(-65504, 65504)
+            return h[:, :text_seq_len], h[:, text_seq_len:]
+
+        def ref():
+            return self._sgl_ref(hidden_states, encoder_hidden_states, temb, image_rotary_emb, joint_attention_kwargs)
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, image_rotary_emb)
+
+
+class MountedWanBlock(_Mounted):
+    """``WanTransformerBlock``: the inline ``norm1`` / ``norm3`` modulations and the two gated residuals."""
+
+    def forward(self, hidden_states, encoder_hidden_states, temb, rotary_emb):
+        k = self._sgl_k
+
+        def fused():
+            h = hidden_states
+            if temb.ndim == 4:
+                chunks = (self.scale_shift_table.unsqueeze(0) + temb.float()).chunk(6, dim=2)
+                chunks = [c.squeeze(2) for c in chunks]
+            else:
+                chunks = (self.scale_shift_table + temb.float()).chunk(6, dim=1)
+            shift_msa, scale_msa, gate_msa, c_shift_msa, c_scale_msa, c_gate_msa = chunks
+            norm_h = self._wan_modulate(self.norm1, h, scale_msa, shift_msa)
+            attn_output = self.attn1(norm_h, None, None, rotary_emb)
+            h = k.gated_residual(h, attn_output, gate_msa).type_as(h)
+            norm_h = self.norm2(h.float()).type_as(h)
+            h = h + self.attn2(norm_h, encoder_hidden_states, None, None)
+            norm_h = self._wan_modulate(self.norm3, h, c_scale_msa, c_shift_msa)
+            return k.gated_residual(h, self.ffn(norm_h), c_gate_msa).type_as(h)
+
+        def ref():
+            return self._sgl_ref(hidden_states, encoder_hidden_states, temb, rotary_emb)
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, rotary_emb)
+
+    def _wan_modulate(self, norm, h, scale, shift):
+        """``(norm(h.float()) * (1 + scale) + shift).type_as(h)``."""
+        k = self._sgl_k
+        if not k.exact:
+            return k.norm_modulate(norm, h, scale, shift).type_as(h)
+        return k.scale_shift(norm(h.float()), scale, shift).type_as(h)
