@@ -191,7 +191,7 @@ def _note_processors(model: torch.nn.Module, report: MountReport) -> None:
     """Attention processors: QK-norm + RoPE and the joint text + image concatenation are not mounted yet."""
     for path, m in model.named_modules():
         proc = getattr(m, "processor", None)
-        if proc is None or not hasattr(m, "norm_q"):
+        if proc is None or getattr(m, "norm_q", None) is None:
             continue
         report.sites.append(Site(
             path=path, kind="qk_norm_rope", module=type(proc).__name__, status="skipped",
