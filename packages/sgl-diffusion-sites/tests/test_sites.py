@@ -167,3 +167,40 @@ def test_close_psnr_over_8_steps(name, kernel_backend):
     psnr = _psnr(out, ref)
     print(f"{name}: PSNR {psnr:.1f} dB over 8 steps (close sites vs eager)")
     assert psnr >= 40.0, f"{name}: PSNR {psnr:.1f} dB over 8 steps"
+
+
+def test_compile_after_mount_has_no_graph_break_and_runs_the_verified_ops(kernel_backend):
+    """Dynamo captures the mounted Flux whole (fullgraph) with every verified site as its custom op;
+    ``aot_eager`` runs the fake implementations and then the ops, and stays torch.equal."""
+    model, kw, _ = tiny_models.flux()
+    ref = _out(model, kw)
+    report = sites.optimize(model, backend=kernel_backend)
+    _out(model, kw)  # eager call: every signature verified
+    torch._dynamo.reset()
+    with torch.no_grad():
+        explained = torch._dynamo.explain(model)(**kw)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    code = "\n".join(g.code for g in explained.graphs)
+    n_modulate = sum(s.kind in ("adaln_zero", "adaln_continuous") for s in report.mounted) + 2  # + 2 norm2 chains
+    assert code.count("sgl_diffusion.scale_shift") == n_modulate
+    assert code.count("sgl_diffusion.gated_residual") == 5  # 4 in the double block, 1 in the single block
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = torch.compile(model, backend="aot_eager", fullgraph=True)(**kw)[0]
+    assert torch.equal(out, ref)
+    sites.unmount(model)
+    torch._dynamo.reset()
+
+
+def test_compile_before_verification_runs_eager():
+    """Under capture a pending signature never verifies (no host sync): the graph has no fused op."""
+    model, kw, _ = tiny_models.wan()
+    report = sites.optimize(model)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        explained = torch._dynamo.explain(model)(**kw)
+    code = "\n".join(g.code for g in explained.graphs)
+    assert explained.graph_break_count == 0 and "sgl_diffusion." not in code
+    assert {s.gate_state() for s in report.mounted} == {"pending"}
+    sites.unmount(model)
+    torch._dynamo.reset()

@@ -23,7 +23,10 @@ _CLASSES: dict[tuple[type, type], type] = {}
 def mounted_class(orig_cls: type, mixin: type) -> type:
     key = (orig_cls, mixin)
     if key not in _CLASSES:
-        _CLASSES[key] = type(f"Mounted{orig_cls.__name__}", (mixin, orig_cls), {"__module__": __name__})
+        # the original forward as a plain function on the class (``self._sgl_ref(...)`` binds it);
+        # dynamo cannot trace ``type(x).forward`` of a class marked allow-in-graph
+        _CLASSES[key] = type(f"Mounted{orig_cls.__name__}", (mixin, orig_cls),
+                             {"__module__": __name__, "_sgl_ref": orig_cls.forward})
     return _CLASSES[key]
 
 
@@ -46,9 +49,7 @@ class _Mounted:
     _sgl_original: torch.nn.Module
     _sgl_site: Site
     _sgl_k: Kernels
-
-    def _sgl_ref(self, *args: Any, **kwargs: Any) -> Any:
-        return type(self._sgl_original).forward(self, *args, **kwargs)
+    _sgl_ref: Any  # the original class's forward (set per mounted class)
 
 
 # ---------------------------------------------------------------------------- adaLN modules
