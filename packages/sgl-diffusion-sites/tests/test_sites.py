@@ -64,6 +64,8 @@ def test_flux_report_sites(kernel_backend):
     assert kinds["block_residuals"] == {"mounted": 2, "skipped": 0}
     assert kinds["ff_gelu_tanh"] == {"mounted": 0, "skipped": 3}  # close only: exact mode keeps eager
     assert all("close only" in s.reason for s in report.skipped if s.kind == "ff_gelu_tanh")
+    assert kinds["qk_norm_rope"] == {"mounted": 2, "skipped": 0}  # RoPE of both FluxAttnProcessor
+    assert {s.ops for s in report.mounted if s.kind == "qk_norm_rope"} == {("rope.apply_rope_qk",)}
     assert {s.gate_state() for s in report.mounted} == {"pending"}
     d = report.to_dict()
     assert d["model"] == "FluxTransformer2DModel" and d["quality"] == "exact"
@@ -76,6 +78,8 @@ def test_flux_report_sites(kernel_backend):
     close = sites.optimize(model, quality="close", backend=kernel_backend)  # remount: unmounts first
     assert any("already mounted" in n for n in close.notes)
     assert close.by_kind()["ff_gelu_tanh"] == {"mounted": 3, "skipped": 0}
+    single = close.sites[[s.path for s in close.sites].index("single_transformer_blocks.0.attn")]
+    assert single.mounted and "rope.qk_norm_rope" in single.ops
     assert all(s.contract == "close" and s.gate is None for s in close.mounted)
     sites.unmount(model)
 
@@ -101,7 +105,7 @@ def test_bad_quality_mounts_nothing():
 
 def test_failing_site_falls_back_with_one_warning(kernel_backend):
     """A site whose fused path is not bit-exact: eager for that signature, one warning, others mounted."""
-    model, kw, _ = tiny_models.flux()
+    model, kw, _ = tiny_models.sd3()
     ref = _out(model, kw)
     report = sites.optimize(model, backend=kernel_backend)
     bad = model.get_submodule("norm_out")
@@ -184,6 +188,7 @@ def test_compile_after_mount_has_no_graph_break_and_runs_the_verified_ops(kernel
     n_modulate = sum(s.kind in ("adaln_zero", "adaln_continuous") for s in report.mounted) + 2  # + 2 norm2 chains
     assert code.count("sgl_diffusion.scale_shift") == n_modulate
     assert code.count("sgl_diffusion.gated_residual") == 5  # 4 in the double block, 1 in the single block
+    assert code.count("sgl_diffusion.rope") == 2  # the rope custom op, once per attention processor
     torch._dynamo.reset()
     with torch.no_grad():
         out = torch.compile(model, backend="aot_eager", fullgraph=True)(**kw)[0]

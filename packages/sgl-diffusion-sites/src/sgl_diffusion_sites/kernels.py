@@ -36,6 +36,16 @@ class Kernels:
         # op -> [fused calls, eager-chain calls (the backend could not serve)], eager mode only
         self.counts: dict[str, list[int]] = {}
 
+    def backend_for(self, op: str) -> str | None:
+        """The backend asked of ``op``: a forced ``"triton"`` means the op's ``triton_exact`` variant
+        where exact mode needs it and the op has one (``rope.apply_rope_qk``)."""
+        if self.backend == "triton" and self.exact:
+            from sgl_diffusion_core import REGISTRY
+
+            if any(spec.backend == "triton_exact" for spec in REGISTRY.specs(op)):
+                return "triton_exact"
+        return self.backend
+
     def _count(self, op: str, fused: bool) -> bool:
         if not is_compiling():
             self.counts.setdefault(op, [0, 0])[0 if fused else 1] += 1
@@ -91,15 +101,34 @@ class Kernels:
         return gelu_tanh(x, backend=self.backend, exact=False)
 
     # ------------------------------------------------------------------ rope
-    def rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        """diffusers' ``apply_rotary_emb(x, (cos, sin), sequence_dim=1)`` with pair-wise (interleaved)
-        real tables: ``(x.float() * cos + rotate_pairs(x).float() * sin).to(x.dtype)``."""
-        from sgl_diffusion_rope import apply_rope, can_use_apply_rope
+    def rope_qk(self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """diffusers' ``apply_rotary_emb(x, (cos, sin), sequence_dim=1)`` on q and k (``[B, S, H, D]``)
+        with pair-wise (interleaved) real tables: ``(x.float() * cos + rotate_pairs(x).float() * sin)
+        .to(x.dtype)``; exact mode: the bit-exact kernel."""
+        from sgl_diffusion_rope import apply_rope_qk, can_use_apply_rope_qk
 
-        kw = {"interleaved": True, "exact": self.exact, "backend": self.backend}
-        if not self._count("rope.apply_rope", is_compiling() or can_use_apply_rope(x, cos, sin, **kw)):
-            return _rope_pairs_eager(x, cos, sin)
-        return apply_rope(x, cos, sin, **kw)
+        kw = {"interleaved": True, "exact": self.exact, "backend": self.backend_for("rope.apply_rope_qk")}
+        if not self._count("rope.apply_rope_qk", is_compiling() or can_use_apply_rope_qk(q, k, cos, sin, **kw)):
+            return _rope_pairs_eager(q, cos, sin), _rope_pairs_eager(k, cos, sin)
+        return apply_rope_qk(q, k, cos, sin, **kw)
+
+    def qk_norm_rope(self, q: torch.Tensor, k: torch.Tensor, norm_q: torch.nn.Module, norm_k: torch.nn.Module,
+                     cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``rope(norm_q(q)), rope(norm_k(k))``: one fused close pass (RMS per head, then the rotation)
+        in close mode for RMS norms; the model's norms, then ``rope_qk``, otherwise."""
+        eps = getattr(norm_q, "eps", None)
+        fusable = (not self.exact and type(norm_q) is torch.nn.RMSNorm and type(norm_k) is torch.nn.RMSNorm
+                   and eps is not None and eps == norm_k.eps)
+        if fusable:
+            from sgl_diffusion_rope import can_use_qk_norm_rope, qk_norm_rope
+
+            kw = {"norm": "rms", "eps": float(eps), "interleaved": True, "inplace": False, "exact": False,
+                  "backend": self.backend}
+            ok = is_compiling() or can_use_qk_norm_rope(q, k, norm_q.weight, norm_k.weight, cos, sin, **kw)
+            if self._count("rope.qk_norm_rope", ok):
+                return qk_norm_rope(q, k, norm_q.weight, norm_k.weight, cos, sin, **kw)
+        return self.rope_qk(norm_q(q), norm_k(k), cos, sin)
 
 
 def norm_out_dtype(norm: torch.nn.Module, x: torch.Tensor) -> torch.dtype:

@@ -96,9 +96,16 @@ def _rule_for(m: torch.nn.Module) -> _Rule | None:
 @dataclass
 class _Mount:
     parent: torch.nn.Module
-    name: str
-    original: torch.nn.Module
-    mounted: torch.nn.Module
+    name: str  # a child module's name, or "processor" for an attention processor
+    original: Any
+    mounted: Any
+
+    def restore(self) -> None:
+        if self.name == "processor":
+            self.parent.set_processor(self.original)
+            return
+        self.original.training = self.mounted.training
+        setattr(self.parent, self.name, self.original)
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -172,10 +179,10 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
             setattr(parent, attr, mounted)
             mounts.append(_Mount(parent, attr, m, mounted))
             site.status = "mounted"
-        _note_processors(model, report)
+        _mount_processors(model, report, kernels, verify, mounts)
     except Exception as exc:  # mounting never raises: undo what was mounted and report why
         for mt in reversed(mounts):
-            setattr(mt.parent, mt.name, mt.original)
+            mt.restore()
         for s in report.sites:
             if s.mounted:
                 s.status, s.reason, s.gate = "skipped", "mounting failed (see notes); unmounted", None
@@ -187,17 +194,29 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     return report
 
 
-def _note_processors(model: torch.nn.Module, report: MountReport) -> None:
-    """Attention processors: QK-norm + RoPE and the joint text + image concatenation are not mounted yet."""
+def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool,
+                      mounts: list[_Mount]) -> None:
+    """Attention processors: RoPE (close mode: QK-norm + RoPE) fused in Flux's processor; others reported."""
+    exact = kernels.exact
     for path, m in model.named_modules():
         proc = getattr(m, "processor", None)
         if proc is None or getattr(m, "norm_q", None) is None:
             continue
-        report.sites.append(Site(
-            path=path, kind="qk_norm_rope", module=type(proc).__name__, status="skipped",
-            reason=("no processor site yet: QK-norm, RoPE and the joint text + image concat inside "
-                    f"{type(proc).__name__} stay eager"),
-            backend=report.backend))
+        site = Site(path=path, kind="qk_norm_rope", module=type(proc).__name__, status="skipped",
+                    backend=report.backend)
+        report.sites.append(site)
+        if type(proc).__name__ != "FluxAttnProcessor" or not type(proc).__module__.startswith("diffusers."):
+            site.reason = ("no processor site for this processor yet: its QK-norm, RoPE and joint text + image "
+                           "concat stay eager")
+            continue
+        site.ops = ("rope.apply_rope_qk",) if exact else ("rope.qk_norm_rope", "rope.apply_rope_qk")
+        site.contract = "exact" if exact else "close"
+        if exact and verify:
+            site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{report.model}.{path}.processor")
+        mounted = W.MountedFluxAttnProcessor(proc, site, kernels)
+        m.set_processor(mounted)
+        mounts.append(_Mount(m, "processor", proc, mounted))
+        site.status = "mounted"
 
 
 def unmount(model: torch.nn.Module) -> bool:
@@ -206,8 +225,7 @@ def unmount(model: torch.nn.Module) -> bool:
     if not mounts:
         return False
     for mt in reversed(mounts):
-        mt.original.training = mt.mounted.training
-        setattr(mt.parent, mt.name, mt.original)
+        mt.restore()
     object.__setattr__(model, _STATE_ATTR, [])
     return True
 

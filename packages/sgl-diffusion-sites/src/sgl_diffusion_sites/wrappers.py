@@ -203,3 +203,71 @@ class MountedWanBlock(_Mounted):
         if not k.exact:
             return k.norm_modulate(norm, h, scale, shift).type_as(h)
         return k.scale_shift(norm(h.float()), scale, shift).type_as(h)
+
+
+# ---------------------------------------------------------------------------- attention processors
+class MountedFluxAttnProcessor:
+    """diffusers ``FluxAttnProcessor`` with RoPE (and, in close mode, QK-norm + RoPE) fused.
+
+    Set on the attention module with ``set_processor``; the original processor object is kept
+    and put back by ``unmount``. The text + image concatenation and the attention itself stay
+    as diffusers does them (``dispatch_attention_fn``, so attention backends still apply).
+    """
+
+    def __init__(self, original: Any, site: Site, kernels: Kernels) -> None:
+        self._sgl_original = original
+        self._sgl_site = site
+        self._sgl_k = kernels
+        self._attention_backend = getattr(original, "_attention_backend", None)
+        self._parallel_config = getattr(original, "_parallel_config", None)
+
+    def __call__(self, attn, hidden_states, encoder_hidden_states=None, attention_mask=None,
+                 image_rotary_emb=None):
+        def ref():
+            return self._sgl_original(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
+
+        if image_rotary_emb is None or not isinstance(image_rotary_emb, tuple):
+            return ref()
+
+        def fused():
+            return self._fused(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
+
+    def _fused(self, attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb):
+        from diffusers.models.attention_dispatch import dispatch_attention_fn
+        from diffusers.models.transformers.transformer_flux import _get_qkv_projections
+
+        k = self._sgl_k
+        cos, sin = image_rotary_emb
+        query, key, value, encoder_query, encoder_key, encoder_value = _get_qkv_projections(
+            attn, hidden_states, encoder_hidden_states)
+        query = query.unflatten(-1, (-1, attn.head_dim))
+        key = key.unflatten(-1, (-1, attn.head_dim))
+        value = value.unflatten(-1, (-1, attn.head_dim))
+        if attn.added_kv_proj_dim is not None:
+            # text and image are normalized by different norms before the joint concat: the
+            # rotation runs on the concatenated sequence
+            query, key = attn.norm_q(query), attn.norm_k(key)
+            encoder_query = encoder_query.unflatten(-1, (-1, attn.head_dim))
+            encoder_key = encoder_key.unflatten(-1, (-1, attn.head_dim))
+            encoder_value = encoder_value.unflatten(-1, (-1, attn.head_dim))
+            encoder_query = attn.norm_added_q(encoder_query)
+            encoder_key = attn.norm_added_k(encoder_key)
+            query = torch.cat([encoder_query, query], dim=1)
+            key = torch.cat([encoder_key, key], dim=1)
+            value = torch.cat([encoder_value, value], dim=1)
+            query, key = k.rope_qk(query, key, cos, sin)
+        else:
+            query, key = k.qk_norm_rope(query, key, attn.norm_q, attn.norm_k, cos, sin)
+        hidden_states = dispatch_attention_fn(query, key, value, attn_mask=attention_mask,
+                                              backend=self._attention_backend, parallel_config=self._parallel_config)
+        hidden_states = hidden_states.flatten(2, 3).to(query.dtype)
+        if encoder_hidden_states is not None:
+            encoder_hidden_states, hidden_states = hidden_states.split_with_sizes(
+                [encoder_hidden_states.shape[1], hidden_states.shape[1] - encoder_hidden_states.shape[1]], dim=1)
+            hidden_states = attn.to_out[0](hidden_states.contiguous())
+            hidden_states = attn.to_out[1](hidden_states)
+            encoder_hidden_states = attn.to_add_out(encoder_hidden_states.contiguous())
+            return hidden_states, encoder_hidden_states
+        return hidden_states
