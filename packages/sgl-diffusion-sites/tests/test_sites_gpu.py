@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 import pytest
+import tiny_models
 import torch
 
 import sgl_diffusion_sites as sites
-import tiny_models
 
 pytestmark = [
     pytest.mark.gpu,
