@@ -209,3 +209,20 @@ def test_compile_before_verification_runs_eager():
     assert {s.gate_state() for s in report.mounted} == {"pending"}
     sites.unmount(model)
     torch._dynamo.reset()
+
+
+def test_mount_plan_on_meta(tmp_path):
+    """The plan of a production-size config, built on the meta device: sites listed, nothing left mounted."""
+    plan = sites.mount_plan("FluxTransformer2DModel")
+    kinds = plan.by_kind()
+    assert kinds["adaln_zero"]["mounted"] == 2 * 19 + 38 and kinds["block_residuals"]["mounted"] == 19 + 38
+    assert {s.gate_state() for s in plan.mounted} == {"pending"} and "plan only" in plan.notes[-1]
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"_class_name": "WanTransformer3DModel", "num_layers": 2, "num_attention_heads": 2}')
+    wan = sites.mount_plan(tmp_path)
+    assert wan.model == "WanTransformer3DModel" and wan.by_kind()["block_residuals"]["mounted"] == 2
+    bad = sites.mount_plan("NotAModel")
+    assert not bad.sites and "cannot build" in bad.notes[0]
+    model, _, _ = tiny_models.sd3()
+    plan = sites.mount_plan(model, quality="close")
+    assert plan.mounted and not sites.is_mounted(model)

@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "unmount": "mount",
     "is_mounted": "mount",
     "mount_report": "mount",
+    "mount_plan": "mount",
     "SUPPORTED_MODELS": "mount",
     "MountReport": "report",
     "Site": "report",

@@ -238,3 +238,49 @@ def mount_report(model: torch.nn.Module) -> MountReport | None:
     """The report of the last ``optimize`` on this model (gate states are live), or None."""
     rep: Any = getattr(model, "_sgl_diffusion_sites_report", None)
     return rep if is_mounted(model) else None
+
+
+def mount_plan(source: Any, *, quality: str = "exact") -> MountReport:
+    """What ``optimize`` would mount on a model, without its weights and without running it.
+
+    source: a model instance, one of ``SUPPORTED_MODELS`` (built from its default config), a
+    diffusers ``config.json`` or a directory holding one (a pipeline's ``transformer/``
+    folder). The model is built on the meta device (no memory, no download), mounted and
+    unmounted; gates stay ``pending``. Never raises: a problem is a note in the report.
+    """
+    if isinstance(source, torch.nn.Module):
+        model = source
+    else:
+        try:
+            model = _build_meta(source)
+        except Exception as exc:
+            report = MountReport(model=str(source), quality=str(quality), verify=True, backend="auto")
+            report.notes.append(f"cannot build {source!r} on the meta device: {type(exc).__name__}: {exc}")
+            return report
+    was_mounted = is_mounted(model)
+    report = optimize(model, quality=quality)
+    if not was_mounted:
+        unmount(model)
+    report.notes.append("plan only: built on the meta device, nothing ran (gates pending)")
+    return report
+
+
+def _build_meta(source: Any) -> torch.nn.Module:
+    import json
+    from pathlib import Path
+
+    import diffusers
+
+    config: dict[str, Any] = {}
+    name = str(source)
+    path = Path(name)
+    if path.is_dir():
+        path = path / "config.json"
+    if path.is_file():
+        config = json.loads(path.read_text())
+        name = config.get("_class_name", "")
+    if name not in SUPPORTED_MODELS:
+        raise ValueError(f"{name!r} is not one of {', '.join(SUPPORTED_MODELS)} (nor a config.json naming one)")
+    cls = getattr(diffusers, name)
+    with torch.device("meta"):
+        return cls.from_config({k: v for k, v in config.items() if not k.startswith("_")})

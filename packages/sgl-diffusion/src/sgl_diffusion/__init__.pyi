@@ -151,6 +151,7 @@ from sgl_diffusion_sites import SUPPORTED_MODELS as SUPPORTED_MODELS
 from sgl_diffusion_sites import MountReport as MountReport
 from sgl_diffusion_sites import Site as Site
 from sgl_diffusion_sites import is_mounted as is_mounted
+from sgl_diffusion_sites import mount_plan as mount_plan
 from sgl_diffusion_sites import mount_report as mount_report
 from sgl_diffusion_sites import optimize as optimize
 from sgl_diffusion_sites import unmount as unmount
@@ -270,6 +271,7 @@ __all__ = [
     "ln_modulate_reference",
     "machine",
     "module_available",
+    "mount_plan",
     "mount_report",
     "nearest_upsample",
     "nearest_upsample_reference",

@@ -199,6 +199,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "unmount",
         "is_mounted",
         "mount_report",
+        "mount_plan",
         "MountReport",
         "Site",
         "SUPPORTED_MODELS",
