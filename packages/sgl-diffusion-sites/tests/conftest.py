@@ -5,7 +5,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # tiny_models
 
-pytest.importorskip("diffusers", reason="sgl-diffusion-sites' tests need diffusers (dev-requirements pin)")
 
 
 @pytest.fixture(scope="session")

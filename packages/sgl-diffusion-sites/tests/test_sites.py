@@ -16,6 +16,8 @@ import torch
 import sgl_diffusion_sites as sites
 from sgl_diffusion_core import FusionFallbackWarning
 
+pytest.importorskip("diffusers", reason="these tests need diffusers (pinned in tools/dev-requirements.txt)")
+
 MODELS = list(tiny_models.BUILDERS)
 
 
@@ -138,61 +140,68 @@ def test_exact_without_verification(kernel_backend):
     sites.unmount(model)
 
 
-def _psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
+def psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
     x, ref = x.double(), ref.double()
     mse = (x - ref).pow(2).mean().item()
     peak = (ref.max() - ref.min()).item()
     return math.inf if mse == 0 else 10 * math.log10(peak * peak / mse)
 
 
-def _denoise(model, kw, key, steps=8):
+def denoise(model, kw, key, steps=8):
     """A rectified-flow Euler loop: ``x <- x + (t_next - t) * v(x, t)`` over ``steps`` steps."""
     x = kw[key]
     ts = torch.linspace(1.0, 0.0, steps + 1)
     scale = 1000.0 if kw["timestep"].dtype == torch.long or kw["timestep"].item() > 1 else 1.0
     for i in range(steps):
-        step = dict(kw, **{key: x, "timestep": (ts[i] * scale).reshape(1)})
+        step = dict(kw, **{key: x, "timestep": (ts[i] * scale).reshape(1).to(x.device)})
         with torch.no_grad():
             v = model(**step)[0]
         x = (x.float() + (ts[i + 1] - ts[i]) * v.float()).to(x.dtype)
     return x
 
 
-@pytest.mark.parametrize("name", ["FluxTransformer2DModel", "WanTransformer3DModel"])
+# Flux only on the CPU lane (every close kernel, the interpreter's time is per launch); the GPU
+# lane runs the loop for all five models
+@pytest.mark.parametrize("name", ["FluxTransformer2DModel"])
 def test_close_psnr_over_8_steps(name, kernel_backend):
     model, kw, key = tiny_models.BUILDERS[name]()
-    ref = _denoise(model, kw, key)
+    ref = denoise(model, kw, key)
     report = sites.optimize(model, quality="close", backend=kernel_backend)
-    out = _denoise(model, kw, key)
+    out = denoise(model, kw, key)
     sites.unmount(model)
     if kernel_backend is not None:
         assert report.op_calls.get("norm.ln_modulate", [0])[0] > 0
     assert not torch.equal(out, ref) or kernel_backend is None  # the close kernels did change bits
-    psnr = _psnr(out, ref)
-    print(f"{name}: PSNR {psnr:.1f} dB over 8 steps (close sites vs eager)")
-    assert psnr >= 40.0, f"{name}: PSNR {psnr:.1f} dB over 8 steps"
+    db = psnr(out, ref)
+    print(f"{name}: PSNR {db:.1f} dB over 8 steps (close sites vs eager)")
+    assert db >= 40.0, f"{name}: PSNR {db:.1f} dB over 8 steps"
 
 
 def test_compile_after_mount_has_no_graph_break_and_runs_the_verified_ops(kernel_backend):
-    """Dynamo captures the mounted Flux whole (fullgraph) with every verified site as its custom op;
-    ``aot_eager`` runs the fake implementations and then the ops, and stays torch.equal."""
+    """Dynamo captures the mounted Flux whole (``fullgraph=True`` fails on any graph break) with
+    every verified site as its custom op; ``aot_eager`` runs the fake implementations, then the
+    ops, and the result stays torch.equal."""
+    from torch._dynamo.backends.common import aot_autograd
+
     model, kw, _ = tiny_models.flux()
     ref = _out(model, kw)
     report = sites.optimize(model, backend=kernel_backend)
     _out(model, kw)  # eager call: every signature verified
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm.code)
+        return aot_autograd(fw_compiler=lambda g, _: g)(gm, example_inputs)
+
     torch._dynamo.reset()
     with torch.no_grad():
-        explained = torch._dynamo.explain(model)(**kw)
-    assert explained.graph_break_count == 0, explained.break_reasons
-    code = "\n".join(g.code for g in explained.graphs)
+        out = torch.compile(model, backend=record, fullgraph=True)(**kw)[0]
+    assert torch.equal(out, ref) and len(graphs) == 1
+    code = graphs[0]
     n_modulate = sum(s.kind in ("adaln_zero", "adaln_continuous") for s in report.mounted) + 2  # + 2 norm2 chains
     assert code.count("sgl_diffusion.scale_shift") == n_modulate
     assert code.count("sgl_diffusion.gated_residual") == 5  # 4 in the double block, 1 in the single block
     assert code.count("sgl_diffusion.rope") == 2  # the rope custom op, once per attention processor
-    torch._dynamo.reset()
-    with torch.no_grad():
-        out = torch.compile(model, backend="aot_eager", fullgraph=True)(**kw)[0]
-    assert torch.equal(out, ref)
     sites.unmount(model)
     torch._dynamo.reset()
 
