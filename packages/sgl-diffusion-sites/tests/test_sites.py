@@ -135,6 +135,10 @@ def test_exact_without_verification(kernel_backend):
     model, kw, _ = tiny_models.wan()
     ref = _out(model, kw)
     report = sites.optimize(model, verify=False, backend=kernel_backend)
+    kinds = {s.path: (s.kind, s.status) for s in report.sites}
+    assert kinds["blocks.0"] == ("block_residuals", "mounted")
+    assert kinds["blocks.0.attn1"] == ("qk_norm_rope", "mounted")  # self-attention: its RoPE
+    assert kinds["blocks.0.attn2"] == ("qk_norm_rope", "skipped")  # cross-attention: no RoPE
     assert {s.gate_state() for s in report.mounted} == {"off"}
     assert torch.equal(_out(model, kw), ref)
     sites.unmount(model)

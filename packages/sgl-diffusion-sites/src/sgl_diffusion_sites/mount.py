@@ -194,6 +194,12 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     return report
 
 
+_PROCESSORS: dict[str, type] = {
+    "FluxAttnProcessor": W.MountedFluxAttnProcessor,
+    "WanAttnProcessor": W.MountedWanAttnProcessor,
+}
+
+
 def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool,
                       mounts: list[_Mount]) -> None:
     """Attention processors: RoPE (close mode: QK-norm + RoPE) fused in Flux's processor; others reported."""
@@ -205,15 +211,23 @@ def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kern
         site = Site(path=path, kind="qk_norm_rope", module=type(proc).__name__, status="skipped",
                     backend=report.backend)
         report.sites.append(site)
-        if type(proc).__name__ != "FluxAttnProcessor" or not type(proc).__module__.startswith("diffusers."):
+        cls = _PROCESSORS.get(type(proc).__name__) if type(proc).__module__.startswith("diffusers.") else None
+        if cls is None:
             site.reason = ("no processor site for this processor yet: its QK-norm, RoPE and joint text + image "
                            "concat stay eager")
             continue
-        site.ops = ("rope.apply_rope_qk",) if exact else ("rope.qk_norm_rope", "rope.apply_rope_qk")
+        if cls is W.MountedWanAttnProcessor and getattr(m, "is_cross_attention", False):
+            site.reason = "cross-attention: no RoPE here; its QK-norm stays eager"
+            continue
+        if cls is W.MountedWanAttnProcessor and getattr(m, "add_k_proj", None) is not None:
+            site.reason = "image-conditioned (I2V) attention: no processor site for it yet; RoPE stays eager"
+            continue
+        fuse_norm = cls is W.MountedFluxAttnProcessor and not exact
+        site.ops = ("rope.qk_norm_rope", "rope.apply_rope_qk") if fuse_norm else ("rope.apply_rope_qk",)
         site.contract = "exact" if exact else "close"
         if exact and verify:
             site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{report.model}.{path}.processor")
-        mounted = W.MountedFluxAttnProcessor(proc, site, kernels)
+        mounted = cls(proc, site, kernels)
         m.set_processor(mounted)
         mounts.append(_Mount(m, "processor", proc, mounted))
         site.status = "mounted"

@@ -271,3 +271,43 @@ class MountedFluxAttnProcessor:
             encoder_hidden_states = attn.to_add_out(encoder_hidden_states.contiguous())
             return hidden_states, encoder_hidden_states
         return hidden_states
+
+
+class MountedWanAttnProcessor(MountedFluxAttnProcessor):
+    """diffusers ``WanAttnProcessor`` with its pair-wise RoPE fused (``x1 * cos - x2 * sin``,
+    ``x1 * sin + x2 * cos`` is the rotate-pairs chain: ``a - b`` and ``a + (-b)`` are the same IEEE
+    operation). Wan's QK-norm normalizes across heads (over the whole inner dim), which the per-head
+    ``qk_norm`` kernels do not cover: it stays eager; so do the image-conditioning branch (I2V) and
+    the attention itself."""
+
+    def __call__(self, attn, hidden_states, encoder_hidden_states=None, attention_mask=None, rotary_emb=None):
+        def ref():
+            return self._sgl_original(attn, hidden_states, encoder_hidden_states, attention_mask, rotary_emb)
+
+        if rotary_emb is None or attn.add_k_proj is not None:
+            return ref()
+
+        def fused():
+            return self._fused(attn, hidden_states, encoder_hidden_states, attention_mask, rotary_emb)
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, rotary_emb)
+
+    def _fused(self, attn, hidden_states, encoder_hidden_states, attention_mask, rotary_emb):
+        from diffusers.models.attention_dispatch import dispatch_attention_fn
+        from diffusers.models.transformers.transformer_wan import _get_qkv_projections
+
+        query, key, value = _get_qkv_projections(attn, hidden_states, encoder_hidden_states)
+        query = attn.norm_q(query)
+        key = attn.norm_k(key)
+        query = query.unflatten(2, (attn.heads, -1))
+        key = key.unflatten(2, (attn.heads, -1))
+        value = value.unflatten(2, (attn.heads, -1))
+        cos, sin = rotary_emb  # [1, S, 1, D], one angle per pair, repeated per element
+        query, key = self._sgl_k.rope_qk(query, key, cos[0, :, 0], sin[0, :, 0])
+        hidden_states = dispatch_attention_fn(
+            query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
+            backend=self._attention_backend,
+            parallel_config=(self._parallel_config if encoder_hidden_states is None else None))
+        hidden_states = hidden_states.flatten(2, 3).type_as(query)
+        hidden_states = attn.to_out[0](hidden_states)
+        return attn.to_out[1](hidden_states)
