@@ -239,3 +239,23 @@ def test_mount_plan_on_meta(tmp_path):
     model, _, _ = tiny_models.sd3()
     plan = sites.mount_plan(model, quality="close")
     assert plan.mounted and not sites.is_mounted(model)
+
+
+def test_autograd_runs_the_original_modules(kernel_backend):
+    """The fused ops have no backward: while autograd records, sites run eager (same values and
+    gradients); with nothing requiring grad they run fused even in grad mode."""
+    model, kw, _ = tiny_models.sd3(dtype=torch.float32)
+    ref = model(**kw)[0]
+    ref.square().mean().backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    report = sites.optimize(model, backend=kernel_backend)
+    out = model(**kw)[0]
+    assert out.grad_fn is not None and torch.equal(out, ref)
+    out.square().mean().backward()
+    assert all(torch.equal(p.grad, grads[n]) for n, p in model.named_parameters() if n in grads)
+    assert not report.op_calls  # nothing ran fused
+    model.requires_grad_(False)
+    assert torch.equal(model(**kw)[0], ref)
+    assert report.op_calls and sum(n[0] for n in report.op_calls.values()) > 0
+    sites.unmount(model)

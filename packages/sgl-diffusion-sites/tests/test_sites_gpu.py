@@ -71,3 +71,24 @@ def test_inductor_after_mount(name):
     torch.testing.assert_close(out.float(), ref.float(), atol=5e-2, rtol=5e-2)
     sites.unmount(model)
     torch._dynamo.reset()
+
+
+def test_cuda_graph_capture_after_verification():
+    """Captured after an eager call verified every signature: the graph replays the fused ops
+    (the gates never sync during capture) and stays torch.equal to eager."""
+    model, kw = _to(*tiny_models.flux()[:2])
+    ref = _out(model, kw)
+    sites.optimize(model)
+    _out(model, kw)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        _out(model, kw)  # warm-up on the side stream
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g):
+        static = model(**kw)[0]
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(static, ref)
+    sites.unmount(model)

@@ -6,7 +6,18 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from sgl_diffusion_core import BitExactFusionGate, call_signature
+
+
+def _needs_grad(args: tuple, module: torch.nn.Module | None) -> bool:
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            return True
+        if isinstance(a, (tuple, list)) and _needs_grad(tuple(a), None):
+            return True
+    return module is not None and any(p.requires_grad for p in module.parameters())
 
 
 @dataclass(eq=False)
@@ -48,8 +59,15 @@ class Site:
             return states.pop()
         return "mixed" if "fallback" in states else "pending"
 
-    def run(self, fused: Callable[[], Any], reference: Callable[[], Any], *sig_args: Any) -> Any:
-        """The site's forward: through its gate (exact, verified per call signature) or fused (no gate)."""
+    def run(self, fused: Callable[[], Any], reference: Callable[[], Any], *sig_args: Any,
+            module: torch.nn.Module | None = None) -> Any:
+        """The site's forward: through its gate (exact, verified per call signature) or fused (no gate).
+
+        With autograd recording (grad mode on and an input or a parameter of ``module`` that
+        requires grad) it runs ``reference``: the fused ops have no backward.
+        """
+        if torch.is_grad_enabled() and _needs_grad(sig_args, module):
+            return reference()
         if self.gate is None:
             return fused()
         # under torch.compile / CUDA graph capture the gate runs only already verified

@@ -69,7 +69,7 @@ class MountedAdaLNZero(_Mounted):
         def ref():
             return self._sgl_ref(x, timestep, class_labels, hidden_dtype, emb)
 
-        return self._sgl_site.run(fused, ref, x, emb, timestep, class_labels, hidden_dtype)
+        return self._sgl_site.run(fused, ref, x, emb, timestep, class_labels, hidden_dtype, module=self)
 
 
 class MountedAdaLNZeroSingle(_Mounted):
@@ -81,7 +81,7 @@ class MountedAdaLNZeroSingle(_Mounted):
             shift_msa, scale_msa, gate_msa = e.chunk(3, dim=1)
             return self._sgl_k.norm_modulate(self.norm, x, scale_msa[:, None], shift_msa[:, None]), gate_msa
 
-        return self._sgl_site.run(fused, lambda: self._sgl_ref(x, emb), x, emb)
+        return self._sgl_site.run(fused, lambda: self._sgl_ref(x, emb), x, emb, module=self)
 
 
 class MountedAdaLNContinuous(_Mounted):
@@ -93,7 +93,8 @@ class MountedAdaLNContinuous(_Mounted):
             scale, shift = torch.chunk(e, 2, dim=1)
             return self._sgl_k.norm_modulate(self.norm, x, scale[:, None, :], shift[:, None, :])
 
-        return self._sgl_site.run(fused, lambda: self._sgl_ref(x, conditioning_embedding), x, conditioning_embedding)
+        return self._sgl_site.run(fused, lambda: self._sgl_ref(x, conditioning_embedding), x, conditioning_embedding,
+                                  module=self)
 
 
 # ---------------------------------------------------------------------------- activations
@@ -102,14 +103,15 @@ class MountedGELUProj(_Mounted):
 
     def forward(self, hidden_states):
         return self._sgl_site.run(lambda: self._sgl_k.gelu_tanh(self.proj(hidden_states)),
-                                  lambda: self._sgl_ref(hidden_states), hidden_states)
+                                  lambda: self._sgl_ref(hidden_states), hidden_states, module=self)
 
 
 class MountedGELUTanh(_Mounted):
     """``nn.GELU(approximate="tanh")``: the activation kernel."""
 
     def forward(self, input):
-        return self._sgl_site.run(lambda: self._sgl_k.gelu_tanh(input), lambda: self._sgl_ref(input), input)
+        return self._sgl_site.run(lambda: self._sgl_k.gelu_tanh(input), lambda: self._sgl_ref(input), input,
+                                  module=self)
 
 
 # ---------------------------------------------------------------------------- blocks
@@ -142,7 +144,7 @@ class MountedFluxBlock(_Mounted):
         def ref():
             return self._sgl_ref(hidden_states, encoder_hidden_states, temb, image_rotary_emb, joint_attention_kwargs)
 
-        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, image_rotary_emb)
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, image_rotary_emb, module=self)
 
 
 class MountedFluxSingleBlock(_Mounted):
@@ -167,7 +169,7 @@ class MountedFluxSingleBlock(_Mounted):
         def ref():
             return self._sgl_ref(hidden_states, encoder_hidden_states, temb, image_rotary_emb, joint_attention_kwargs)
 
-        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, image_rotary_emb)
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, image_rotary_emb, module=self)
 
 
 class MountedWanBlock(_Mounted):
@@ -195,7 +197,7 @@ class MountedWanBlock(_Mounted):
         def ref():
             return self._sgl_ref(hidden_states, encoder_hidden_states, temb, rotary_emb)
 
-        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, rotary_emb)
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, rotary_emb, module=self)
 
     def _wan_modulate(self, norm, h, scale, shift):
         """``(norm(h.float()) * (1 + scale) + shift).type_as(h)``."""
@@ -232,7 +234,8 @@ class MountedFluxAttnProcessor:
         def fused():
             return self._fused(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
 
-        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb,
+                                  module=attn)
 
     def _fused(self, attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb):
         from diffusers.models.attention_dispatch import dispatch_attention_fn
@@ -290,7 +293,8 @@ class MountedWanAttnProcessor(MountedFluxAttnProcessor):
         def fused():
             return self._fused(attn, hidden_states, encoder_hidden_states, attention_mask, rotary_emb)
 
-        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, rotary_emb)
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, rotary_emb,
+                                  module=attn)
 
     def _fused(self, attn, hidden_states, encoder_hidden_states, attention_mask, rotary_emb):
         from diffusers.models.attention_dispatch import dispatch_attention_fn
