@@ -19,6 +19,10 @@ from sgl_diffusion_core import FusionFallbackWarning
 pytest.importorskip("diffusers", reason="these tests need diffusers (pinned in tools/dev-requirements.txt)")
 
 MODELS = list(tiny_models.BUILDERS)
+# op calls that must run the eager chain because no backend can serve their input: HunyuanVideo's
+# first double block gets the patch embedding as a transposed view (last dim not contiguous) as its
+# image residual, and eager's sum keeps that layout for the second one: 2 per forward, 2 forwards
+EAGER_CALLS = {"HunyuanVideoTransformer3DModel": {"modulate.gated_residual": 4}}
 
 
 def _out(model, kw):
@@ -48,7 +52,9 @@ def test_exact_is_torch_equal_and_unmount_restores(name, kernel_backend):
     assert {s.gate_state() for s in report.mounted} == {"verified"}, str(report)
     if kernel_backend is not None:
         # the Triton kernels ran (an op whose backend cannot serve runs its eager chain)
-        assert report.op_calls and all(n[0] > 0 and n[1] == 0 for n in report.op_calls.values()), report.op_calls
+        assert report.op_calls and all(n[0] > 0 for n in report.op_calls.values()), report.op_calls
+        eager = {op: n[1] for op, n in report.op_calls.items() if n[1]}
+        assert eager == EAGER_CALLS.get(name, {}), report.op_calls
     assert sites.unmount(model)
     after = _tree(model)
     assert [n for n, _ in after] == [n for n, _ in tree]

@@ -61,11 +61,8 @@ _RULES: dict[str, _Rule] = {
     "QwenImageTransformerBlock": _Rule("block_residuals", None, (), (), skip_reason=(
         "no block-level site for QwenImageTransformerBlock yet: its _modulate chains and gated "
         "residuals stay eager")),
-    "HunyuanVideoTransformerBlock": _Rule("block_residuals", None, (), (), skip_reason=(
-        "no block-level site for HunyuanVideoTransformerBlock yet: its inline norm2 modulation "
-        "and gated residuals stay eager")),
-    "HunyuanVideoSingleTransformerBlock": _Rule("block_residuals", None, (), (), skip_reason=(
-        "no block-level site for HunyuanVideoSingleTransformerBlock yet: its gated residual stays eager")),
+    "HunyuanVideoTransformerBlock": _Rule("block_residuals", W.MountedHunyuanVideoBlock, _GR + _MOD, _GR + _LNMOD),
+    "HunyuanVideoSingleTransformerBlock": _Rule("block_residuals", W.MountedHunyuanVideoSingleBlock, _GR, _GR),
 }
 
 _GELU_EXACT_SKIP = ("the gelu_tanh kernel is close only (no exact kernel): the eager activation is kept "

@@ -315,3 +315,59 @@ class MountedWanAttnProcessor(MountedFluxAttnProcessor):
         hidden_states = hidden_states.flatten(2, 3).type_as(query)
         hidden_states = attn.to_out[0](hidden_states)
         return attn.to_out[1](hidden_states)
+
+
+class MountedHunyuanVideoBlock(_Mounted):
+    """``HunyuanVideoTransformerBlock``: the four gated residuals and the two inline ``norm2`` modulations
+    (``x + y * gate`` is ``x + gate * y``: IEEE multiplication commutes)."""
+
+    def forward(self, hidden_states, encoder_hidden_states, temb, attention_mask=None, freqs_cis=None,
+                *args, **kwargs):
+        k = self._sgl_k
+
+        def fused():
+            h, e = hidden_states, encoder_hidden_states
+            norm_h, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.norm1(h, emb=temb)
+            norm_e, c_gate_msa, c_shift_mlp, c_scale_mlp, c_gate_mlp = self.norm1_context(e, emb=temb)
+            attn_output, context_attn_output = self.attn(hidden_states=norm_h, encoder_hidden_states=norm_e,
+                                                         attention_mask=attention_mask, image_rotary_emb=freqs_cis)
+            h = k.gated_residual(h, attn_output, gate_msa[:, None])
+            e = k.gated_residual(e, context_attn_output, c_gate_msa[:, None])
+            norm_h = k.norm_modulate(self.norm2, h, scale_mlp[:, None], shift_mlp[:, None])
+            norm_e = k.norm_modulate(self.norm2_context, e, c_scale_mlp[:, None], c_shift_mlp[:, None])
+            h = k.gated_residual(h, self.ff(norm_h), gate_mlp[:, None])
+            e = k.gated_residual(e, self.ff_context(norm_e), c_gate_mlp[:, None])
+            return h, e
+
+        def ref():
+            return self._sgl_ref(hidden_states, encoder_hidden_states, temb, attention_mask, freqs_cis, *args, **kwargs)
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, attention_mask, freqs_cis,
+                                  module=self)
+
+
+class MountedHunyuanVideoSingleBlock(_Mounted):
+    """``HunyuanVideoSingleTransformerBlock``: the gated residual ``gate * proj_out(...) + residual``."""
+
+    def forward(self, hidden_states, encoder_hidden_states, temb, attention_mask=None, image_rotary_emb=None,
+                *args, **kwargs):
+        def fused():
+            text_seq_length = encoder_hidden_states.shape[1]
+            h = torch.cat([hidden_states, encoder_hidden_states], dim=1)
+            residual = h
+            norm_h, gate = self.norm(h, emb=temb)
+            mlp_h = self.act_mlp(self.proj_mlp(norm_h))
+            attn_output, context_attn_output = self.attn(
+                hidden_states=norm_h[:, :-text_seq_length, :], encoder_hidden_states=norm_h[:, -text_seq_length:, :],
+                attention_mask=attention_mask, image_rotary_emb=image_rotary_emb)
+            attn_output = torch.cat([attn_output, context_attn_output], dim=1)
+            h = torch.cat([attn_output, mlp_h], dim=2)
+            h = self._sgl_k.gated_residual(residual, self.proj_out(h), gate[:, None])
+            return h[:, :-text_seq_length, :], h[:, -text_seq_length:, :]
+
+        def ref():
+            return self._sgl_ref(hidden_states, encoder_hidden_states, temb, attention_mask, image_rotary_emb,
+                                 *args, **kwargs)
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, attention_mask,
+                                  image_rotary_emb, module=self)
