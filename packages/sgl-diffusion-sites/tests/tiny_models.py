@@ -64,7 +64,8 @@ def sd3(dtype=torch.bfloat16, seed=0):
 
     m = SD3Transformer2DModel(sample_size=8, patch_size=2, in_channels=4, num_layers=2, attention_head_dim=16,
                               num_attention_heads=2, joint_attention_dim=32, caption_projection_dim=32,
-                              pooled_projection_dim=32, out_channels=4, pos_embed_max_size=8)
+                              pooled_projection_dim=32, out_channels=4, pos_embed_max_size=8,
+                              dual_attention_layers=(0,), qk_norm="rms_norm")  # SD3.5: block 0 dual
     g = _gen(seed + 1)
     kw = dict(hidden_states=_randn(1, 4, 8, 8, dtype=dtype, g=g),
               encoder_hidden_states=_randn(1, 8, 32, dtype=dtype, g=g),

@@ -55,9 +55,8 @@ _RULES: dict[str, _Rule] = {
     "FluxSingleTransformerBlock": _Rule("block_residuals", W.MountedFluxSingleBlock, _GR, _GR),
     "WanTransformerBlock": _Rule("block_residuals", W.MountedWanBlock, _GR + _MOD, _GR + _LNMOD),
     # blocks whose inline chains (modulate, gated residuals) have no site yet
-    "JointTransformerBlock": _Rule("block_residuals", None, (), (), skip_reason=(
-        "no block-level site for SD3's JointTransformerBlock yet: its inline norm2 modulation "
-        "and gated residuals stay eager (its AdaLayerNormZero norms are mounted)")),
+    "SD35AdaLayerNormZeroX": _Rule("adaln_zero", W.MountedSD35AdaLNZeroX, _MOD, _MOD),
+    "JointTransformerBlock": _Rule("block_residuals", W.MountedSD3Block, _GR + _MOD, _GR + _LNMOD),
     "QwenImageTransformerBlock": _Rule("block_residuals", None, (), (), skip_reason=(
         "no block-level site for QwenImageTransformerBlock yet: its _modulate chains and gated "
         "residuals stay eager")),
@@ -210,8 +209,8 @@ def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kern
         report.sites.append(site)
         cls = _PROCESSORS.get(type(proc).__name__) if type(proc).__module__.startswith("diffusers.") else None
         if cls is None:
-            site.reason = ("no processor site for this processor yet: its QK-norm, RoPE and joint text + image "
-                           "concat stay eager")
+            site.reason = ("no processor site for this processor yet: its QK-norm (and RoPE and joint text + "
+                           "image concat, where it has them) stay eager")
             continue
         if cls is W.MountedWanAttnProcessor and getattr(m, "is_cross_attention", False):
             site.reason = "cross-attention: no RoPE here; its QK-norm stays eager"

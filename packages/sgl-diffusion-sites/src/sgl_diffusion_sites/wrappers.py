@@ -371,3 +371,60 @@ class MountedHunyuanVideoSingleBlock(_Mounted):
 
         return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, attention_mask,
                                   image_rotary_emb, module=self)
+
+
+class MountedSD35AdaLNZeroX(_Mounted):
+    """diffusers ``SD35AdaLayerNormZeroX``: one norm, two modulations of it (attention and the dual attention)."""
+
+    def forward(self, hidden_states, emb=None):
+        def fused():
+            e = self.linear(self.silu(emb))
+            (shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, shift_msa2, scale_msa2,
+             gate_msa2) = e.chunk(9, dim=1)
+            norm_h = self.norm(hidden_states)
+            k = self._sgl_k
+            h = k.scale_shift(norm_h, scale_msa[:, None], shift_msa[:, None])
+            h2 = k.scale_shift(norm_h, scale_msa2[:, None], shift_msa2[:, None])
+            return h, gate_msa, shift_mlp, scale_mlp, gate_mlp, h2, gate_msa2
+
+        return self._sgl_site.run(fused, lambda: self._sgl_ref(hidden_states, emb), hidden_states, emb, module=self)
+
+
+class MountedSD3Block(_Mounted):
+    """SD3's ``JointTransformerBlock``: the gated residuals and the inline ``norm2`` modulations (the
+    chunked feed-forward option runs the original block)."""
+
+    def forward(self, hidden_states, encoder_hidden_states, temb, joint_attention_kwargs=None):
+        k = self._sgl_k
+
+        def ref():
+            return self._sgl_ref(hidden_states, encoder_hidden_states, temb, joint_attention_kwargs)
+
+        if self._chunk_size is not None:
+            return ref()
+
+        def fused():
+            h, e = hidden_states, encoder_hidden_states
+            jkw = joint_attention_kwargs or {}
+            if self.use_dual_attention:
+                norm_h, gate_msa, shift_mlp, scale_mlp, gate_mlp, norm_h2, gate_msa2 = self.norm1(h, emb=temb)
+            else:
+                norm_h, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.norm1(h, emb=temb)
+            if self.context_pre_only:
+                norm_e = self.norm1_context(e, temb)
+            else:
+                norm_e, c_gate_msa, c_shift_mlp, c_scale_mlp, c_gate_mlp = self.norm1_context(e, emb=temb)
+            attn_output, context_attn_output = self.attn(hidden_states=norm_h, encoder_hidden_states=norm_e, **jkw)
+            h = k.gated_residual(h, attn_output, gate_msa[:, None])
+            if self.use_dual_attention:
+                h = k.gated_residual(h, self.attn2(hidden_states=norm_h2, **jkw), gate_msa2[:, None])
+            norm_h = k.norm_modulate(self.norm2, h, scale_mlp[:, None], shift_mlp[:, None])
+            h = k.gated_residual(h, self.ff(norm_h), gate_mlp[:, None])
+            if self.context_pre_only:
+                return None, h
+            e = k.gated_residual(e, context_attn_output, c_gate_msa[:, None])
+            norm_e = k.norm_modulate(self.norm2_context, e, c_scale_mlp[:, None], c_shift_mlp[:, None])
+            e = k.gated_residual(e, self.ff_context(norm_e), c_gate_mlp[:, None])
+            return e, h
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, module=self)
