@@ -86,6 +86,22 @@ def qwen_image(dtype=torch.bfloat16, seed=0):
     return _init(m, dtype, seed), kw, "hidden_states"
 
 
+def qwen_image_edit(dtype=torch.bfloat16, seed=0):
+    """Qwen-Image-Edit style (``zero_cond_t``): the image tokens of the condition image get the
+    second modulation row through ``modulate_index`` (per-token modulation)."""
+    from diffusers import QwenImageTransformer2DModel
+
+    m = QwenImageTransformer2DModel(patch_size=2, in_channels=16, out_channels=4, num_layers=1, attention_head_dim=16,
+                                    num_attention_heads=2, joint_attention_dim=32, axes_dims_rope=(4, 6, 6),
+                                    zero_cond_t=True)
+    g = _gen(seed + 1)
+    kw = dict(hidden_states=_randn(1, 16 + 4, 16, dtype=dtype, g=g),
+              encoder_hidden_states=_randn(1, 8, 32, dtype=dtype, g=g),
+              encoder_hidden_states_mask=torch.ones(1, 8, dtype=torch.long), timestep=torch.tensor([0.5]),
+              img_shapes=[[(1, 4, 4), (1, 2, 2)]], return_dict=False)
+    return _init(m, dtype, seed), kw, "hidden_states"
+
+
 def hunyuan_video(dtype=torch.bfloat16, seed=0):
     from diffusers import HunyuanVideoTransformer3DModel
 
@@ -106,5 +122,6 @@ BUILDERS: dict[str, Callable] = {
     "WanTransformer3DModel": wan,
     "SD3Transformer2DModel": sd3,
     "QwenImageTransformer2DModel": qwen_image,
+    "QwenImageTransformer2DModel[edit]": qwen_image_edit,
     "HunyuanVideoTransformer3DModel": hunyuan_video,
 }

@@ -57,9 +57,7 @@ _RULES: dict[str, _Rule] = {
     # blocks whose inline chains (modulate, gated residuals) have no site yet
     "SD35AdaLayerNormZeroX": _Rule("adaln_zero", W.MountedSD35AdaLNZeroX, _MOD, _MOD),
     "JointTransformerBlock": _Rule("block_residuals", W.MountedSD3Block, _GR + _MOD, _GR + _LNMOD),
-    "QwenImageTransformerBlock": _Rule("block_residuals", None, (), (), skip_reason=(
-        "no block-level site for QwenImageTransformerBlock yet: its _modulate chains and gated "
-        "residuals stay eager")),
+    "QwenImageTransformerBlock": _Rule("block_residuals", W.MountedQwenImageBlock, _GR + _MOD, _GR + _LNMOD),
     "HunyuanVideoTransformerBlock": _Rule("block_residuals", W.MountedHunyuanVideoBlock, _GR + _MOD, _GR + _LNMOD),
     "HunyuanVideoSingleTransformerBlock": _Rule("block_residuals", W.MountedHunyuanVideoSingleBlock, _GR, _GR),
 }

@@ -428,3 +428,55 @@ class MountedSD3Block(_Mounted):
             return e, h
 
         return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, temb, module=self)
+
+
+class MountedQwenImageBlock(_Mounted):
+    """``QwenImageTransformerBlock``: its four ``_modulate`` chains (norm, then ``x * (1 + scale) + shift``,
+    per sample or, for edit models, per token through ``modulate_index``) and four gated residuals."""
+
+    def _sgl_mod(self, norm, x, mod_params, index=None):
+        shift, scale, gate = mod_params.chunk(3, dim=-1)
+        if index is not None:  # the same per-token selection as the original, then the fused chain
+            b = shift.size(0) // 2
+            pick = index.unsqueeze(-1) == 0
+            shift = torch.where(pick, shift[:b].unsqueeze(1), shift[b:].unsqueeze(1))
+            scale = torch.where(pick, scale[:b].unsqueeze(1), scale[b:].unsqueeze(1))
+            gate = torch.where(pick, gate[:b].unsqueeze(1), gate[b:].unsqueeze(1))
+        else:
+            shift, scale, gate = shift.unsqueeze(1), scale.unsqueeze(1), gate.unsqueeze(1)
+        return self._sgl_k.norm_modulate(norm, x, scale, shift), gate
+
+    def forward(self, hidden_states, encoder_hidden_states, encoder_hidden_states_mask, temb,
+                image_rotary_emb=None, joint_attention_kwargs=None, modulate_index=None):
+        k = self._sgl_k
+
+        def fused():
+            h, e, t = hidden_states, encoder_hidden_states, temb
+            img_mod1, img_mod2 = self.img_mod(t).chunk(2, dim=-1)
+            if self.zero_cond_t:
+                t = torch.chunk(t, 2, dim=0)[0]
+            txt_mod1, txt_mod2 = self.txt_mod(t).chunk(2, dim=-1)
+            img_modulated, img_gate1 = self._sgl_mod(self.img_norm1, h, img_mod1, modulate_index)
+            txt_modulated, txt_gate1 = self._sgl_mod(self.txt_norm1, e, txt_mod1)
+            img_attn_output, txt_attn_output = self.attn(
+                hidden_states=img_modulated, encoder_hidden_states=txt_modulated,
+                encoder_hidden_states_mask=encoder_hidden_states_mask, image_rotary_emb=image_rotary_emb,
+                **(joint_attention_kwargs or {}))
+            h = k.gated_residual(h, img_attn_output, img_gate1)
+            e = k.gated_residual(e, txt_attn_output, txt_gate1)
+            img_modulated2, img_gate2 = self._sgl_mod(self.img_norm2, h, img_mod2, modulate_index)
+            h = k.gated_residual(h, self.img_mlp(img_modulated2), img_gate2)
+            txt_modulated2, txt_gate2 = self._sgl_mod(self.txt_norm2, e, txt_mod2)
+            e = k.gated_residual(e, self.txt_mlp(txt_modulated2), txt_gate2)
+            if e.dtype == torch.float16:
+                e = e.clip(-65504, 65504)
+            if h.dtype == torch.float16:
+                h = h.clip(-65504, 65504)
+            return e, h
+
+        def ref():
+            return self._sgl_ref(hidden_states, encoder_hidden_states, encoder_hidden_states_mask, temb,
+                                 image_rotary_emb, joint_attention_kwargs, modulate_index)
+
+        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, encoder_hidden_states_mask, temb,
+                                  image_rotary_emb, modulate_index, module=self)
