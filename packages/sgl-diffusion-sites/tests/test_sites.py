@@ -245,6 +245,9 @@ def test_mount_plan_on_meta(tmp_path):
     model, _, _ = tiny_models.sd3()
     plan = sites.mount_plan(model, quality="close")
     assert plan.mounted and not sites.is_mounted(model)
+    live = sites.optimize(model)
+    assert sites.mount_plan(model, quality="close") is live and sites.is_mounted(model)
+    sites.unmount(model)
 
 
 def test_autograd_runs_the_original_modules(kernel_backend):

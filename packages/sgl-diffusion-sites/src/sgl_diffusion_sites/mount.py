@@ -254,7 +254,8 @@ def mount_plan(source: Any, *, quality: str = "exact") -> MountReport:
     source: a model instance, one of ``SUPPORTED_MODELS`` (built from its default config), a
     diffusers ``config.json`` or a directory holding one (a pipeline's ``transformer/``
     folder). The model is built on the meta device (no memory, no download), mounted and
-    unmounted; gates stay ``pending``. Never raises: a problem is a note in the report.
+    unmounted; gates stay ``pending``. A model already mounted is left as it is (its live
+    report is returned). Never raises: a problem is a note in the report.
     """
     if isinstance(source, torch.nn.Module):
         model = source
@@ -265,11 +266,12 @@ def mount_plan(source: Any, *, quality: str = "exact") -> MountReport:
             report = MountReport(model=str(source), quality=str(quality), verify=True, backend="auto")
             report.notes.append(f"cannot build {source!r} on the meta device: {type(exc).__name__}: {exc}")
             return report
-    was_mounted = is_mounted(model)
+    live = mount_report(model)
+    if live is not None:  # leave a mounted model as it is
+        return live
     report = optimize(model, quality=quality)
-    if not was_mounted:
-        unmount(model)
-    report.notes.append("plan only: built on the meta device, nothing ran (gates pending)")
+    unmount(model)
+    report.notes.append("plan only: mounted and unmounted again, nothing ran (gates pending)")
     return report
 
 
