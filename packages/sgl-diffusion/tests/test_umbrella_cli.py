@@ -178,3 +178,16 @@ def test_summary_reports_failed_baselines():
     assert lines[0].split()[:3] == ["case", "provider", "us"]
     assert "80.0" in lines[2] and "1.00x" in lines[2]
     assert lines[3].endswith("failed: RuntimeError: boom")
+
+
+def test_doctor_model_sites(capsys):
+    pytest.importorskip("diffusers")
+    rc = cli.main(["doctor", "--json", "--model", "SD3Transformer2DModel"])
+    assert rc == 0
+    report = json.loads(capsys.readouterr().out)
+    sites = report["model_sites"]
+    assert sites["model"] == "SD3Transformer2DModel" and sites["mounted"] > 0
+    assert {s["kind"] for s in sites["sites"]} >= {"adaln_zero", "adaln_continuous"}
+    rc = cli.main(["doctor", "--model", "NotAModel"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "sgl-diffusion-sites mount plan" in out and "NotAModel" in out

@@ -147,6 +147,14 @@ from sgl_diffusion_rope import qk_norm_rope as qk_norm_rope
 from sgl_diffusion_rope import qk_norm_rope_reference as qk_norm_rope_reference
 from sgl_diffusion_rope import rope_3d as rope_3d
 from sgl_diffusion_rope import rope_3d_reference as rope_3d_reference
+from sgl_diffusion_sites import SUPPORTED_MODELS as SUPPORTED_MODELS
+from sgl_diffusion_sites import MountReport as MountReport
+from sgl_diffusion_sites import Site as Site
+from sgl_diffusion_sites import is_mounted as is_mounted
+from sgl_diffusion_sites import mount_plan as mount_plan
+from sgl_diffusion_sites import mount_report as mount_report
+from sgl_diffusion_sites import optimize as optimize
+from sgl_diffusion_sites import unmount as unmount
 
 from .__about__ import __version__ as __version__
 
@@ -166,8 +174,11 @@ __all__ = [
     "KernelSpec",
     "MachineInfo",
     "MissingPackageError",
+    "MountReport",
     "OpDef",
     "REGISTRY",
+    "SUPPORTED_MODELS",
+    "Site",
     "UnsupportedInputError",
     "Verdict",
     "__version__",
@@ -249,6 +260,7 @@ __all__ = [
     "indexed_gated_residual_reference",
     "indexed_scale_shift",
     "indexed_scale_shift_reference",
+    "is_mounted",
     "joint_qkv_cat",
     "joint_qkv_cat_reference",
     "joint_split",
@@ -259,8 +271,11 @@ __all__ = [
     "ln_modulate_reference",
     "machine",
     "module_available",
+    "mount_plan",
+    "mount_report",
     "nearest_upsample",
     "nearest_upsample_reference",
+    "optimize",
     "qk_norm",
     "qk_norm_reference",
     "qk_norm_rope",
@@ -294,6 +309,7 @@ __all__ = [
     "ulysses_unpack_out_reference",
     "ulysses_unpack_qkv",
     "ulysses_unpack_qkv_reference",
+    "unmount",
     "usp_merge_heads",
     "usp_merge_heads_reference",
     "usp_split_heads",

@@ -30,10 +30,10 @@ DISTRIBUTIONS: dict[str, str] = {
     "sgl-diffusion-rope": "sgl_diffusion_rope",
     "sgl-diffusion-activation": "sgl_diffusion_activation",
     "sgl-diffusion-layout": "sgl_diffusion_layout",
+    "sgl-diffusion-sites": "sgl_diffusion_sites",
     # Later domains are one row each, e.g.:
     # "sgl-diffusion-attention": "sgl_diffusion_attention",
     # "sgl-diffusion-ext": "sgl_diffusion_ext",
-    # "sgl-diffusion-sites": "sgl_diffusion_sites",
 }
 
 # distribution -> the public names the umbrella re-exports from its top-level module
@@ -193,6 +193,16 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "nearest_upsample",
         "can_use_nearest_upsample",
         "nearest_upsample_reference",
+    ),
+    "sgl-diffusion-sites": (
+        "optimize",
+        "unmount",
+        "is_mounted",
+        "mount_report",
+        "mount_plan",
+        "MountReport",
+        "Site",
+        "SUPPORTED_MODELS",
     ),
 }
 

@@ -1,6 +1,6 @@
 """The ``sgl-diffusion`` command.
 
-    sgl-diffusion doctor [--json]
+    sgl-diffusion doctor [--json] [--model CLASS|CONFIG [--quality exact|close]]
     sgl-diffusion bench --op OP [--dtype bf16] [--cases a,b] [--rep N] [--device DEV] [--out PATH.json]
 
 Exit codes: 0 ok, 1 the environment cannot run the command (e.g. core not installed,
@@ -272,12 +272,27 @@ def format_doctor(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def collect_model_sites(model: str, quality: str) -> dict[str, Any]:
+    """``sgl-diffusion-sites``' mount plan for a model (class name or config.json), as data and text."""
+    try:
+        sites = importlib.import_module("sgl_diffusion_sites")
+    except Exception as exc:
+        msg = f"sgl_diffusion_sites cannot be imported ({type(exc).__name__}: {exc}); pip install sgl-diffusion-sites"
+        return {"error": msg, "text": f"error: {msg}"}
+    plan = sites.mount_plan(model, quality=quality)
+    return {**plan.to_dict(), "text": str(plan)}
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     report = collect_doctor()
+    if args.model:
+        report["model_sites"] = collect_model_sites(args.model, args.quality)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
     else:
         print(format_doctor(report))
+        if args.model:
+            print("\nsites (sgl-diffusion-sites mount plan)\n" + report["model_sites"]["text"])
     return EXIT_ENV if "error" in report else EXIT_OK
 
 
@@ -409,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor", help="platform, Triton, installed distributions, registered ops and backend choice"
     )
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.add_argument("--model", default=None, metavar="CLASS|CONFIG",
+                        help="also show the sites sgl-diffusion-sites would mount on a diffusers transformer: a "
+                             "class name (default config) or a config.json / transformer folder (built on the "
+                             "meta device: no weights, nothing runs)")
+    doctor.add_argument("--quality", default="exact", choices=("exact", "close"),
+                        help="the quality the --model plan is made for (default: exact)")
     doctor.set_defaults(func=_cmd_doctor)
     bench = sub.add_parser("bench", help="benchmark one op against its baselines on this machine")
     bench.add_argument("--op", required=True, help="op id, full (norm.ln_modulate) or short (ln_modulate)")

@@ -1,0 +1,32 @@
+"""sgl-diffusion-sites: mount the family's fused kernels onto diffusers DiT models, verified and reversible.
+
+``optimize(model, quality="exact")`` replaces the eager chains it recognizes (adaLN norm +
+modulate, gated residuals, activations) by fused ops behind per-site verification gates and
+returns a :class:`MountReport`; ``unmount(model)`` restores the original modules.
+
+The surface is lazy (PEP 562): importing this package registers no op, imports no diffusers,
+no backend and no Triton.
+"""
+
+from __future__ import annotations
+
+from sgl_diffusion_core import lazy_exports
+
+from .__about__ import __version__ as __version__
+
+# public name -> entry module (relative to this package)
+_EXPORTS: dict[str, str] = {
+    "optimize": "mount",
+    "unmount": "mount",
+    "is_mounted": "mount",
+    "mount_report": "mount",
+    "mount_plan": "mount",
+    "SUPPORTED_MODELS": "mount",
+    "MountReport": "report",
+    "Site": "report",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

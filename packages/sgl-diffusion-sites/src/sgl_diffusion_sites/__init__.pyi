@@ -1,0 +1,47 @@
+from typing import Any
+
+import torch
+
+from sgl_diffusion_core import BitExactFusionGate
+
+from .__about__ import __version__ as __version__
+
+SUPPORTED_MODELS: tuple[str, ...]
+
+class Site:
+    path: str
+    kind: str
+    module: str
+    status: str
+    reason: str
+    ops: tuple[str, ...]
+    backend: str
+    contract: str
+    gate: BitExactFusionGate | None
+    @property
+    def mounted(self) -> bool: ...
+    def gate_state(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+class MountReport:
+    model: str
+    quality: str
+    verify: bool
+    backend: str
+    sites: list[Site]
+    notes: list[str]
+    op_calls: dict[str, list[int]]
+    @property
+    def mounted(self) -> list[Site]: ...
+    @property
+    def skipped(self) -> list[Site]: ...
+    def by_kind(self) -> dict[str, dict[str, int]]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+def optimize(
+    model: torch.nn.Module, *, quality: str = "exact", verify: bool = True, backend: str | None = None
+) -> MountReport: ...
+def unmount(model: torch.nn.Module) -> bool: ...
+def is_mounted(model: torch.nn.Module) -> bool: ...
+def mount_report(model: torch.nn.Module) -> MountReport | None: ...
+def mount_plan(source: Any, *, quality: str = "exact") -> MountReport: ...

@@ -1,0 +1,296 @@
+"""``optimize(model)`` / ``unmount(model)``: walk a diffusers transformer and mount fused sites.
+
+Recognition is by exact class (``type(m).__name__`` and its diffusers module), never by
+``isinstance``: a subclass may have changed ``forward``, and a site re-expresses one known
+``forward``. Mounting replaces a module in its parent by a mounted twin (``wrappers.py``) that
+shares the original's state, or sets a processor on an attention module; every replacement is
+recorded on the model so ``unmount`` restores the original objects in reverse order.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from sgl_diffusion_core import BitExactFusionGate
+
+from . import wrappers as W
+from .kernels import Kernels
+from .report import MountReport, Site
+
+SUPPORTED_MODELS = (
+    "FluxTransformer2DModel",
+    "WanTransformer3DModel",
+    "SD3Transformer2DModel",
+    "QwenImageTransformer2DModel",
+    "HunyuanVideoTransformer3DModel",
+)
+
+_STATE_ATTR = "_sgl_diffusion_sites_mount"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str
+    mixin: type | None  # None: a known chain with no site yet (reported as skipped)
+    ops_exact: tuple[str, ...]
+    ops_close: tuple[str, ...]
+    exact_ok: bool = True  # False: no exact kernel exists; exact mode skips it
+    skip_reason: str = ""
+
+
+_MOD = ("modulate.scale_shift",)
+_LNMOD = ("norm.ln_modulate",)
+_GR = ("modulate.gated_residual",)
+
+# diffusers class name -> rule
+_RULES: dict[str, _Rule] = {
+    "AdaLayerNormZero": _Rule("adaln_zero", W.MountedAdaLNZero, _MOD, _LNMOD),
+    "AdaLayerNormZeroSingle": _Rule("adaln_zero", W.MountedAdaLNZeroSingle, _MOD, _LNMOD),
+    "AdaLayerNormContinuous": _Rule("adaln_continuous", W.MountedAdaLNContinuous, _MOD, _LNMOD),
+    "FluxTransformerBlock": _Rule("block_residuals", W.MountedFluxBlock, _GR + _MOD, _GR + _LNMOD),
+    "FluxSingleTransformerBlock": _Rule("block_residuals", W.MountedFluxSingleBlock, _GR, _GR),
+    "WanTransformerBlock": _Rule("block_residuals", W.MountedWanBlock, _GR + _MOD, _GR + _LNMOD),
+    # blocks whose inline chains (modulate, gated residuals) have no site yet
+    "SD35AdaLayerNormZeroX": _Rule("adaln_zero", W.MountedSD35AdaLNZeroX, _MOD, _MOD),
+    "JointTransformerBlock": _Rule("block_residuals", W.MountedSD3Block, _GR + _MOD, _GR + _LNMOD),
+    "QwenImageTransformerBlock": _Rule("block_residuals", W.MountedQwenImageBlock, _GR + _MOD, _GR + _LNMOD),
+    "HunyuanVideoTransformerBlock": _Rule("block_residuals", W.MountedHunyuanVideoBlock, _GR + _MOD, _GR + _LNMOD),
+    "HunyuanVideoSingleTransformerBlock": _Rule("block_residuals", W.MountedHunyuanVideoSingleBlock, _GR, _GR),
+}
+
+_GELU_EXACT_SKIP = ("the gelu_tanh kernel is close only (no exact kernel): the eager activation is kept "
+                    "in exact mode; quality='close' mounts it")
+
+
+def _is_diffusers(m: torch.nn.Module) -> bool:
+    return type(m).__module__.startswith("diffusers.")
+
+
+def _rule_for(m: torch.nn.Module) -> _Rule | None:
+    name = type(m).__name__
+    if name == "GELU" and _is_diffusers(m):
+        if getattr(m, "approximate", None) != "tanh":
+            return None
+        return _Rule("ff_gelu_tanh", W.MountedGELUProj, (), ("activation.gelu_tanh",), exact_ok=False,
+                     skip_reason=_GELU_EXACT_SKIP)
+    if type(m) is torch.nn.GELU:
+        if m.approximate != "tanh":
+            return None
+        return _Rule("ff_gelu_tanh", W.MountedGELUTanh, (), ("activation.gelu_tanh",), exact_ok=False,
+                     skip_reason=_GELU_EXACT_SKIP)
+    if name in _RULES and _is_diffusers(m):
+        return _RULES[name]
+    return None
+
+
+@dataclass
+class _Mount:
+    parent: torch.nn.Module
+    name: str  # a child module's name, or "processor" for an attention processor
+    original: Any
+    mounted: Any
+
+    def restore(self) -> None:
+        if self.name == "processor":
+            self.parent.set_processor(self.original)
+            return
+        self.original.training = self.mounted.training
+        setattr(self.parent, self.name, self.original)
+
+
+def _split(path: str) -> tuple[str, str]:
+    parent, _, name = path.rpartition(".")
+    return parent, name
+
+
+def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = True,
+             backend: str | None = None) -> MountReport:
+    """Mount the family's fused ops on the sites of a diffusers transformer it recognizes.
+
+    quality: ``"exact"`` (default): every mounted site is ``torch.equal`` to the unmounted
+        module (same device, dtype, inputs); with ``verify=True`` each site checks that per
+        call signature through a ``BitExactFusionGate`` (fused and eager on first sight of a
+        signature; a mismatch makes that signature eager for good, with one
+        ``FusionFallbackWarning``, while every other site stays mounted). ``"close"``: also the
+        close kernels (one-pass norm + modulate, activations) under their declared tolerances;
+        no gate.
+    verify: exact mode only; ``False`` trusts the ops' exact contracts without checking.
+    backend: ``None`` (each op picks its best backend for the inputs: on CPU that is the
+        eager ``torch`` chain) or a backend name every op is asked for (``"triton"`` runs the
+        Triton kernels, under ``TRITON_INTERPRET=1`` on the CPU); an op that cannot serve an
+        input with it runs its eager chain there.
+
+    Returns a :class:`MountReport` listing every site considered. Never raises for a model
+    it does not know: the report says nothing was mounted and why. A model already mounted is
+    unmounted first. ``unmount(model)`` restores the original modules.
+    """
+    name = type(model).__name__
+    report = MountReport(model=name, quality=str(quality), verify=bool(verify), backend=backend or "auto")
+    if quality not in ("exact", "close"):
+        report.notes.append(f"quality={quality!r} is not 'exact' or 'close': nothing mounted")
+        return report
+    if not isinstance(model, torch.nn.Module):
+        report.notes.append(f"{name} is not a torch.nn.Module: nothing mounted")
+        return report
+    if name not in SUPPORTED_MODELS or not _is_diffusers(model):
+        report.notes.append(
+            f"{type(model).__module__}.{name} is not one of the supported diffusers transformers "
+            f"({', '.join(SUPPORTED_MODELS)}): nothing mounted")
+        return report
+    if getattr(model, _STATE_ATTR, None):
+        unmount(model)
+        report.notes.append("the model was already mounted: unmounted first")
+
+    kernels = Kernels(quality, backend)
+    report.op_calls = kernels.counts
+    exact = quality == "exact"
+    mounts: list[_Mount] = []
+    try:
+        found = [(p, m) for p, m in model.named_modules() if p and _rule_for(m) is not None]
+        for path, m in found:
+            rule = _rule_for(m)
+            assert rule is not None
+            site = Site(path=path, kind=rule.kind, module=type(m).__name__, status="skipped",
+                        backend=backend or "auto")
+            report.sites.append(site)
+            if rule.mixin is None:
+                site.reason = rule.skip_reason
+                continue
+            if exact and not rule.exact_ok:
+                site.reason = rule.skip_reason
+                continue
+            site.ops = rule.ops_exact if exact else rule.ops_close
+            site.contract = "exact" if exact else "close"
+            if exact and verify:
+                site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{name}.{path}")
+            parent_path, attr = _split(path)
+            parent = model.get_submodule(parent_path) if parent_path else model
+            mounted = W.mount_module(m, rule.mixin, site, kernels)
+            setattr(parent, attr, mounted)
+            mounts.append(_Mount(parent, attr, m, mounted))
+            site.status = "mounted"
+        _mount_processors(model, report, kernels, verify, mounts)
+    except Exception as exc:  # mounting never raises: undo what was mounted and report why
+        for mt in reversed(mounts):
+            mt.restore()
+        for s in report.sites:
+            if s.mounted:
+                s.status, s.reason, s.gate = "skipped", "mounting failed (see notes); unmounted", None
+        report.notes.append(f"mounting failed, nothing left mounted: {type(exc).__name__}: {exc}")
+        warnings.warn(f"sgl_diffusion_sites.optimize({name}): {report.notes[-1]}", RuntimeWarning, stacklevel=2)
+        return report
+    object.__setattr__(model, _STATE_ATTR, mounts)
+    object.__setattr__(model, "_sgl_diffusion_sites_report", report)
+    return report
+
+
+_PROCESSORS: dict[str, type] = {
+    "FluxAttnProcessor": W.MountedFluxAttnProcessor,
+    "WanAttnProcessor": W.MountedWanAttnProcessor,
+}
+
+
+def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool,
+                      mounts: list[_Mount]) -> None:
+    """Attention processors: RoPE (close mode: QK-norm + RoPE) fused in Flux's processor; others reported."""
+    exact = kernels.exact
+    for path, m in model.named_modules():
+        proc = getattr(m, "processor", None)
+        if proc is None or getattr(m, "norm_q", None) is None:
+            continue
+        site = Site(path=path, kind="qk_norm_rope", module=type(proc).__name__, status="skipped",
+                    backend=report.backend)
+        report.sites.append(site)
+        cls = _PROCESSORS.get(type(proc).__name__) if type(proc).__module__.startswith("diffusers.") else None
+        if cls is None:
+            site.reason = ("no processor site for this processor yet: its QK-norm (and RoPE and joint text + "
+                           "image concat, where it has them) stay eager")
+            continue
+        if cls is W.MountedWanAttnProcessor and getattr(m, "is_cross_attention", False):
+            site.reason = "cross-attention: no RoPE here; its QK-norm stays eager"
+            continue
+        if cls is W.MountedWanAttnProcessor and getattr(m, "add_k_proj", None) is not None:
+            site.reason = "image-conditioned (I2V) attention: no processor site for it yet; RoPE stays eager"
+            continue
+        fuse_norm = cls is W.MountedFluxAttnProcessor and not exact
+        site.ops = ("rope.qk_norm_rope", "rope.apply_rope_qk") if fuse_norm else ("rope.apply_rope_qk",)
+        site.contract = "exact" if exact else "close"
+        if exact and verify:
+            site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{report.model}.{path}.processor")
+        mounted = cls(proc, site, kernels)
+        m.set_processor(mounted)
+        mounts.append(_Mount(m, "processor", proc, mounted))
+        site.status = "mounted"
+
+
+def unmount(model: torch.nn.Module) -> bool:
+    """Put back every original module ``optimize`` replaced; True when something was mounted."""
+    mounts: list[_Mount] | None = getattr(model, _STATE_ATTR, None)
+    if not mounts:
+        return False
+    for mt in reversed(mounts):
+        mt.restore()
+    object.__setattr__(model, _STATE_ATTR, [])
+    return True
+
+
+def is_mounted(model: torch.nn.Module) -> bool:
+    return bool(getattr(model, _STATE_ATTR, None))
+
+
+def mount_report(model: torch.nn.Module) -> MountReport | None:
+    """The report of the last ``optimize`` on this model (gate states are live), or None."""
+    rep: Any = getattr(model, "_sgl_diffusion_sites_report", None)
+    return rep if is_mounted(model) else None
+
+
+def mount_plan(source: Any, *, quality: str = "exact") -> MountReport:
+    """What ``optimize`` would mount on a model, without its weights and without running it.
+
+    source: a model instance, one of ``SUPPORTED_MODELS`` (built from its default config), a
+    diffusers ``config.json`` or a directory holding one (a pipeline's ``transformer/``
+    folder). The model is built on the meta device (no memory, no download), mounted and
+    unmounted; gates stay ``pending``. A model already mounted is left as it is (its live
+    report is returned). Never raises: a problem is a note in the report.
+    """
+    if isinstance(source, torch.nn.Module):
+        model = source
+    else:
+        try:
+            model = _build_meta(source)
+        except Exception as exc:
+            report = MountReport(model=str(source), quality=str(quality), verify=True, backend="auto")
+            report.notes.append(f"cannot build {source!r} on the meta device: {type(exc).__name__}: {exc}")
+            return report
+    live = mount_report(model)
+    if live is not None:  # leave a mounted model as it is
+        return live
+    report = optimize(model, quality=quality)
+    unmount(model)
+    report.notes.append("plan only: mounted and unmounted again, nothing ran (gates pending)")
+    return report
+
+
+def _build_meta(source: Any) -> torch.nn.Module:
+    import json
+    from pathlib import Path
+
+    import diffusers
+
+    config: dict[str, Any] = {}
+    name = str(source)
+    path = Path(name)
+    if path.is_dir():
+        path = path / "config.json"
+    if path.is_file():
+        config = json.loads(path.read_text())
+        name = config.get("_class_name", "")
+    if name not in SUPPORTED_MODELS:
+        raise ValueError(f"{name!r} is not one of {', '.join(SUPPORTED_MODELS)} (nor a config.json naming one)")
+    cls = getattr(diffusers, name)
+    with torch.device("meta"):
+        return cls.from_config({k: v for k, v in config.items() if not k.startswith("_")})

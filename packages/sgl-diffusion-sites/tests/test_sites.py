@@ -1,0 +1,270 @@
+"""CPU lane of sgl-diffusion-sites: the five supported diffusers transformers at tiny random configs.
+
+With ``TRITON_INTERPRET=1`` every mounted op is forced to its Triton backend (run by the
+interpreter), and the tests check through ``report.op_calls`` that the kernels, not the eager
+fallbacks, produced the outputs compared here."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import tiny_models
+import torch
+
+import sgl_diffusion_sites as sites
+from sgl_diffusion_core import FusionFallbackWarning
+
+pytest.importorskip("diffusers", reason="these tests need diffusers (pinned in tools/dev-requirements.txt)")
+
+MODELS = list(tiny_models.BUILDERS)
+# op calls that must run the eager chain because no backend can serve their input: HunyuanVideo's
+# first double block gets the patch embedding as a transposed view (last dim not contiguous) as its
+# image residual, and eager's sum keeps that layout for the second one: 2 per forward, 2 forwards
+EAGER_CALLS = {"HunyuanVideoTransformer3DModel": {"modulate.gated_residual": 4}}
+
+
+def _out(model, kw):
+    with torch.no_grad():
+        return model(**kw)[0]
+
+
+def _tree(model):
+    return [(name, m) for name, m in model.named_modules()]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_exact_is_torch_equal_and_unmount_restores(name, kernel_backend):
+    model, kw, _ = tiny_models.BUILDERS[name]()
+    ref = _out(model, kw)
+    tree, keys = _tree(model), list(model.state_dict())
+    report = sites.optimize(model, quality="exact", backend=kernel_backend)
+    assert report.mounted, str(report)
+    assert list(model.state_dict()) == keys  # mounted twins share the originals' state
+    for s in report.mounted:
+        assert isinstance(model.get_submodule(s.path), type(dict(tree)[s.path]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FusionFallbackWarning)
+        first = _out(model, kw)  # verifies every site (fused and eager, torch.equal)
+        second = _out(model, kw)  # verified: fused only
+    assert torch.equal(first, ref) and torch.equal(second, ref)
+    assert {s.gate_state() for s in report.mounted} == {"verified"}, str(report)
+    if kernel_backend is not None:
+        # the Triton kernels ran (an op whose backend cannot serve runs its eager chain)
+        assert report.op_calls and all(n[0] > 0 for n in report.op_calls.values()), report.op_calls
+        eager = {op: n[1] for op, n in report.op_calls.items() if n[1]}
+        assert eager == EAGER_CALLS.get(name, {}), report.op_calls
+    assert sites.unmount(model)
+    after = _tree(model)
+    assert [n for n, _ in after] == [n for n, _ in tree]
+    assert all(a is b for (_, a), (_, b) in zip(after, tree))
+    assert torch.equal(_out(model, kw), ref)
+    assert not sites.is_mounted(model) and not sites.unmount(model)
+
+
+def test_flux_report_sites(kernel_backend):
+    model, _, _ = tiny_models.flux()
+    report = sites.optimize(model, backend=kernel_backend)
+    kinds = report.by_kind()
+    assert kinds["adaln_zero"] == {"mounted": 3, "skipped": 0}
+    assert kinds["adaln_continuous"] == {"mounted": 1, "skipped": 0}
+    assert kinds["block_residuals"] == {"mounted": 2, "skipped": 0}
+    assert kinds["ff_gelu_tanh"] == {"mounted": 0, "skipped": 3}  # close only: exact mode keeps eager
+    assert all("close only" in s.reason for s in report.skipped if s.kind == "ff_gelu_tanh")
+    assert kinds["qk_norm_rope"] == {"mounted": 2, "skipped": 0}  # RoPE of both FluxAttnProcessor
+    assert {s.ops for s in report.mounted if s.kind == "qk_norm_rope"} == {("rope.apply_rope_qk",)}
+    assert {s.gate_state() for s in report.mounted} == {"pending"}
+    d = report.to_dict()
+    assert d["model"] == "FluxTransformer2DModel" and d["quality"] == "exact"
+    assert d["mounted"] == len(report.mounted) and len(d["sites"]) == len(report.sites)
+    assert {"path", "kind", "status", "reason", "ops", "backend", "contract", "gate"} <= set(d["sites"][0])
+    text = str(report)
+    for s in report.sites:
+        assert s.path in text
+    assert sites.mount_report(model) is report
+    close = sites.optimize(model, quality="close", backend=kernel_backend)  # remount: unmounts first
+    assert any("already mounted" in n for n in close.notes)
+    assert close.by_kind()["ff_gelu_tanh"] == {"mounted": 3, "skipped": 0}
+    single = close.sites[[s.path for s in close.sites].index("single_transformer_blocks.0.attn")]
+    assert single.mounted and "rope.qk_norm_rope" in single.ops
+    assert all(s.contract == "close" and s.gate is None for s in close.mounted)
+    sites.unmount(model)
+
+
+class _Off(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+
+@pytest.mark.parametrize("obj", [torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU("tanh")), _Off(), object()])
+def test_unknown_model_mounts_nothing(obj):
+    report = sites.optimize(obj)
+    assert report.sites == [] and report.notes and "nothing mounted" in report.notes[0]
+    assert "nothing mounted" in str(report)
+    assert not sites.is_mounted(obj) if isinstance(obj, torch.nn.Module) else True
+
+
+def test_bad_quality_mounts_nothing():
+    model, _, _ = tiny_models.flux()
+    report = sites.optimize(model, quality="fast")
+    assert not report.sites and "quality" in report.notes[0] and not sites.is_mounted(model)
+
+
+def test_failing_site_falls_back_with_one_warning(kernel_backend):
+    """A site whose fused path is not bit-exact: eager for that signature, one warning, others mounted."""
+    model, kw, _ = tiny_models.sd3()
+    ref = _out(model, kw)
+    report = sites.optimize(model, backend=kernel_backend)
+    bad = model.get_submodule("norm_out")
+
+    class OffByOneUlp(type(bad._sgl_k)):
+        def norm_modulate(self, norm, x, scale, shift):
+            y = super().norm_modulate(norm, x, scale, shift)
+            return torch.nextafter(y, torch.full_like(y, math.inf))
+
+    object.__setattr__(bad, "_sgl_k", OffByOneUlp(report.quality, kernel_backend))
+    with pytest.warns(FusionFallbackWarning, match="norm_out") as rec:
+        out = _out(model, kw)
+    assert len([w for w in rec if issubclass(w.category, FusionFallbackWarning)]) == 1
+    assert torch.equal(out, ref)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FusionFallbackWarning)
+        assert torch.equal(_out(model, kw), ref)  # no second warning
+    states = {s.path: s.gate_state() for s in report.mounted}
+    assert states.pop("norm_out") == "fallback"
+    assert set(states.values()) == {"verified"}
+    sites.unmount(model)
+
+
+def test_exact_without_verification(kernel_backend):
+    model, kw, _ = tiny_models.wan()
+    ref = _out(model, kw)
+    report = sites.optimize(model, verify=False, backend=kernel_backend)
+    kinds = {s.path: (s.kind, s.status) for s in report.sites}
+    assert kinds["blocks.0"] == ("block_residuals", "mounted")
+    assert kinds["blocks.0.attn1"] == ("qk_norm_rope", "mounted")  # self-attention: its RoPE
+    assert kinds["blocks.0.attn2"] == ("qk_norm_rope", "skipped")  # cross-attention: no RoPE
+    assert {s.gate_state() for s in report.mounted} == {"off"}
+    assert torch.equal(_out(model, kw), ref)
+    sites.unmount(model)
+
+
+def psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
+    x, ref = x.double(), ref.double()
+    mse = (x - ref).pow(2).mean().item()
+    peak = (ref.max() - ref.min()).item()
+    return math.inf if mse == 0 else 10 * math.log10(peak * peak / mse)
+
+
+def denoise(model, kw, key, steps=8):
+    """A rectified-flow Euler loop: ``x <- x + (t_next - t) * v(x, t)`` over ``steps`` steps."""
+    x = kw[key]
+    ts = torch.linspace(1.0, 0.0, steps + 1)
+    scale = 1000.0 if kw["timestep"].dtype == torch.long or kw["timestep"].item() > 1 else 1.0
+    for i in range(steps):
+        step = dict(kw, **{key: x, "timestep": (ts[i] * scale).reshape(1).to(x.device)})
+        with torch.no_grad():
+            v = model(**step)[0]
+        x = (x.float() + (ts[i + 1] - ts[i]) * v.float()).to(x.dtype)
+    return x
+
+
+# Flux only on the CPU lane (every close kernel, the interpreter's time is per launch); the GPU
+# lane runs the loop for all five models
+@pytest.mark.parametrize("name", ["FluxTransformer2DModel"])
+def test_close_psnr_over_8_steps(name, kernel_backend):
+    model, kw, key = tiny_models.BUILDERS[name]()
+    ref = denoise(model, kw, key)
+    report = sites.optimize(model, quality="close", backend=kernel_backend)
+    out = denoise(model, kw, key)
+    sites.unmount(model)
+    if kernel_backend is not None:
+        assert report.op_calls.get("norm.ln_modulate", [0])[0] > 0
+    assert not torch.equal(out, ref) or kernel_backend is None  # the close kernels did change bits
+    db = psnr(out, ref)
+    print(f"{name}: PSNR {db:.1f} dB over 8 steps (close sites vs eager)")
+    assert db >= 40.0, f"{name}: PSNR {db:.1f} dB over 8 steps"
+
+
+def test_compile_after_mount_has_no_graph_break_and_runs_the_verified_ops(kernel_backend):
+    """Dynamo captures the mounted Flux whole (``fullgraph=True`` fails on any graph break) with
+    every verified site as its custom op; ``aot_eager`` runs the fake implementations, then the
+    ops, and the result stays torch.equal."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    model, kw, _ = tiny_models.flux()
+    ref = _out(model, kw)
+    report = sites.optimize(model, backend=kernel_backend)
+    _out(model, kw)  # eager call: every signature verified
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm.code)
+        return aot_autograd(fw_compiler=lambda g, _: g)(gm, example_inputs)
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = torch.compile(model, backend=record, fullgraph=True)(**kw)[0]
+    assert torch.equal(out, ref) and len(graphs) == 1
+    code = graphs[0]
+    n_modulate = sum(s.kind in ("adaln_zero", "adaln_continuous") for s in report.mounted) + 2  # + 2 norm2 chains
+    assert code.count("sgl_diffusion.scale_shift") == n_modulate
+    assert code.count("sgl_diffusion.gated_residual") == 5  # 4 in the double block, 1 in the single block
+    assert code.count("sgl_diffusion.rope") == 2  # the rope custom op, once per attention processor
+    sites.unmount(model)
+    torch._dynamo.reset()
+
+
+def test_compile_before_verification_runs_eager():
+    """Under capture a pending signature never verifies (no host sync): the graph has no fused op."""
+    model, kw, _ = tiny_models.wan()
+    report = sites.optimize(model)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        explained = torch._dynamo.explain(model)(**kw)
+    code = "\n".join(g.code for g in explained.graphs)
+    assert explained.graph_break_count == 0 and "sgl_diffusion." not in code
+    assert {s.gate_state() for s in report.mounted} == {"pending"}
+    sites.unmount(model)
+    torch._dynamo.reset()
+
+
+def test_mount_plan_on_meta(tmp_path):
+    """The plan of a production-size config, built on the meta device: sites listed, nothing left mounted."""
+    plan = sites.mount_plan("FluxTransformer2DModel")
+    kinds = plan.by_kind()
+    assert kinds["adaln_zero"]["mounted"] == 2 * 19 + 38 and kinds["block_residuals"]["mounted"] == 19 + 38
+    assert {s.gate_state() for s in plan.mounted} == {"pending"} and "plan only" in plan.notes[-1]
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"_class_name": "WanTransformer3DModel", "num_layers": 2, "num_attention_heads": 2}')
+    wan = sites.mount_plan(tmp_path)
+    assert wan.model == "WanTransformer3DModel" and wan.by_kind()["block_residuals"]["mounted"] == 2
+    bad = sites.mount_plan("NotAModel")
+    assert not bad.sites and "cannot build" in bad.notes[0]
+    model, _, _ = tiny_models.sd3()
+    plan = sites.mount_plan(model, quality="close")
+    assert plan.mounted and not sites.is_mounted(model)
+    live = sites.optimize(model)
+    assert sites.mount_plan(model, quality="close") is live and sites.is_mounted(model)
+    sites.unmount(model)
+
+
+def test_autograd_runs_the_original_modules(kernel_backend):
+    """The fused ops have no backward: while autograd records, sites run eager (same values and
+    gradients); with nothing requiring grad they run fused even in grad mode."""
+    model, kw, _ = tiny_models.sd3(dtype=torch.float32)
+    ref = model(**kw)[0]
+    ref.square().mean().backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    report = sites.optimize(model, backend=kernel_backend)
+    out = model(**kw)[0]
+    assert out.grad_fn is not None and torch.equal(out, ref)
+    out.square().mean().backward()
+    assert all(torch.equal(p.grad, grads[n]) for n, p in model.named_parameters() if n in grads)
+    assert not report.op_calls  # nothing ran fused
+    model.requires_grad_(False)
+    assert torch.equal(model(**kw)[0], ref)
+    assert report.op_calls and sum(n[0] for n in report.op_calls.values()) > 0
+    sites.unmount(model)
