@@ -530,13 +530,20 @@ def test_umbrella(fresh_venv: Venv, wheelhouse: Path) -> None:
     assert not out["not_same"], f"umbrella names that are not the domain's own object: {out['not_same']}"
     assert out["after_touch"] == sorted(family)
 
-    # First touch of one name of package X loads X and what X depends on, nothing else.
+    # First touch of one name of package X loads X (and core), at most what X depends on, nothing
+    # else. (A package may load its other family dependencies lazily: sites imports the domains it
+    # mounts only when it mounts them.)
     for module, names in sorted(out["providers"].items()):
         pkg = next(p for p in PACKAGES.values() if p.import_name == module)
-        want = sorted({"sgl_diffusion"} | {PACKAGES[d].import_name for d in family_of(pkg)})
+        allowed = {"sgl_diffusion"} | {PACKAGES[d].import_name for d in family_of(pkg)}
+        must = {"sgl_diffusion", module, CORE.import_name}
         got = venv.run(_script({"family": family, "smoke": {}, "name": names[0]}, UMBRELLA_TOUCH))
         assert got["before"] == ["sgl_diffusion"]
-        assert got["after"] == want, f"touching sgl_diffusion.{names[0]} loaded {got['after']}, expected {want}"
+        loaded = set(got["after"])
+        assert must <= loaded <= allowed, (
+            f"touching sgl_diffusion.{names[0]} loaded {got['after']}: it must load {sorted(must)} "
+            f"and nothing outside {sorted(allowed)}"
+        )
         assert not got["triton"], f"touching sgl_diffusion.{names[0]} imported Triton"
     assert {p.import_name for p in DOMAINS} <= set(out["providers"]), (
         f"the umbrella re-exports nothing of {sorted({p.import_name for p in DOMAINS} - set(out['providers']))}"
