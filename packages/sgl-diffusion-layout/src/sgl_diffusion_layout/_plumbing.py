@@ -91,6 +91,18 @@ class Plans:
         self._plans.clear()
 
 
+def backend_from_prepare(prep: Callable[..., Any]) -> Callable[..., Any]:
+    """A backend function ``fn(*args, geom)`` from ``prep(geom, *args) -> runner``; ``fn.prepare``
+    is ``prep`` itself, which :class:`Plans` calls once per signature (the one-off call path runs
+    both steps)."""
+
+    def fn(*args: Any, geom: Any) -> Any:
+        return prep(geom, *args)(*args)
+
+    fn.prepare = prep
+    return fn
+
+
 def new_desc(tensors: dict[str, Any], problems: list[str]) -> tuple[InputDesc, torch.device | None]:
     """Type, device and dtype checks shared by every layout op (``None`` entries are skipped).
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from ._plumbing import backend_from_prepare
 from .copy_triton import copy_aot_variants, permute_launches
 
 
@@ -43,16 +44,8 @@ def _prep_split(geom, out, s_txt, s_img, text_first=True, copy=False):
     return run
 
 
-def _unprepared(prep):
-    def fn(*args, geom):
-        return prep(geom, *args)(*args)
-
-    fn.prepare = prep
-    return fn
-
-
-joint_qkv_cat = _unprepared(_prep_cat)
-joint_split = _unprepared(_prep_split)
+joint_qkv_cat = backend_from_prepare(_prep_cat)
+joint_split = backend_from_prepare(_prep_split)
 
 
 def aot_joint_qkv_cat(platform: str = "cuda"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from ._plumbing import backend_from_prepare
 from .copy_triton import copy_aot_variants, permute_launches
 
 
@@ -50,20 +51,12 @@ def _prep_single(geom, x, *scalars):
     return run
 
 
-def _unprepared(prep):
-    def fn(*args, geom):
-        return prep(geom, *args)(*args)
-
-    fn.prepare = prep
-    return fn
-
-
-ulysses_pack_qkv = _unprepared(_prep_pack_qkv)
-ulysses_unpack_qkv = _unprepared(_prep_unpack_qkv)
-ulysses_pack_out = _unprepared(_prep_single)
-ulysses_unpack_out = _unprepared(_prep_single)
-usp_merge_heads = _unprepared(_prep_single)
-usp_split_heads = _unprepared(_prep_single)
+ulysses_pack_qkv = backend_from_prepare(_prep_pack_qkv)
+ulysses_unpack_qkv = backend_from_prepare(_prep_unpack_qkv)
+ulysses_pack_out = backend_from_prepare(_prep_single)
+ulysses_unpack_out = backend_from_prepare(_prep_single)
+usp_merge_heads = backend_from_prepare(_prep_single)
+usp_split_heads = backend_from_prepare(_prep_single)
 
 
 _HEADS_SPLIT = {"wan-w1": (40, 128), "wan-w8": (5, 128), "hunyuan-w4": (6, 128)}

@@ -15,6 +15,7 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch
 
+from ._plumbing import backend_from_prepare
 from .copy_triton import copy_aot_variants, gather_launches
 
 _META_BLOCK = 1024
@@ -89,17 +90,9 @@ def _prep_scatter(geom, out, idx, batch, seqlen):
     return run
 
 
-def _unprepared(prep):
-    def fn(*args, geom):
-        return prep(geom, *args)(*args)
-
-    fn.prepare = prep
-    return fn
-
-
-build_varlen_meta = _unprepared(_prep_meta)
-varlen_pack_qkv = _unprepared(_prep_pack)
-varlen_scatter = _unprepared(_prep_scatter)
+build_varlen_meta = backend_from_prepare(_prep_meta)
+varlen_pack_qkv = backend_from_prepare(_prep_pack)
+varlen_scatter = backend_from_prepare(_prep_scatter)
 
 
 def aot_build_varlen_meta(platform: str = "cuda"):
