@@ -16,7 +16,7 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
-from .math_triton import ACTS, activate, launch_options, row_offsets
+from .math_triton import ACTS, activate, grid_and_flags, launch_options, math_flags, program_tile, row_offsets
 
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -24,32 +24,37 @@ TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float
 @triton.jit(do_not_specialize=["n1", "n2"])
 def _act_kernel(
     X, BIAS, Y,
-    D, n1, n2,
+    D, n_tiles, n1, n2,
     x_s0, x_s1, x_s2,
     y_s0, y_s1, y_s2,
     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, NDIM: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
+    FLAT: tl.constexpr, FAST: tl.constexpr,
 ):
-    x_row, y_row, _ = row_offsets(n1, n2, x_s0, x_s1, x_s2, y_s0, y_s1, y_s2, 0, 0, 0, NDIM)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    r, tile = program_tile(n_tiles, FLAT)
+    x_row, y_row, _ = row_offsets(r, n1, n2, x_s0, x_s1, x_s2, y_s0, y_s1, y_s2, 0, 0, 0, NDIM)
+    cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
     s = triton_math.widen(tl.load(X + x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
     if HAS_BIAS:
         s += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
-    tl.store(Y + y_row + cols, triton_math.narrow(activate(s, ACT), OUT), mask=mask)
+    tl.store(Y + y_row + cols, triton_math.narrow(activate(s, ACT, FAST), OUT), mask=mask)
 
 
-def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None):
-    """A runner ``(x, bias, out) -> result`` for one call signature (``geom`` from ``describe_*``)."""
+def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None, *, flat: bool | None = None,
+            fast: bool | None = None):
+    """A runner ``(x, bias, out) -> result`` for one call signature (``geom`` from ``describe_*``).
+    ``config`` / ``flat`` / ``fast`` override the launch rule and the math (tuning only)."""
     rows = geom.rows
     plat = tensor_platform(x.device)
     cfg = config or TileConfig.from_heuristic(geom.D, max(x.element_size(), geom.dtype.itemsize), plat)
     n1, n2 = rows.inner_sizes()
-    scalars = (geom.D, n1, n2, *rows.padded(0), *rows.padded(1))
+    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, flat, fast)
+    scalars = (geom.D, n_tiles, n1, n2, *rows.padded(0), *rows.padded(1))
     launch = PreparedLaunch(
         _act_kernel,
-        (rows.rows, triton.cdiv(geom.D, cfg.block)),
+        grid,
         {"ACT": ACTS[act], "HAS_BIAS": geom.has_bias, "NDIM": rows.ndim, "OUT": TL_DTYPES[geom.dtype],
-         "BLOCK": cfg.block},
+         "BLOCK": cfg.block, **consts},
         device=x.device,
         n_ptrs=3,
         options=launch_options(cfg, plat),
@@ -66,9 +71,9 @@ def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None):
 
 def _entry(act: str):
     def fn(x: torch.Tensor, bias: torch.Tensor | None = None, out: torch.Tensor | None = None, *, geom,
-           config: TileConfig | None = None) -> torch.Tensor:
+           config: TileConfig | None = None, **tuning) -> torch.Tensor:
         """Launch once. ``geom`` comes from the op's ``describe_*`` (validated inputs)."""
-        return prepare(act, geom, x, bias, out, config)(x, bias, out)
+        return prepare(act, geom, x, bias, out, config, **tuning)(x, bias, out)
 
     fn.__name__ = fn.__qualname__ = act
     fn.prepare = functools.partial(prepare, act)
@@ -91,9 +96,11 @@ def _aot(act: str):
             for D, bias in ((12288, False), (13824, True)):
                 cfg = TileConfig.from_heuristic(D, dt.itemsize, platform)
                 sig = {"X": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
-                sig.update({n: "i32" for n in ("D", "n1", "n2", "x_s0", "x_s1", "x_s2", "y_s0", "y_s1", "y_s2")})
-                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK")})
-                const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block}
+                sig.update({n: "i32" for n in ("D", "n_tiles", "n1", "n2", "x_s0", "x_s1", "x_s2",
+                                               "y_s0", "y_s1", "y_s2")})
+                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FLAT", "FAST")})
+                const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
+                         **math_flags(dt)}
                 opts = launch_options(cfg, platform)
                 out.append(AotVariant(
                     name=f"{act}[{nm},D={D},bias={int(bias)},block={cfg.block},w={cfg.num_warps}]",

@@ -111,11 +111,14 @@ gelu_mul_cases = _make("gelu_mul")
 
 
 def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None,
-         ops: tuple[str, ...] = ("silu_and_mul", "gelu_tanh"), progress=print) -> list[dict]:
-    """Sweep the Triton backend's tile configuration at the bench shapes (GPU tuning aid).
+         ops: tuple[str, ...] = ("silu_and_mul", "gelu_tanh"), progress=print,
+         blocks: tuple[int, ...] = (1024, 2048, 4096), warps: tuple[int, ...] = (1, 2, 4, 8)) -> list[dict]:
+    """Sweep the Triton backend's launch at the bench shapes (GPU tuning aid): tile ``block`` x
+    ``num_warps``, grid order (``flat``: a row's tiles adjacent, or the 2-D ``(rows, tiles)`` grid)
+    and ``fast`` (approximate ``exp`` for 16-bit outputs, or the math library's).
 
-    One row per (op, case, block, num_warps) with time and % of a same-run copy; the winners
-    go into core's ``TileConfig`` heuristic (the one launch rule of the elementwise ops) as data.
+    One row per (op, case, block, num_warps, flat, fast) with time and % of a same-run copy; the
+    winners go into core's ``TileConfig`` heuristic and ``math_triton`` as data.
     """
     from sgl_diffusion_core import TileConfig, describe, resolve_target
 
@@ -129,21 +132,27 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
             geom = describe(f"activation.{op}", x).info["geom"]
             nbytes = x.numel() * x.element_size() + N * D * dtype.itemsize
             _, copy_gbps = bench.copy_bandwidth(nbytes, device)
-            for block in (512, 1024, 2048, 4096, 8192):
-                for warps in (1, 2, 4, 8, 16):
-                    if block // (32 * warps) < 4 or block > 2 * D:
+            for block in blocks:
+                for nw in warps:
+                    if block // (32 * nw) < 4 or block > 2 * D:
                         continue
-                    cfg = TileConfig(block=block, num_warps=warps)
-                    try:
-                        run = lambda c=cfg, x=x, g=geom, f=launch: f(x, None, None, geom=g, config=c)  # noqa: E731
-                        t = bench.time_gpu(run, device, rep=40)
-                    except Exception as exc:  # a configuration the compiler rejects
-                        progress(f"{op} {name} {cfg}: failed {type(exc).__name__}")
-                        continue
-                    gbps = t.gbps(nbytes)
-                    rows.append({"op": op, "case": name, "block": block, "num_warps": warps,
-                                 "median_us": t.median_ms * 1e3, "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
-                    progress(f"{op} {name} block={block} warps={warps}: {t.median_ms * 1e3:.1f} us "
-                             f"{gbps:.0f} GB/s {100 * gbps / copy_gbps:.1f}% of copy")
+                    for flat in (True, False):
+                        for fast in ((True, False) if dtype != torch.float32 else (False,)):
+                            cfg = TileConfig(block=block, num_warps=nw)
+                            tag = f"{op} {name} block={block} warps={nw} flat={int(flat)} fast={int(fast)}"
+                            try:
+                                def run(c=cfg, x=x, g=geom, f=launch, fl=flat, fa=fast):
+                                    return f(x, None, None, geom=g, config=c, flat=fl, fast=fa)
+
+                                t = bench.time_gpu(run, device, rep=40)
+                            except Exception as exc:  # a configuration the compiler rejects
+                                progress(f"{tag}: failed {type(exc).__name__}")
+                                continue
+                            gbps = t.gbps(nbytes)
+                            rows.append({"op": op, "case": name, "block": block, "num_warps": nw, "flat": flat,
+                                         "fast": fast, "median_us": t.median_ms * 1e3, "gbps": gbps,
+                                         "frac_of_copy": gbps / copy_gbps})
+                            progress(f"{tag}: {t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s "
+                                     f"{100 * gbps / copy_gbps:.1f}% of copy")
             del x
     return rows

@@ -17,7 +17,7 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
-from .math_triton import ACTS, activate, launch_options, row_offsets
+from .math_triton import ACTS, activate, grid_and_flags, launch_options, math_flags, program_tile, row_offsets
 
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -25,25 +25,29 @@ TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float
 @triton.jit(do_not_specialize=["n1", "n2"])
 def _glu_kernel(
     A, B, BIAS, Y,
-    D, b_shift, n1, n2,
+    D, b_shift, n_tiles, n1, n2,
     a_s0, a_s1, a_s2,
     b_s0, b_s1, b_s2,
     y_s0, y_s1, y_s2,
     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, NDIM: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
+    FLAT: tl.constexpr, FAST: tl.constexpr,
 ):
-    a_row, b_row, y_row = row_offsets(n1, n2, a_s0, a_s1, a_s2, b_s0, b_s1, b_s2, y_s0, y_s1, y_s2, NDIM)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    r, tile = program_tile(n_tiles, FLAT)
+    a_row, b_row, y_row = row_offsets(r, n1, n2, a_s0, a_s1, a_s2, b_s0, b_s1, b_s2, y_s0, y_s1, y_s2, NDIM)
+    cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
     a = triton_math.widen(tl.load(A + a_row + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
     b = triton_math.widen(tl.load(B + b_row + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
     if HAS_BIAS:
         a += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
         b += triton_math.widen(tl.load(BIAS + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
-    tl.store(Y + y_row + cols, triton_math.narrow(activate(a, ACT) * b, OUT), mask=mask)
+    tl.store(Y + y_row + cols, triton_math.narrow(activate(a, ACT, FAST) * b, OUT), mask=mask)
 
 
-def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig | None = None):
-    """A runner for one call signature: packed ``(x, bias, out)``, split ``(a, b, out)``."""
+def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig | None = None, *,
+            flat: bool | None = None, fast: bool | None = None):
+    """A runner for one call signature: packed ``(x, bias, out)``, split ``(a, b, out)``.
+    ``config`` / ``flat`` / ``fast`` override the launch rule and the math (tuning only)."""
     rows = geom.rows
     plat = tensor_platform(first.device)
     widest = max(first.element_size(), geom.dtype.itemsize if packed else second.element_size())
@@ -52,12 +56,13 @@ def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig
     a_st = rows.padded(0)
     b_st = a_st if packed else rows.padded(1)
     y_st = rows.padded(len(rows.strides) - 1)  # the output's strides come last
-    scalars = (geom.D, geom.D if packed else 0, n1, n2, *a_st, *b_st, *y_st)
+    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, flat, fast)
+    scalars = (geom.D, geom.D if packed else 0, n_tiles, n1, n2, *a_st, *b_st, *y_st)
     launch = PreparedLaunch(
         _glu_kernel,
-        (rows.rows, triton.cdiv(geom.D, cfg.block)),
+        grid,
         {"ACT": ACTS[act], "HAS_BIAS": geom.has_bias, "NDIM": rows.ndim, "OUT": TL_DTYPES[geom.dtype],
-         "BLOCK": cfg.block},
+         "BLOCK": cfg.block, **consts},
         device=first.device,
         n_ptrs=4,
         options=launch_options(cfg, plat),
@@ -82,9 +87,9 @@ def _entry(act: str, packed: bool):
     name = f"{act}_and_mul" if packed else f"{act}_mul"
 
     def fn(first: torch.Tensor, second: torch.Tensor | None = None, out: torch.Tensor | None = None, *, geom,
-           config: TileConfig | None = None) -> torch.Tensor:
+           config: TileConfig | None = None, **tuning) -> torch.Tensor:
         """Launch once: packed ``(x, bias, out)`` or split ``(a, b, out)``; ``geom`` from ``describe_*``."""
-        return prepare(act, packed, geom, first, second, out, config)(first, second, out)
+        return prepare(act, packed, geom, first, second, out, config, **tuning)(first, second, out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.prepare = functools.partial(prepare, act, packed)
@@ -115,10 +120,11 @@ def _aot(act: str, packed: bool):
             for D, bias in cases:
                 cfg = TileConfig.from_heuristic(D, dt.itemsize, platform)
                 sig = {"A": f"*{nm}", "B": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
-                sig.update({n: "i32" for n in ("D", "b_shift", "n1", "n2", "a_s0", "a_s1", "a_s2",
+                sig.update({n: "i32" for n in ("D", "b_shift", "n_tiles", "n1", "n2", "a_s0", "a_s1", "a_s2",
                                                "b_s0", "b_s1", "b_s2", "y_s0", "y_s1", "y_s2")})
-                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK")})
-                const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block}
+                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FLAT", "FAST")})
+                const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
+                         **math_flags(dt)}
                 opts = launch_options(cfg, platform)
                 out.append(AotVariant(
                     name=f"{name}[{nm},D={D},bias={int(bias)},block={cfg.block},w={cfg.num_warps}]",

@@ -21,6 +21,7 @@ imported. Loads widen and the store rounds through ``sgl_diffusion_core.triton_m
 
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
@@ -69,7 +70,7 @@ def _erfc_fit(t):
 if INTERPRET:
 
     @triton.jit
-    def _exp(x):
+    def _exp(x, FAST: tl.constexpr):
         return tl.exp(x)
 
     @triton.jit
@@ -80,8 +81,11 @@ else:
     from triton.language.extra import libdevice
 
     @triton.jit
-    def _exp(x):
-        return libdevice.exp(x)
+    def _exp(x, FAST: tl.constexpr):
+        if FAST:
+            return tl.exp(x)  # ex2.approx after one multiply: ~2**-21 relative, for 16-bit outputs
+        else:
+            return libdevice.exp(x)
 
     @triton.jit
     def _erfc(x):
@@ -89,31 +93,69 @@ else:
 
 
 @triton.jit
-def _sigmoid(v):
-    e = _exp(-tl.abs(v))
+def _sigmoid(v, FAST: tl.constexpr):
+    e = _exp(-tl.abs(v), FAST)
     return tl.where(v >= 0, 1.0, e) / (1.0 + e)
 
 
 @triton.jit
-def activate(s, ACT: tl.constexpr):
-    """``act(s)`` for fp32 ``s``: silu, gelu_tanh or gelu (erf), by ``ACT``."""
+def activate(s, ACT: tl.constexpr, FAST: tl.constexpr):
+    """``act(s)`` for fp32 ``s``: silu, gelu_tanh or gelu (erf), by ``ACT``.
+
+    ``FAST`` (16-bit outputs): ``exp`` by the hardware's approximate exp2, whose error (a few
+    2**-22 relative) is far below the output's one rounding (2**-8 or 2**-11); fp32 outputs keep
+    the math library's correctly-rounded-ish ``exp``."""
     if ACT == 0:
-        return s * _sigmoid(s)
+        return s * _sigmoid(s, FAST)
     elif ACT == 1:
         # 2 * sqrt(2 / pi) * (s + 0.044715 * s^3); eager's 0.5 * (1 + tanh(u)) is sigmoid(2u)
-        return s * _sigmoid(1.5957691216057308 * (s + 0.044715 * (s * s * s)))
+        return s * _sigmoid(1.5957691216057308 * (s + 0.044715 * (s * s * s)), FAST)
     else:
         return 0.5 * s * _erfc(-0.7071067811865476 * s)
 
 
-@triton.jit
-def row_offsets(n1, n2, s0, s1, s2, t0, t1, t2, u0, u1, u2, NDIM: tl.constexpr):
-    """Element offsets (int64) of this program's row in three operands with strides ``s``, ``t``, ``u``.
+# Grid order and math of every activation kernel (tuning overrides: ``prepare(flat=, fast=)``).
+FLAT_GRID = True
+MAX_GRID = 2**31 - 1
 
-    The row index (``program_id(0)``, below 2**31) is split over the coalesced leading dims
-    ``[n0, n1, n2][:NDIM]`` with int32 divisions, once per program.
+
+def math_flags(dtype: torch.dtype, flat: bool | None = None, fast: bool | None = None) -> dict:
+    """Constexprs ``FLAT`` (1-D grid, a row's tiles adjacent) and ``FAST`` (approximate ``exp``,
+    for 16-bit outputs only: see :func:`activate`)."""
+    return {"FLAT": FLAT_GRID if flat is None else flat,
+            "FAST": dtype != torch.float32 if fast is None else fast}
+
+
+def grid_and_flags(rows: int, D: int, cfg: TileConfig, dtype: torch.dtype, flat: bool | None,
+                   fast: bool | None) -> tuple[tuple[int, ...], int, dict]:
+    """(grid, tiles per row, constexprs) of one launch."""
+    n_tiles = triton.cdiv(D, cfg.block)
+    consts = math_flags(dtype, flat, fast)
+    if consts["FLAT"] and rows * n_tiles > MAX_GRID:
+        consts["FLAT"] = False  # rows alone fit grid dim 0 (geometry's limit); tiles go to dim 1
+    return ((rows * n_tiles,) if consts["FLAT"] else (rows, n_tiles)), n_tiles, consts
+
+
+@triton.jit
+def program_tile(n_tiles, FLAT: tl.constexpr):
+    """(row, column tile) of this program. ``FLAT``: a 1-D grid of ``rows * n_tiles`` programs
+    with a row's tiles adjacent, so programs running side by side stream neighbouring bytes
+    (one int32 division per program); else the 2-D grid ``(rows, n_tiles)``."""
+    if FLAT:
+        pid = tl.program_id(0)
+        r = pid // n_tiles
+        return r, pid - r * n_tiles
+    else:
+        return tl.program_id(0), tl.program_id(1)
+
+
+@triton.jit
+def row_offsets(r, n1, n2, s0, s1, s2, t0, t1, t2, u0, u1, u2, NDIM: tl.constexpr):
+    """Element offsets (int64) of row ``r`` in three operands with strides ``s``, ``t``, ``u``.
+
+    The row index (below 2**31) is split over the coalesced leading dims ``[n0, n1, n2][:NDIM]``
+    with int32 divisions, once per program.
     """
-    r = tl.program_id(0)
     if NDIM == 1:
         i0 = r.to(tl.int64)
         return i0 * s0, i0 * t0, i0 * u0
