@@ -1,0 +1,770 @@
+"""End-to-end benchmark: sgl-diffusion-sites mounted on the FLUX.1-dev and Wan2.1-T2V-14B transformers.
+
+What it measures, per model (random weights at the real config, bf16, batch 1, built on the device):
+the time of one transformer forward (``torch.no_grad()``; CUDA events on a GPU, the host clock on a
+CPU; the median and p20 / p80 of ``--reps`` calls after ``--warmup`` calls) for each variant, in order:
+
+- ``eager``: the diffusers model as built.
+- ``exact``: ``sgl_diffusion_sites.optimize(model, quality="exact")``. The first call verifies every
+  site's gate (fused and eager both run, timed apart as ``first_call_s``); the output is checked
+  ``torch.equal`` to eager's.
+- ``close``: ``optimize(model, quality="close")``; max abs difference and PSNR against eager.
+- ``compile``: the unmounted model, regionally compiled: diffusers' ``compile_repeated_blocks(
+  fullgraph=True)`` (``torch.compile`` of every block class named in ``model._repeated_blocks``, in
+  place). The first call (tracing + inductor) is timed apart as ``compile_s``.
+- ``compile_exact`` / ``compile_close``: mount, one eager call (verifies the gates), then
+  ``torch._dynamo.reset()`` and the same regional compilation of the mounted blocks (diffusers'
+  method finds blocks by exact class name and a mounted block is a ``Mounted<Class>`` subclass, so
+  this script compiles every module whose class or a base class is named in ``_repeated_blocks``:
+  the same modules, the same ``Module.compile`` call). ``compile_close`` runs only when listed.
+
+Every variant is wrapped: an error is recorded (``status: error``) and the next variant runs.
+Between variants the model is unmounted, its compiled call wrappers are dropped and dynamo is
+reset. The JSON (environment header from ``sgl_diffusion_core.bench.environment``, then per model
+its config, token counts, blocks and one record per variant) is rewritten after every variant,
+so a run cut by a time limit keeps what finished. ``--budget-s`` skips variants (``status:
+skipped``) that would not fit before that many seconds since start.
+
+Weights: diffusers' default initialization on the device, then every parameter that is all zeros
+is re-drawn from N(0, 0.02) (no gate or modulation is trivially zero), then a cast to bf16 that
+keeps the model's ``_keep_in_fp32_modules`` in fp32 as ``from_pretrained(torch_dtype=bf16)`` does
+(Wan keeps ``rope``, ``time_embedder``, ``scale_shift_table``, ``norm1/2/3``; ``--cast-all`` casts
+everything as ``model.to(bf16)`` would).
+
+Run on the device (one H200; one model per command keeps each inside a 10-minute limit):
+
+    PYTHONPATH=/tmp/site:$(ls -d packages/*/src | tr '\\n' ':') python3 tools/gpu/sites_e2e.py \\
+        --models flux --out $OUT/sites_e2e_flux.json
+    PYTHONPATH=/tmp/site:$(ls -d packages/*/src | tr '\\n' ':') python3 tools/gpu/sites_e2e.py \\
+        --models wan --wan-blocks 40 --out $OUT/sites_e2e_wan.json
+
+(without ``--models`` both run, FLUX first: ``PYTHONPATH=... python3 tools/gpu/sites_e2e.py --out
+$OUT/sites_e2e.json``). Locally: ``--tiny`` runs scaled-down configs (2 layers of each block kind,
+head_dim 16, tens of tokens) on the CPU, where each op's default backend is its eager torch chain;
+``--dry-run`` builds the real configs on the meta device and prints parameter counts, a memory
+estimate and the mount plan, running nothing. ``--tiny --device cuda`` is a one-minute smoke test
+of the script on the GPU. Tiny timings measure Python overhead, not the kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import sys
+import time
+import traceback
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+VARIANTS = ("eager", "exact", "close", "compile", "compile_exact", "compile_close")
+DEFAULT_VARIANTS = ("eager", "exact", "close", "compile", "compile_exact")
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    """One progress line, stamped with the seconds since start, flushed at once."""
+    print(f"[{time.perf_counter() - _T0:7.1f}s] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- models
+@dataclass
+class ModelSpec:
+    """One benchmarked model: its diffusers class, constructor config and forward inputs."""
+
+    key: str
+    cls_name: str
+    config: dict[str, Any]
+    tokens: dict[str, int]
+    blocks: dict[str, int]
+    reps: int
+    make_inputs: Callable[[torch.device, torch.dtype], dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+def _randn(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(shape, generator=g, device=device).to(dtype)
+
+
+# the constructor arguments in black-forest-labs/FLUX.1-dev transformer/config.json
+FLUX_DEV = dict(
+    patch_size=1, in_channels=64, num_layers=19, num_single_layers=38, attention_head_dim=128,
+    num_attention_heads=24, joint_attention_dim=4096, pooled_projection_dim=768, guidance_embeds=True,
+    axes_dims_rope=(16, 56, 56),
+)  # fmt: skip
+# the same model kinds scaled down: 2 blocks of each kind, 2 heads of 16 (RoPE axes summing to 16)
+FLUX_TINY = {**FLUX_DEV, "in_channels": 16, "num_layers": 2, "num_single_layers": 2, "attention_head_dim": 16,
+             "num_attention_heads": 2, "joint_attention_dim": 32, "pooled_projection_dim": 32,
+             "axes_dims_rope": (4, 6, 6)}  # fmt: skip
+# the constructor arguments in Wan-AI/Wan2.1-T2V-14B-Diffusers transformer/config.json
+WAN_T2V_14B = dict(
+    patch_size=(1, 2, 2), num_attention_heads=40, attention_head_dim=128, in_channels=16, out_channels=16,
+    text_dim=4096, freq_dim=256, ffn_dim=13824, num_layers=40, cross_attn_norm=True,
+    qk_norm="rms_norm_across_heads", eps=1e-6, rope_max_seq_len=1024,
+)  # fmt: skip
+WAN_TINY = {**WAN_T2V_14B, "num_attention_heads": 2, "attention_head_dim": 16, "in_channels": 4, "out_channels": 4,
+            "text_dim": 32, "freq_dim": 32, "ffn_dim": 64, "num_layers": 2, "rope_max_seq_len": 32}  # fmt: skip
+
+
+def flux_spec(tiny: bool) -> ModelSpec:
+    """FLUX.1-dev at 1024x1024 (64x64 latent patches: 4096 image tokens, 512 text tokens)."""
+    config: dict[str, Any] = dict(FLUX_TINY if tiny else FLUX_DEV)
+    side, s_txt = (8, 16) if tiny else (64, 512)
+    s_img = side * side
+
+    def make_inputs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
+        img_ids = torch.zeros(s_img, 3, device=device)
+        img_ids[:, 1] = torch.arange(side, device=device).repeat_interleave(side)
+        img_ids[:, 2] = torch.arange(side, device=device).repeat(side)
+        return {
+            "hidden_states": _randn((1, s_img, config["in_channels"]), device, dtype, 1),
+            "encoder_hidden_states": _randn((1, s_txt, config["joint_attention_dim"]), device, dtype, 2),
+            "pooled_projections": _randn((1, config["pooled_projection_dim"]), device, dtype, 3),
+            # the forward multiplies timestep and guidance by 1000 (diffusers 0.42.1): t=1.0 is 1000
+            "timestep": torch.tensor([1.0], device=device),
+            "guidance": torch.tensor([3.5], device=device),
+            "img_ids": img_ids,
+            "txt_ids": torch.zeros(s_txt, 3, device=device),
+            "return_dict": False,
+        }
+
+    return ModelSpec(
+        key="flux",
+        cls_name="FluxTransformer2DModel",
+        config=config,
+        tokens={"image": s_img, "text": s_txt, "joint": s_img + s_txt},
+        blocks={"double": config["num_layers"], "single": config["num_single_layers"]},
+        reps=5,
+        make_inputs=make_inputs,
+    )
+
+
+def wan_spec(tiny: bool, blocks: int | None) -> ModelSpec:
+    """Wan2.1-T2V-14B at 480p, 81 frames (latent [1, 16, 21, 60, 104]: 32760 tokens), 512 text tokens."""
+    config: dict[str, Any] = dict(WAN_TINY if tiny else WAN_T2V_14B)
+    latent, s_txt = ((1, 4, 3, 8, 8), 16) if tiny else ((1, 16, 21, 60, 104), 512)
+    full = config["num_layers"]
+    notes = []
+    if blocks is not None and blocks != full:
+        if not 1 <= blocks <= full:
+            raise SystemExit(f"--wan-blocks must be in 1..{full}, got {blocks}")
+        # the same model as truncating ``model.blocks`` to its first N, without building the rest
+        config["num_layers"] = blocks
+        notes.append(f"truncated to {blocks} of {full} blocks (built with num_layers={blocks})")
+    p_t, p_h, p_w = config["patch_size"]
+    s_img = (latent[2] // p_t) * (latent[3] // p_h) * (latent[4] // p_w)
+
+    def make_inputs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
+        return {
+            "hidden_states": _randn(latent, device, dtype, 1),
+            "timestep": torch.tensor([500], device=device),
+            "encoder_hidden_states": _randn((1, s_txt, config["text_dim"]), device, dtype, 2),
+            "return_dict": False,
+        }
+
+    return ModelSpec(
+        key="wan",
+        cls_name="WanTransformer3DModel",
+        config=config,
+        tokens={"video": s_img, "text": s_txt},
+        blocks={"blocks": config["num_layers"], "blocks_full": full},
+        reps=3,
+        make_inputs=make_inputs,
+        notes=notes,
+    )
+
+
+def _keeps_fp32(name: str, keep: list[str]) -> bool:
+    """``from_pretrained``'s rule: a parameter stays fp32 when a dotted component of its name is listed."""
+    return any(k in name.split(".") for k in keep)
+
+
+def cast_like_from_pretrained(model: torch.nn.Module, dtype: torch.dtype, cast_all: bool) -> list[str]:
+    """Cast floating parameters and persistent buffers to ``dtype`` in place, except the model's
+    ``_keep_in_fp32_modules`` (unless ``cast_all``); non-persistent buffers keep their init dtype.
+    Returns the names kept in fp32."""
+    keep = [] if cast_all else list(getattr(model, "_keep_in_fp32_modules", None) or [])
+    kept: list[str] = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if not p.is_floating_point():
+                continue
+            if _keeps_fp32(name, keep):
+                kept.append(name)
+                continue
+            p.data = p.data.to(dtype)
+        for mod_name, mod in model.named_modules():
+            for b_name, b in list(mod._buffers.items()):
+                full = f"{mod_name}.{b_name}" if mod_name else b_name
+                if b is None or not b.is_floating_point() or b_name in mod._non_persistent_buffers_set:
+                    continue
+                if _keeps_fp32(full, keep):
+                    kept.append(full)
+                    continue
+                mod._buffers[b_name] = b.to(dtype)
+    return kept
+
+
+def build(spec: ModelSpec, device: torch.device, dtype: torch.dtype, cast_all: bool) -> tuple[torch.nn.Module, dict]:
+    """Build the model on ``device`` with diffusers' default init, re-draw all-zero parameters, cast."""
+    import diffusers
+
+    cls = getattr(diffusers, spec.cls_name)
+    with torch.device(device):
+        model = cls(**spec.config)
+    g = torch.Generator(device=device).manual_seed(0)
+    redrawn: list[str] = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.is_floating_point() and not bool(p.any()):
+                p.normal_(0.0, 0.02, generator=g)
+                redrawn.append(name)
+    kept = cast_like_from_pretrained(model, dtype, cast_all)
+    model.eval().requires_grad_(False)
+    n_params = sum(p.numel() for p in model.parameters())
+    n_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    info = {
+        "params": n_params,
+        "weights_gb": round(n_bytes / 2**30, 3),
+        "redrawn_zero_params": _compact_names(redrawn),
+        "kept_fp32": _compact_names(kept),
+    }
+    return model, info
+
+
+def _compact_names(names: list[str]) -> dict[str, int]:
+    """Parameter names with block indices folded (``blocks.*.norm2.bias``) -> count."""
+    return dict(Counter(".".join("*" if part.isdigit() else part for part in n.split(".")) for n in names))
+
+
+# ---------------------------------------------------------------------------------------------- timing
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def forward(model: torch.nn.Module, kw: dict[str, Any]) -> torch.Tensor:
+    with torch.no_grad():
+        return model(**kw)[0]
+
+
+def wall_call(model: torch.nn.Module, kw: dict[str, Any], device: torch.device) -> tuple[torch.Tensor, float]:
+    """One forward, synchronized: (output, seconds)."""
+    _sync(device)
+    t0 = time.perf_counter()
+    out = forward(model, kw)
+    _sync(device)
+    return out, time.perf_counter() - t0
+
+
+def _quantile(sorted_ms: list[float], q: float) -> float:
+    pos = q * (len(sorted_ms) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (pos - lo)
+
+
+def measure(
+    model: torch.nn.Module, kw: dict[str, Any], device: torch.device, reps: int, warmup: int
+) -> tuple[dict[str, Any], torch.Tensor]:
+    """``warmup`` untimed calls, then ``reps`` timed calls: (timing record, last output)."""
+    out = None
+    for _ in range(warmup):
+        out = forward(model, kw)
+    times: list[float] = []
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+        for start, end in events:
+            start.record()
+            out = forward(model, kw)
+            end.record()
+        torch.cuda.synchronize(device)
+        times = [start.elapsed_time(end) for start, end in events]
+    else:
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            out = forward(model, kw)
+            times.append((time.perf_counter() - t0) * 1e3)
+    assert out is not None
+    s = sorted(times)
+    rec = {
+        "median_ms": round(_quantile(s, 0.5), 3),
+        "p20_ms": round(_quantile(s, 0.2), 3),
+        "p80_ms": round(_quantile(s, 0.8), 3),
+        "reps": reps,
+        "warmup": warmup,
+        "times_ms": [round(t, 3) for t in times],
+    }
+    return rec, out
+
+
+# ---------------------------------------------------------------------------------------------- comparison
+def compare(out: torch.Tensor, ref: torch.Tensor) -> dict[str, Any]:
+    """``torch.equal``, max abs difference and PSNR (peak: the reference's range, as the sites tests)."""
+    rec: dict[str, Any] = {"equal": bool(torch.equal(out, ref))}
+    if out.shape != ref.shape:
+        rec["shape_mismatch"] = [list(out.shape), list(ref.shape)]
+        return rec
+    x, r = out.double(), ref.double()
+    rec["finite"] = bool(torch.isfinite(x).all())
+    if not (rec["finite"] and bool(torch.isfinite(r).all())):
+        rec["max_abs_diff"] = rec["psnr_db"] = None
+        return rec
+    diff = (x - r).abs()
+    rec["max_abs_diff"] = float(diff.max())
+    mse = float(diff.pow(2).mean())
+    peak = float(r.max() - r.min())
+    rec["psnr_db"] = None if mse == 0 else round(10 * math.log10(peak * peak / mse), 2)  # None: identical
+    return rec
+
+
+def mount_summary(report: Any) -> dict[str, Any]:
+    """The counts of a ``MountReport``: by kind, gate states, skip reasons, op calls (fused / eager chain)."""
+    d = report.to_dict()
+    gates = Counter(s.gate_state() for s in report.mounted)
+    unverified = [s.path or "<root>" for s in report.mounted if s.gate_state() in ("fallback", "mixed", "pending")]
+    return {
+        "quality": d["quality"],
+        "backend": d["backend"],
+        "mounted": d["mounted"],
+        "skipped": d["skipped"],
+        "by_kind": report.by_kind(),
+        "gates": dict(gates),
+        "not_verified": unverified[:40],
+        "skipped_reasons": dict(Counter(f"{s.kind}: {s.reason}" for s in report.skipped)),
+        "op_calls": d["op_calls"],
+        "notes": d["notes"],
+    }
+
+
+def _print_mount(summary: dict[str, Any]) -> None:
+    kinds = ", ".join(f"{k} {v['mounted']}/{v['mounted'] + v['skipped']}" for k, v in summary["by_kind"].items())
+    log(f"  mounted {summary['mounted']}, skipped {summary['skipped']} ({kinds}); gates {summary['gates']}")
+    if summary["not_verified"]:
+        log(f"  NOT verified (fallback / mixed / pending): {summary['not_verified'][:8]}")
+    calls = ", ".join(f"{op} {n['fused']}/{n['eager']}" for op, n in summary["op_calls"].items())
+    if calls:
+        log(f"  op calls fused/eager-chain: {calls}")
+    for note in summary["notes"]:
+        log(f"  note: {note}")
+
+
+# ---------------------------------------------------------------------------------------------- compile
+def regional_compile(model: torch.nn.Module, mounted: bool, mode: str | None) -> str:
+    """``torch.compile(fullgraph=True)`` of every repeated block, in place; returns how it was done."""
+    kw: dict[str, Any] = {"fullgraph": True}
+    if mode:
+        kw["mode"] = mode
+    if not mounted and hasattr(model, "compile_repeated_blocks"):
+        model.compile_repeated_blocks(**kw)
+        return f"diffusers compile_repeated_blocks({kw})"
+    names = set(getattr(model, "_repeated_blocks", None) or [])
+    if not names:
+        raise RuntimeError(f"{type(model).__name__} names no _repeated_blocks")
+    n = 0
+    for m in model.modules():
+        if any(c.__name__ in names for c in type(m).__mro__):
+            m.compile(**kw)
+            n += 1
+    if not n:
+        raise RuntimeError(f"no module of the classes {sorted(names)} (or a subclass) in the model")
+    return f"Module.compile({kw}) of the {n} modules whose class or a base class is in _repeated_blocks"
+
+
+def uncompile(model: torch.nn.Module) -> None:
+    """Drop every ``Module.compile`` wrapper (a mounted twin copies its original's ``__dict__``, so a
+    compiled original would make its twin call the original's compiled forward)."""
+    for m in model.modules():
+        m.__dict__.pop("_compiled_call_impl", None)
+
+
+def dynamo_stats() -> dict[str, Any]:
+    """Graphs, graph breaks and inductor cache hits dynamo counted since the last reset (a recompile
+    shows as more unique graphs than block kinds)."""
+    from torch._dynamo.utils import counters
+
+    return {
+        "unique_graphs": int(counters["stats"].get("unique_graphs", 0)),
+        "calls_captured": int(counters["stats"].get("calls_captured", 0)),
+        "graph_breaks": int(sum(counters["graph_break"].values())),
+        "fxgraph_cache_hit": int(counters["inductor"].get("fxgraph_cache_hit", 0)),
+        "fxgraph_cache_miss": int(counters["inductor"].get("fxgraph_cache_miss", 0)),
+    }
+
+
+def sgl_ops_in_call(model: torch.nn.Module, kw: dict[str, Any]) -> dict[str, int]:
+    """The ``sgl_diffusion::`` custom ops one forward runs (host profiler). A compiled graph calls the
+    fused ops as custom ops, so this shows that a compiled mounted model runs them; an eager mounted
+    model launches them directly (see the report's ``op_calls`` instead)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        forward(model, kw)
+    return {e.key: int(e.count) for e in prof.key_averages() if e.key.startswith("sgl_diffusion::")}
+
+
+def reset_dynamo() -> None:
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+
+
+# ---------------------------------------------------------------------------------------------- variants
+@dataclass
+class Bench:
+    """What every variant of one model needs."""
+
+    model: torch.nn.Module
+    kw: dict[str, Any]
+    ref: torch.Tensor
+    device: torch.device
+    reps: int
+    warmup: int
+    compile_mode: str | None
+
+
+def run_eager(b: Bench) -> dict[str, Any]:
+    timing, out = measure(b.model, b.kw, b.device, b.reps, b.warmup)
+    return {**timing, **compare(out, b.ref)}
+
+
+def _mounted(b: Bench, quality: str) -> dict[str, Any]:
+    import sgl_diffusion_sites as sites
+
+    report = sites.optimize(b.model, quality=quality)
+    if not report.mounted:
+        raise RuntimeError(f"nothing mounted: {report.notes}")
+    first, first_s = wall_call(b.model, b.kw, b.device)  # exact: verifies every gate
+    timing, out = measure(b.model, b.kw, b.device, b.reps, b.warmup)
+    summary = mount_summary(report)
+    _print_mount(summary)
+    rec = {**timing, "first_call_s": round(first_s, 3), **compare(out, b.ref), "mount": summary}
+    rec["equal_first_call"] = bool(torch.equal(first, b.ref))
+    return rec
+
+
+def run_exact(b: Bench) -> dict[str, Any]:
+    return _mounted(b, "exact")
+
+
+def run_close(b: Bench) -> dict[str, Any]:
+    return _mounted(b, "close")
+
+
+def _compiled(b: Bench, quality: str | None) -> dict[str, Any]:
+    import sgl_diffusion_sites as sites
+
+    rec: dict[str, Any] = {}
+    report = None
+    if quality is not None:
+        report = sites.optimize(b.model, quality=quality)
+        if not report.mounted:
+            raise RuntimeError(f"nothing mounted: {report.notes}")
+        _, verify_s = wall_call(b.model, b.kw, b.device)  # eager: verifies every gate before tracing
+        rec["eager_verify_call_s"] = round(verify_s, 3)
+    reset_dynamo()
+    rec["compile_method"] = regional_compile(b.model, mounted=quality is not None, mode=b.compile_mode)
+    first, compile_s = wall_call(b.model, b.kw, b.device)
+    rec["compile_s"] = round(compile_s, 3)
+    log(f"  compiled (first call) in {compile_s:.1f} s")
+    timing, out = measure(b.model, b.kw, b.device, b.reps, b.warmup)
+    rec.update(timing)
+    rec.update(compare(out, b.ref))
+    rec["equal_first_call"] = bool(torch.equal(first, b.ref))
+    rec["dynamo"] = dynamo_stats()
+    rec["sgl_ops_per_call"] = sgl_ops_in_call(b.model, b.kw)
+    log(f"  dynamo: {rec['dynamo']}; sgl_diffusion custom ops in one call: {rec['sgl_ops_per_call']}")
+    if report is not None:
+        rec["mount"] = mount_summary(report)
+        _print_mount(rec["mount"])
+    return rec
+
+
+def run_compile(b: Bench) -> dict[str, Any]:
+    return _compiled(b, None)
+
+
+def run_compile_exact(b: Bench) -> dict[str, Any]:
+    return _compiled(b, "exact")
+
+
+def run_compile_close(b: Bench) -> dict[str, Any]:
+    return _compiled(b, "close")
+
+
+RUNNERS: dict[str, Callable[[Bench], dict[str, Any]]] = {
+    "eager": run_eager,
+    "exact": run_exact,
+    "close": run_close,
+    "compile": run_compile,
+    "compile_exact": run_compile_exact,
+    "compile_close": run_compile_close,
+}
+
+
+def restore(model: torch.nn.Module, device: torch.device) -> None:
+    """Back to the plain eager model: unmounted, uncompiled, dynamo reset, memory released."""
+    import sgl_diffusion_sites as sites
+
+    sites.unmount(model)
+    uncompile(model)
+    reset_dynamo()
+    free(device)
+
+
+def free(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------------------------------------- driver
+class Results:
+    """The JSON record, rewritten (atomically) after every variant."""
+
+    def __init__(self, path: Path | None, header: dict[str, Any]) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {**header, "models": {}}
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2, default=str) + "\n")
+        os.replace(tmp, self.path)
+
+
+def _estimate_s(variant: str, eager_ms: float | None, reps: int, warmup: int, compile_guess_s: float) -> float:
+    """A rough cost of a variant, to skip it rather than be cut by a wall-clock limit mid-way."""
+    call_s = (eager_ms or 0.0) / 1e3
+    calls = reps + warmup + (3 if variant in ("exact", "compile_exact") else 1)  # exact's first call runs both
+    calls += 1 if variant.startswith("compile") else 0  # the profiled call
+    return calls * call_s + (compile_guess_s if variant.startswith("compile") else 0.0)
+
+
+def bench_model(spec: ModelSpec, args: argparse.Namespace, device: torch.device, results: Results) -> None:
+    dtype = torch.bfloat16
+    reps = args.reps if args.reps is not None else spec.reps
+    rec: dict[str, Any] = {
+        "class": spec.cls_name,
+        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in spec.config.items()},
+        "tokens": spec.tokens,
+        "blocks": spec.blocks,
+        "batch": 1,
+        "dtype": "bfloat16",
+        "notes": list(spec.notes),
+        "variants": {},
+    }
+    results.data["models"][spec.key] = rec
+    log(f"== {spec.key}: {spec.cls_name} tokens {spec.tokens} blocks {spec.blocks}")
+    t0 = time.perf_counter()
+    model, info = build(spec, device, dtype, args.cast_all)
+    kw = spec.make_inputs(device, dtype)
+    _sync(device)
+    rec.update(info)
+    rec["build_s"] = round(time.perf_counter() - t0, 2)
+    log(f"  built: {info['params'] / 1e9:.3f} B params, {info['weights_gb']} GiB weights, {rec['build_s']} s")
+    log(f"  re-drawn all-zero params: {info['redrawn_zero_params']}; kept fp32: {info['kept_fp32']}")
+    results.write()
+
+    # the reference: eager, twice (warms the eager path and checks it is bit-repeatable)
+    ref, first_s = wall_call(model, kw, device)
+    ref2, second_s = wall_call(model, kw, device)
+    rec["eager_first_call_s"] = round(first_s, 3)
+    rec["eager_second_call_s"] = round(second_s, 3)
+    rec["eager_repeatable"] = bool(torch.equal(ref, ref2))
+    rec["output"] = {
+        "shape": list(ref.shape),
+        "finite": bool(torch.isfinite(ref).all()),
+        "std": float(ref.float().std()),
+        "absmax": float(ref.float().abs().max()),
+    }
+    del ref2
+    log(f"  eager reference: {first_s:.2f} s, then {second_s:.2f} s; bit-repeatable {rec['eager_repeatable']}")
+    log(f"  output {rec['output']}")
+    if device.type == "cuda":
+        rec["mem_after_ref_gb"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+    results.write()
+
+    b = Bench(model, kw, ref, device, reps, args.warmup, args.compile_mode)
+    eager_ms: float | None = None
+    compile_guess_s = 120.0 if device.type == "cuda" else 60.0
+    for v in args.variants:
+        est = _estimate_s(v, eager_ms if eager_ms is not None else second_s * 1e3, reps, args.warmup, compile_guess_s)
+        elapsed = time.perf_counter() - _T0
+        if args.budget_s and elapsed + est > args.budget_s:
+            rec["variants"][v] = {"status": "skipped", "reason": f"budget: {elapsed:.0f} s + ~{est:.0f} s est."}
+            log(f"-- {spec.key}/{v}: skipped ({rec['variants'][v]['reason']} > --budget-s {args.budget_s})")
+            results.write()
+            continue
+        log(f"-- {spec.key}/{v} (est. {est:.0f} s)")
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        t_v = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            try:
+                vr = {"status": "ok", **RUNNERS[v](b)}
+            except Exception as exc:
+                vr = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+                vr["traceback"] = traceback.format_exc()[-4000:]
+                log(f"  ERROR {vr['error'][:500]}")
+            finally:
+                try:
+                    restore(model, device)
+                except Exception as exc:  # recorded: the next variant would be suspect
+                    vr["restore_error"] = f"{type(exc).__name__}: {exc}"
+                    log(f"  ERROR while restoring the model: {vr['restore_error']}")
+        msgs = sorted({f"{w.category.__name__}: {w.message}"[:1000] for w in caught})
+        if msgs:  # e.g. a FusionFallbackWarning naming a site whose fused path was not bit-exact
+            vr["warnings"] = msgs[:20]
+            for m in msgs[:5]:
+                log(f"  warning: {m[:300]}")
+        vr["wall_s"] = round(time.perf_counter() - t_v, 2)
+        if device.type == "cuda":
+            vr["peak_mem_gb"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+        if v == "eager" and vr["status"] == "ok":
+            eager_ms = vr["median_ms"]
+        if vr["status"] == "ok" and "compile_s" in vr:  # the next compile costs about as much
+            compile_guess_s = max(30.0, 1.2 * vr["compile_s"])
+        if vr.get("median_ms") is not None and eager_ms:
+            vr["speedup_vs_eager"] = round(eager_ms / vr["median_ms"], 4)
+        rec["variants"][v] = vr
+        if vr["status"] == "ok":
+            acc = f"equal {vr.get('equal')}, psnr {vr.get('psnr_db')}, max|d| {vr.get('max_abs_diff')}"
+            log(
+                f"  {v}: {vr['median_ms']:.2f} ms (p20 {vr['p20_ms']:.2f}, p80 {vr['p80_ms']:.2f}), "
+                f"x{vr.get('speedup_vs_eager', float('nan')):.3f} vs eager; {acc}; {vr['wall_s']} s"
+            )
+        results.write()
+    del b, model, kw, ref
+    free(device)
+
+
+def print_table(data: dict[str, Any]) -> None:
+    rows = [("model", "variant", "status", "median ms", "speedup", "equal", "psnr dB", "compile s", "gates")]
+    for key, m in data["models"].items():
+        for v, r in m.get("variants", {}).items():
+            gates = r.get("mount", {}).get("gates", {})
+            rows.append(
+                (
+                    key,
+                    v,
+                    r.get("status", "?"),
+                    f"{r['median_ms']:.2f}" if "median_ms" in r else "-",
+                    f"{r['speedup_vs_eager']:.3f}" if "speedup_vs_eager" in r else "-",
+                    str(r.get("equal", "-")),
+                    "inf" if r.get("status") == "ok" and r.get("equal") else str(r.get("psnr_db", "-")),
+                    f"{r['compile_s']:.1f}" if "compile_s" in r else "-",
+                    " ".join(f"{k}:{n}" for k, n in gates.items()) or "-",
+                )
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print("\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- dry run
+def dry_run(specs: list[ModelSpec], cast_all: bool) -> None:
+    """Build each config on the meta device: parameter count, memory estimate, mount plan."""
+    import diffusers
+
+    import sgl_diffusion_sites as sites
+
+    for spec in specs:
+        cls = getattr(diffusers, spec.cls_name)
+        with torch.device("meta"):
+            model = cls(**spec.config)
+        kept = cast_like_from_pretrained(model, torch.bfloat16, cast_all)
+        n = sum(p.numel() for p in model.parameters())
+        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+        dim = spec.config["num_attention_heads"] * spec.config["attention_head_dim"]
+        hidden = spec.config.get("ffn_dim", 4 * dim)
+        tokens = sum(v for k, v in spec.tokens.items() if k != "joint")
+        # a few live [tokens, hidden] bf16 tensors: a rough activation working set, not a measurement
+        act = 6 * tokens * max(hidden, 4 * dim) * 2
+        print(f"{spec.key}: {spec.cls_name} {spec.blocks} tokens {spec.tokens}", flush=True)
+        print(
+            f"  params {n / 1e9:.3f} B; weights {weights / 2**30:.2f} GiB (bf16, {len(kept)} tensors kept fp32: "
+            f"{_compact_names(kept)}); fp32 build peak ~{n * 4 / 2**30:.1f} GiB; activations ~{act / 2**30:.2f} "
+            f"GiB (rough)",
+            flush=True,
+        )
+        for quality in ("exact", "close"):
+            plan = sites.mount_plan(model, quality=quality)
+            kinds = ", ".join(f"{k} {v['mounted']}/{v['mounted'] + v['skipped']}" for k, v in plan.by_kind().items())
+            print(f"  plan {quality}: {len(plan.mounted)} mounted, {len(plan.skipped)} skipped ({kinds})", flush=True)
+        del model
+
+
+# ---------------------------------------------------------------------------------------------- main
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--models", default="flux,wan", help="comma list of flux, wan (default: flux,wan)")
+    p.add_argument("--wan-blocks", type=int, default=None, help="build Wan with its first N blocks (default: all)")
+    p.add_argument("--reps", type=int, default=None, help="timed calls per variant (default: FLUX 5, Wan 3)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed calls before the timed ones (default 1)")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma list of {', '.join(VARIANTS)}")
+    p.add_argument("--out", type=Path, default=None, help="JSON path, rewritten after every variant")
+    p.add_argument("--tiny", action="store_true", help="tiny configs (CPU test of the script itself)")
+    p.add_argument("--dry-run", action="store_true", help="meta device only: params, memory, mount plan")
+    p.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    p.add_argument("--budget-s", type=float, default=540.0, help="skip variants past this many s (0: never)")
+    p.add_argument("--compile-mode", default=None, help="torch.compile mode (default: None, the default mode)")
+    p.add_argument("--cast-all", action="store_true", help="cast every tensor to bf16 (no _keep_in_fp32_modules)")
+    args = p.parse_args(argv)
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    bad = [m for m in args.models if m not in ("flux", "wan")] + [v for v in args.variants if v not in VARIANTS]
+    if bad:
+        p.error(f"unknown model or variant: {bad}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    specs = [flux_spec(args.tiny) if m == "flux" else wan_spec(args.tiny, args.wan_blocks) for m in args.models]
+    if args.dry_run:
+        dry_run(specs, args.cast_all)
+        return 0
+    from sgl_diffusion_core import bench
+
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    import diffusers
+
+    header = {
+        "benchmark": "sites_e2e",
+        "env": {**bench.environment(device), "diffusers": diffusers.__version__},
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    }
+    log(f"env: {header['env']}")
+    results = Results(args.out, header)
+    results.write()
+    for spec in specs:
+        try:
+            bench_model(spec, args, device, results)
+        except Exception as exc:  # a model that cannot be built or run: recorded, the next one runs
+            results.data["models"].setdefault(spec.key, {})["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+            log(f"ERROR {spec.key}: {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+            free(device)
+        results.write()
+    print_table(results.data)
+    if args.out:
+        log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
