@@ -56,6 +56,31 @@ def tensor_sig(t: torch.Tensor | None) -> tuple | None:
     return (t.shape, t.stride(), t.dtype, t.device)
 
 
+def check_index_range(index: torch.Tensor, lo: int, hi: int, op: str, *, name: str, bound: str, meaning: str) -> None:
+    """Raise :class:`IndexOutOfRangeError` unless every value of ``index`` lies in ``[lo, hi)``.
+
+    The eager index check of an op that picks rows through an index tensor (its opt-out is
+    the op's ``check_index=False``). One device reduction (``torch.aminmax``) and one host
+    sync; skipped for an empty index and while the current CUDA stream is capturing a graph
+    (there the op's kernels must guard: never an out-of-bounds read, NaN rows). ``name`` is
+    the argument, ``bound`` the symbol of ``hi``, ``meaning`` what ``hi`` counts; the message
+    names the range found, e.g. ``modulate.indexed_scale_shift: index values must lie in
+    [0, 3) (K = rows of the table); got values in [0, 5] (max 5 >= K=3)``.
+    """
+    if index.numel() == 0 or (index.is_cuda and torch.cuda.is_current_stream_capturing()):
+        return
+    vmin, vmax = torch.stack(torch.aminmax(index)).tolist()
+    if vmin < lo or vmax >= hi:
+        from .errors import IndexOutOfRangeError
+
+        bad = ([f"min {vmin} < {lo}"] if vmin < lo else []) + ([f"max {vmax} >= {bound}={hi}"] if vmax >= hi else [])
+        raise IndexOutOfRangeError(
+            f"{op}: {name} values must lie in [{lo}, {hi}) ({bound} = {meaning}); got values in [{vmin}, {vmax}] "
+            f"({', '.join(bad)})",
+            {},
+        )
+
+
 class PlanCache:
     """Per-signature cache of ready-to-call plans, bounded (cleared when it grows past ``limit``)."""
 
