@@ -1,11 +1,24 @@
-"""Op plumbing: the eager index check."""
+"""Op plumbing: the eager index check, the Dispatcher's plans."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from sgl_diffusion_core import IndexOutOfRangeError, UnsupportedInputError, check_index_range
+from sgl_diffusion_core import (
+    Capabilities,
+    Contract,
+    Dispatcher,
+    IndexOutOfRangeError,
+    InputDesc,
+    KernelSpec,
+    OpDef,
+    UnsupportedInputError,
+    check_index_range,
+    dtype_name,
+    register,
+    register_op,
+)
 
 
 def _check(index, lo, hi):
@@ -31,3 +44,61 @@ def test_check_index_range_names_the_range_found(values, lo, found, why):
                                f"got values in {found} ({why})")
     # catchable as the op protocol's error, as a ValueError and as an IndexError
     assert isinstance(info.value, UnsupportedInputError) and isinstance(info.value, IndexError)
+
+
+# --- Dispatcher: a private op with one backend (no kernels needed) ---------------------------------
+
+OP = "test.dispatch"
+MOD = __name__
+DESCRIBED: list[tuple] = []
+
+
+def describe_demo(x, *, factor=2):
+    DESCRIBED.append((tuple(x.shape), factor))
+    desc = InputDesc(platform="cpu", dtypes=(dtype_name(x.dtype),), problems=[] if x.dim() else ["x must be 1-D+"])
+    desc.info = {"geom": factor, "empty": x.numel() == 0}
+    return desc
+
+
+def impl_demo(x, factor=2, *, geom):
+    return x * geom
+
+
+register_op(OpDef(op=OP, distribution="sgl-diffusion-core", describe=f"{MOD}:describe_demo", public=f"{MOD}:impl_demo"))
+register(KernelSpec(op=OP, backend="ref", target=f"{MOD}:impl_demo", capabilities=Capabilities(platforms=("cpu",)),
+                    contract=Contract.exact()))
+
+
+def _bind(fn, geom):
+    return lambda x, factor=2: fn(x, factor, geom=geom)
+
+
+def _empty_runner(geom):
+    return lambda x, factor=2: "empty runner"
+
+
+def test_dispatcher_caches_per_signature_and_option():
+    d = Dispatcher(OP, describe_demo, bind=_bind, empty=_empty_runner)
+    x = torch.ones(3)
+    DESCRIBED.clear()
+    for _ in range(2):
+        assert d.plan((x,), options=(("factor", 3),))(x, 3).tolist() == [3.0] * 3
+        assert d.plan((x,))(x).tolist() == [2.0] * 3
+    assert DESCRIBED == [((3,), 3), ((3,), 2)]  # described once per (signature, options)
+
+
+def test_dispatcher_empty_runner_is_optional():
+    x = torch.ones(0)
+    assert Dispatcher(OP, describe_demo, bind=_bind, empty=_empty_runner).plan((x,))(x) == "empty runner"
+    # empty=None: the backend serves empty inputs too (its own result, not a runner's)
+    out = Dispatcher(OP, describe_demo, bind=_bind, empty=None).plan((x,))(x)
+    assert isinstance(out, torch.Tensor) and out.shape == (0,)
+
+
+def test_dispatcher_checked_returns_the_description_or_raises():
+    d = Dispatcher(OP, describe_demo, bind=_bind, empty=None)
+    assert d.checked(torch.ones(2), options=(("factor", 5),)).info["geom"] == 5
+    with pytest.raises(UnsupportedInputError, match=r"test.dispatch: unsupported input:\n  - x must be 1-D\+"):
+        d.checked(torch.tensor(1.0))
+    with pytest.raises(UnsupportedInputError, match="x must be 1-D"):
+        d.validate(torch.tensor(1.0))

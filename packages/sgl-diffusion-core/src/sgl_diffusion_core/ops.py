@@ -110,14 +110,15 @@ class Dispatcher:
     describe(*tensors) -> InputDesc; its ``info`` holds ``"geom"`` (what backends need
         beyond the tensors) and ``"empty"`` (True when the result has no elements).
     bind(fn, geom) -> runner, for a backend function without a ``prepare`` attribute.
-    empty(geom) -> runner that returns the empty result.
+    empty(geom) -> runner that returns the empty result; ``None`` when the op's backends
+        serve empty inputs themselves (``info["empty"]`` is then not consulted).
     A backend function may carry ``fn.prepare(geom, *tensors) -> runner`` to precompute its
     launch (see ``PreparedLaunch``). Runners take the op's tensors then its scalars,
     positionally, in the op's own order.
     """
 
     def __init__(self, op_id: str, describe: Callable[..., Any], *, bind: Callable[..., Any],
-                 empty: Callable[..., Any], limit: int = 4096) -> None:
+                 empty: Callable[..., Any] | None, limit: int = 4096) -> None:
         self.op_id = op_id
         self._describe = describe
         self._bind = bind
@@ -141,7 +142,7 @@ class Dispatcher:
             desc = self._describe(*tensors, **dict(options))
             spec = select_impl(self.op_id, desc, backend=backend, exact=exact)
             geom = desc.info["geom"]
-            if desc.info.get("empty"):
+            if self._empty is not None and desc.info.get("empty"):
                 plan = self._empty(geom)
             else:
                 fn = spec.load()
@@ -153,15 +154,22 @@ class Dispatcher:
 
     def validate(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> None:
         """For fake implementations: raise on invalid inputs when every shape is static."""
-        from .errors import UnsupportedInputError
-
         if not all(isinstance(d, int) for t in tensors if t is not None for d in t.shape):
             return
+        self.checked(*tensors, options=options)
+
+    def checked(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> Any:
+        """The description of these inputs (an ``InputDesc``), or ``UnsupportedInputError`` listing
+        its problems. For fake implementations of ops whose ``describe`` handles symbolic shapes
+        and whose output shapes come from it (``validate`` skips symbolic shapes)."""
+        from .errors import UnsupportedInputError
+
         desc = self._describe(*tensors, **dict(options))
         if desc.problems:
             raise UnsupportedInputError(
                 f"{self.op_id}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems)
             )
+        return desc
 
     def clear(self) -> None:
         self._plans.clear()
