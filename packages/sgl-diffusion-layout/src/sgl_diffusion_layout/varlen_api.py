@@ -9,7 +9,7 @@ import torch
 from sgl_diffusion_core import InputDesc, device_arch, is_compiling, resolve_target, tensor_platform
 
 from ._geometry import GatherGeom, contiguous_strides
-from ._plumbing import Plans, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
+from ._plumbing import LayoutOp, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
 
 
 def describe_build_varlen_meta(mask):
@@ -27,7 +27,7 @@ def describe_build_varlen_meta(mask):
     if problems:
         return desc
     B, S = mask.shape
-    desc.info = {"geom": (B, S), "empty": mask.numel() == 0}
+    desc.info = {"geom": (B, S)}
     return desc
 
 
@@ -51,7 +51,7 @@ def describe_varlen_pack_qkv(q, k, v, indices):
     src = tuple((t.stride(0), t.stride(1), t.stride(2)) for t in (q, k, v))
     g = GatherGeom(indices.shape[0], B * S, S, H, Dh, src, ((d[0], d[1]),) * 3)
     desc.last_dim = Dh
-    desc.info = {"geom": (g, (H, Dh)), "shapes": ((indices.shape[0], H, Dh),) * 3, "empty": False}
+    desc.info = {"geom": (g, (H, Dh)), "shapes": ((indices.shape[0], H, Dh),) * 3}
     return desc
 
 
@@ -89,21 +89,21 @@ def describe_varlen_scatter(out, inverse_or_indices, batch, seqlen):
     # R2 = n: row i of out is (i // n, i % n) = (0, i) (the launcher uses max(n, 1))
     g = GatherGeom(rows, n, n, H, Dh, ((0, out.stride(0), out.stride(1)),), ((d[1], d[2]),))
     desc.last_dim = Dh
-    desc.info = {"geom": (g, shape, from_indices), "shapes": shape, "empty": False}
+    desc.info = {"geom": (g, shape, from_indices), "shapes": shape}
     return desc
 
 
-_plans = {name: Plans(f"layout.{name}", globals()[f"describe_{name}"])
-          for name in ("build_varlen_meta", "varlen_pack_qkv", "varlen_scatter")}
+_dispatch = {name: LayoutOp(name, globals()[f"describe_{name}"], n)
+             for name, n in (("build_varlen_meta", 1), ("varlen_pack_qkv", 4), ("varlen_scatter", 2))}
 
 
 def _meta_impl(mask, backend):
-    idx, cu, mx, inv = _plans["build_varlen_meta"]((mask,), backend)
+    idx, cu, mx, inv = _dispatch["build_varlen_meta"]((mask,), backend)
     return idx, cu, torch.tensor(mx, dtype=torch.int64), inv
 
 
 def _meta_fake(mask, backend):
-    _plans["build_varlen_meta"].validate(mask)
+    _dispatch["build_varlen_meta"].checked((mask,))
     B, S = mask.shape
     nnz = torch.library.get_ctx().new_dynamic_size()
     return (mask.new_empty(nnz, dtype=torch.int64), mask.new_empty(B + 1, dtype=torch.int32),
@@ -120,11 +120,11 @@ def _register_meta():
 _ops = {
     "build_varlen_meta": _register_meta(),
     "varlen_pack_qkv": register_layout_op(
-        "varlen_pack_qkv", _plans["varlen_pack_qkv"],
-        "(Tensor q, Tensor k, Tensor v, Tensor indices, str? backend) -> (Tensor, Tensor, Tensor)", 4),
+        "varlen_pack_qkv", _dispatch["varlen_pack_qkv"],
+        "(Tensor q, Tensor k, Tensor v, Tensor indices, str? backend) -> (Tensor, Tensor, Tensor)"),
     "varlen_scatter": register_layout_op(
-        "varlen_scatter", _plans["varlen_scatter"],
-        "(Tensor out, Tensor inverse_or_indices, int batch, int seqlen, str? backend) -> Tensor", 4),
+        "varlen_scatter", _dispatch["varlen_scatter"],
+        "(Tensor out, Tensor inverse_or_indices, int batch, int seqlen, str? backend) -> Tensor"),
 }
 
 
@@ -146,7 +146,7 @@ def build_varlen_meta(mask: torch.Tensor, *, backend: str | None = None):
     if is_compiling():
         idx, cu, mx, inv = _ops["build_varlen_meta"](mask, backend)
         return idx, cu, mx.item(), inv
-    return _plans["build_varlen_meta"]((mask,), backend)
+    return _dispatch["build_varlen_meta"]((mask,), backend)
 
 
 def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: torch.Tensor, *,
@@ -163,7 +163,7 @@ def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: 
     """
     if is_compiling():
         return _ops["varlen_pack_qkv"](q, k, v, indices, backend)
-    return _plans["varlen_pack_qkv"]((q, k, v, indices), backend)
+    return _dispatch["varlen_pack_qkv"]((q, k, v, indices), backend)
 
 
 def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: int, seqlen: int, *,
@@ -183,22 +183,22 @@ def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: i
     """
     if is_compiling():
         return _ops["varlen_scatter"](out, inverse_or_indices, batch, seqlen, backend)
-    return _plans["varlen_scatter"]((out, inverse_or_indices, batch, seqlen), backend)
+    return _dispatch["varlen_scatter"]((out, inverse_or_indices, batch, seqlen), backend)
 
 
 def can_use_build_varlen_meta(mask, *, backend=None) -> bool:
     """Whether ``build_varlen_meta`` can serve this mask (never raises, never allocates)."""
-    return _plans["build_varlen_meta"].can_use((mask,), backend)
+    return _dispatch["build_varlen_meta"].can_use((mask,), backend)
 
 
 def can_use_varlen_pack_qkv(q, k, v, indices, *, backend=None) -> bool:
     """Whether ``varlen_pack_qkv`` can serve these arguments (never raises, never allocates)."""
-    return _plans["varlen_pack_qkv"].can_use((q, k, v, indices), backend)
+    return _dispatch["varlen_pack_qkv"].can_use((q, k, v, indices), backend)
 
 
 def can_use_varlen_scatter(out, inverse_or_indices, batch, seqlen, *, backend=None) -> bool:
     """Whether ``varlen_scatter`` can serve these arguments (never raises, never allocates)."""
-    return _plans["varlen_scatter"].can_use((out, inverse_or_indices, batch, seqlen), backend)
+    return _dispatch["varlen_scatter"].can_use((out, inverse_or_indices, batch, seqlen), backend)
 
 
 def build_varlen_meta_reference(mask):

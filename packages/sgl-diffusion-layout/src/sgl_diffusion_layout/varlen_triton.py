@@ -72,11 +72,11 @@ def _prep_pack(geom, q, k, v, indices):
     return run
 
 
-def _prep_scatter(geom, out, idx, batch, seqlen):
+def _prep_scatter(geom, out, idx):
     g, shape, from_indices = geom
     launch = gather_launches(g, out.device, out.dtype)
     dtype, device = out.dtype, out.device
-    n_rows = batch * seqlen
+    n_rows = g.rows  # batch * seqlen
 
     def run(out, idx, batch, seqlen):
         res = torch.empty(shape, dtype=dtype, device=device)
@@ -90,9 +90,9 @@ def _prep_scatter(geom, out, idx, batch, seqlen):
     return run
 
 
-build_varlen_meta = backend_from_prepare(_prep_meta)
-varlen_pack_qkv = backend_from_prepare(_prep_pack)
-varlen_scatter = backend_from_prepare(_prep_scatter)
+build_varlen_meta = backend_from_prepare(_prep_meta, 1)
+varlen_pack_qkv = backend_from_prepare(_prep_pack, 4)
+varlen_scatter = backend_from_prepare(_prep_scatter, 2)
 
 
 def aot_build_varlen_meta(platform: str = "cuda"):
