@@ -4,7 +4,8 @@
 values), then one program per sample walks its mask in ``BLOCK`` chunks with a prefix sum
 (``tl.cumsum``), writing the flattened index of every valid token and the inverse map.
 ``varlen_pack_qkv`` / ``varlen_scatter``: the row gather of ``copy_triton`` (the index is
-read once per program; padding rows are written as zeros in the same pass).
+read once per program; padding rows are written as zeros in the same pass, and the rows of
+an out-of-range index, which only an unchecked call lets through, as NaN).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sgl_diffusion_core import PreparedLaunch
 
 from ._plumbing import backend_from_prepare
 from .copy_triton import copy_aot_variants, gather_launches
+from .varlen_torch import inverse_map
 
 _META_BLOCK = 1024
 
@@ -81,9 +83,7 @@ def _prep_scatter(geom, out, idx):
     def run(out, idx, batch, seqlen):
         res = torch.empty(shape, dtype=dtype, device=device)
         if from_indices:  # build the inverse map (8 bytes per token) from the valid-token indices
-            inv = torch.full((n_rows,), -1, dtype=torch.int64, device=device)
-            inv[idx] = torch.arange(idx.shape[0], dtype=torch.int64, device=device)
-            idx = inv
+            idx = inverse_map(idx, n_rows)
         launch((out,), (res,), idx)
         return res
 
