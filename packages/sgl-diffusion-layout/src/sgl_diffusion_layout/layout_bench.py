@@ -3,9 +3,8 @@
 Providers: ``sgl_diffusion`` (the public op), ``eager`` (the chain itself) and
 ``torch.compile`` of it (specialized to the shape; dynamo reset per case); the varlen pack
 and scatter add ``sgl_diffusion(check_index=False)`` (no host-side index check, the form a
-compiled or captured graph runs). Bytes: every
-input element read once and every output element written once (data movement: the
-same-run copy of those bytes is the ceiling).
+compiled or captured graph runs). Bytes: every input element read once and every output
+element written once (data movement: the same-run copy of those bytes is the ceiling).
 """
 
 from __future__ import annotations
