@@ -51,21 +51,23 @@ class LayoutOp:
         self._names = tuple(inspect.signature(describe).parameters)[n_tensors:]
         self.dispatch = Dispatcher(self.op_id, describe, bind=_bind, empty=None)
 
-    def _split(self, args: tuple) -> tuple[tuple, tuple[tuple[str, Any], ...]]:
-        n = self._n
-        return args[:n], tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in zip(self._names, args[n:]))
+    def _options(self, values: tuple) -> tuple[tuple[str, Any], ...]:
+        if list in map(type, values):  # (testing costs less per call than rebuilding every value)
+            values = tuple(tuple(v) if isinstance(v, list) else v for v in values)
+        return tuple(zip(self._names, values))
 
     def plan(self, args: tuple, backend: str | None = None) -> Callable[..., Any]:
-        tensors, options = self._split(args)
-        return self.dispatch.plan(tensors, backend, None, options)
+        n = self._n
+        return self.dispatch.plan(args[:n], backend, None, self._options(args[n:]))
 
     def __call__(self, args: tuple, backend: str | None = None) -> Any:
-        return self.plan(args, backend)(*args)
+        n = self._n
+        return self.dispatch.plan(args[:n], backend, None, self._options(args[n:]))(*args)
 
     def checked(self, args: tuple) -> InputDesc:
         """For fake implementations: the description, or ``UnsupportedInputError`` (symbolic shapes too)."""
-        tensors, options = self._split(args)
-        return self.dispatch.checked(*tensors, options=options)
+        n = self._n
+        return self.dispatch.checked(*args[:n], options=self._options(args[n:]))
 
     def can_use(self, args: tuple, backend: str | None = None) -> bool:
         try:
