@@ -3,7 +3,8 @@
 Masks: ragged (a sample with no valid token, a fully valid one, holes), all valid, none
 valid, B=1, and S=1100 (two 1024-wide chunks of the meta kernel's prefix sum, the second
 masked). q/k/v: contiguous, a permuted [B, H, S, Dh] tensor read through its strides, and
-q/k/v with different strides.
+q/k/v with different strides. Bad index values: one below the range, the first past its
+end, one far past it (2^62); checked they raise, unchecked they give NaN rows.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 import sgl_diffusion_layout as lay
-from sgl_diffusion_core import UnsupportedInputError, testing
+from sgl_diffusion_core import IndexOutOfRangeError, UnsupportedInputError, testing
 
 OP = "layout.varlen_pack_qkv"
 
@@ -107,18 +108,122 @@ def test_bad_inputs(backend, device):
     assert lay.can_use_varlen_scatter(o, torch.arange(5, device=device), 2, 4, backend=backend)
 
 
-def test_out_of_range_index_never_reads_out_of_bounds(device):
-    """The triton gather reads nothing for an index outside [0, B*S): a zero row, no crash."""
-    from sgl_diffusion_core import triton_interpret
+# bad values of each index argument: below the range, its first value past the end, far past it
+BAD = {"negative": -2, "end": None, "huge": 2**62}
 
-    if "triton" not in __import__("sgl_diffusion_core").testing.runnable_backends(OP, device) or (
-        device.type == "cpu" and not triton_interpret()
-    ):
-        pytest.skip("the triton backend does not run on this lane")
+
+def _bad(idx, where, value, end):
+    bad = idx.clone()
+    bad[where] = end if value is None else value
+    return bad
+
+
+@pytest.mark.parametrize("bad", list(BAD))
+def test_bad_index_raises_in_eager(backend, device, bad):
+    """Checked (the default), every backend: IndexOutOfRangeError naming the range found, for
+    the pack's indices and for both forms of the scatter's index."""
+    mask = _mask("ragged", device)
+    B, S = mask.shape
+    q = rnd(B, S, 2, 8, device=device)
+    idx, _, _, inv = lay.build_varlen_meta_reference(mask)
+    o = rnd(idx.numel(), 2, 8, device=device)
+    n, rows = idx.numel(), B * S
+    cases = [
+        (lambda i: lay.varlen_pack_qkv(q, q, q, i, backend=backend), idx, rows,
+         rf"indices values must lie in \[0, {rows}\) \(B\*S = tokens of q, k, v\)"),
+        (lambda i: lay.varlen_scatter(o, i, B, S, backend=backend), inv, n,
+         rf"inverse_or_indices \(the inverse map\) values must lie in \[-1, {n}\)"),
+        (lambda i: lay.varlen_scatter(o, i, B, S, backend=backend), idx, rows,
+         rf"inverse_or_indices \(the valid-token indices\) values must lie in \[0, {rows}\)"),
+    ]
+    for call, good, end, msg in cases:
+        value = -1 if bad == "negative" and good is idx else BAD[bad]  # -1 is the inverse map's padding
+        wrong = _bad(good, 3, value, end)
+        with pytest.raises(IndexOutOfRangeError, match=msg) as info:
+            call(wrong)
+        assert isinstance(info.value, IndexError) and isinstance(info.value, UnsupportedInputError)
+        assert f"got values in [{int(wrong.min())}, {int(wrong.max())}]" in str(info.value)
+    # the predicates describe shapes only; they never read index values (no sync)
+    assert lay.can_use_varlen_pack_qkv(q, q, q, _bad(idx, 3, BAD[bad], rows), backend=backend)
+    assert lay.can_use_varlen_scatter(o, _bad(inv, 3, BAD[bad], n), B, S, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_bad_index_unchecked_gives_nan_rows(backend, device, dtype):
+    """check_index=False (what torch.compile and graph capture get), every backend: an
+    out-of-range index reads nothing and gives NaN, never a zero row; every other row is the
+    same bits as with valid indices, padding stays zero."""
+    mask = _mask("ragged", device)
+    B, S = mask.shape
+    q, k = rnd(B, S, 3, 24, dtype=dtype, device=device), rnd(B, S, 3, 24, dtype=dtype, device=device)
+    idx, _, _, inv = lay.build_varlen_meta_reference(mask)
+    n, rows = idx.numel(), B * S
+    bad = idx.clone()
+    bad[1], bad[4] = -1, rows  # one below, one at B*S (the first token past the end)
+    hit = torch.zeros(n, dtype=torch.bool, device=device)
+    hit[1] = hit[4] = True
+    ref = lay.varlen_pack_qkv_reference(q, k, q, idx)
+    for got, want in zip(lay.varlen_pack_qkv(q, k, q, bad, check_index=False, backend=backend), ref):
+        assert got[hit].isnan().all()
+        testing.assert_exact(got[~hit], want[~hit])
+
+    o = ref[0]
+    bad_inv = inv.clone()
+    p_lo, p_hi = idx[0], idx[2]  # two valid tokens get entries out of range
+    bad_inv[p_lo], bad_inv[p_hi] = -7, n
+    out = lay.varlen_scatter(o, bad_inv, B, S, check_index=False, backend=backend).view(rows, 3, 24)
+    want = lay.varlen_scatter_reference(o, inv, B, S).view(rows, 3, 24)
+    poisoned = torch.zeros(rows, dtype=torch.bool, device=device)
+    poisoned[p_lo] = poisoned[p_hi] = True
+    assert out[poisoned].isnan().all()
+    testing.assert_exact(out[~poisoned], want[~poisoned])
+    assert not out[~mask.reshape(-1)].any()  # padding rows: zeros
+
+    # the indices form: an index out of range names no row of the result, so all of it is NaN
+    assert lay.varlen_scatter(o, bad, B, S, check_index=False, backend=backend).isnan().all()
+
+
+def test_bad_index_under_compile_gives_nan_rows(backend, device):
+    """Under torch.compile there is no host check: the custom ops run unchecked."""
+    mask = _mask("ragged", device)
+    B, S = mask.shape
+    q = rnd(B, S, 2, 16, device=device)
+    idx, _, _, inv = lay.build_varlen_meta_reference(mask)
+    bad, bad_inv = idx.clone(), inv.clone()
+    bad[0] = B * S
+    bad_inv[idx[1]] = -3
+
+    def f(q, i, inv):
+        packed = lay.varlen_pack_qkv(q, q, q, i, backend=backend)
+        return packed[0], lay.varlen_scatter(packed[0], inv, B, S, backend=backend)
+
+    packed, out = torch.compile(f, fullgraph=True, backend="aot_eager")(q, bad, bad_inv)
+    ref = lay.varlen_pack_qkv_reference(q, q, q, idx)[0]
+    assert packed[0].isnan().all()
+    testing.assert_exact(packed[1:], ref[1:])
+    b1, s1 = divmod(int(idx[1]), S)
+    assert out[b1, s1].isnan().all()
+
+
+def test_indices_into_no_tokens(backend, device):
+    """q, k, v with no tokens (B*S = 0) and indices to pick: no index can be valid, a shape problem."""
+    q = rnd(2, 0, 2, 8, device=device)
+    with pytest.raises(UnsupportedInputError, match=r"no tokens \(B\*S = 0\)"):
+        lay.varlen_pack_qkv(q, q, q, torch.zeros(3, dtype=torch.int64, device=device), check_index=False,
+                            backend=backend)
+    empty = lay.varlen_pack_qkv(q, q, q, torch.zeros(0, dtype=torch.int64, device=device), backend=backend)
+    assert [t.shape for t in empty] == [(0, 2, 8)] * 3
+
+
+def test_reference_is_the_bare_chain(device):
+    """The references are the eager chains unguarded: on CPU eager indexing raises on a bad index."""
+    if device.type != "cpu":
+        pytest.skip("eager indexing asserts on the device (fatal) rather than raising there")
     q = rnd(1, 4, 2, 8, device=device)
-    got = lay.varlen_pack_qkv(q, q, q, torch.tensor([1, 99, -5], device=device), backend="triton")[0]
-    testing.assert_exact(got[0], q[0, 1])
-    assert not got[1:].any()
+    with pytest.raises((IndexError, RuntimeError)):
+        lay.varlen_pack_qkv_reference(q, q, q, torch.tensor([0, 4], device=device))
+    with pytest.raises((IndexError, RuntimeError)):
+        lay.varlen_scatter_reference(q[0], torch.tensor([0, 1, 2, 9], device=device), 1, 3)
 
 
 def test_compile_fullgraph(backend, device):

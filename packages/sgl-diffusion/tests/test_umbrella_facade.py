@@ -27,6 +27,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "RowGeometry",
     "TileConfig",
     "broadcast_view",
+    "check_index_range",
     "check_tensors",
     "describe_rows",
     "mod_layout",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from . import aot, bench, testing
 from .__about__ import __version__
 from .aot import AotVariant
-from .errors import MissingPackageError, UnsupportedInputError
+from .errors import IndexOutOfRangeError, MissingPackageError, UnsupportedInputError
 from .gate import BitExactFusionGate, FusionFallbackWarning, call_signature
 from .launch import RowConfig, TileConfig, next_pow2
 from .modulation import (
@@ -24,7 +24,15 @@ from .modulation import (
     row_geometry,
     same_rows,
 )
-from .ops import Dispatcher, PlanCache, is_compiling, lazy_exports, register_custom_op, tensor_sig
+from .ops import (
+    Dispatcher,
+    PlanCache,
+    check_index_range,
+    is_compiling,
+    lazy_exports,
+    register_custom_op,
+    tensor_sig,
+)
 from .platform import (
     MachineInfo,
     default_device,
@@ -78,6 +86,7 @@ __all__ = [
     "Dispatcher",
     "Explanation",
     "FusionFallbackWarning",
+    "IndexOutOfRangeError",
     "InputDesc",
     "KernelSpec",
     "MachineInfo",
@@ -96,6 +105,7 @@ __all__ = [
     "bench",
     "call_signature",
     "broadcast_view",
+    "check_index_range",
     "check_tensors",
     "testing",
     "default_device",

@@ -15,6 +15,11 @@ class UnsupportedInputError(ValueError):
         self.reasons: dict[str, list[str]] = dict(reasons or {})
 
 
+class IndexOutOfRangeError(UnsupportedInputError, IndexError):
+    """An index value outside the range its op accepts (an ``UnsupportedInputError``, so a
+    ``ValueError``, and an ``IndexError``); raised by :func:`check_index_range`."""
+
+
 class MissingPackageError(ImportError):
     """A name was touched whose distribution (or optional backend) is not installed."""
 

@@ -56,6 +56,31 @@ def tensor_sig(t: torch.Tensor | None) -> tuple | None:
     return (t.shape, t.stride(), t.dtype, t.device)
 
 
+def check_index_range(index: torch.Tensor, lo: int, hi: int, op: str, *, name: str, bound: str, meaning: str) -> None:
+    """Raise :class:`IndexOutOfRangeError` unless every value of ``index`` lies in ``[lo, hi)``.
+
+    The eager index check of an op that picks rows through an index tensor (its opt-out is
+    the op's ``check_index=False``). One device reduction (``torch.aminmax``) and one host
+    sync; skipped for an empty index and while the current CUDA stream is capturing a graph
+    (there the op's kernels must guard: never an out-of-bounds read, NaN rows). ``name`` is
+    the argument, ``bound`` the symbol of ``hi``, ``meaning`` what ``hi`` counts; the message
+    names the range found, e.g. ``modulate.indexed_scale_shift: index values must lie in
+    [0, 3) (K = rows of the table); got values in [0, 5] (max 5 >= K=3)``.
+    """
+    if index.numel() == 0 or (index.is_cuda and torch.cuda.is_current_stream_capturing()):
+        return
+    vmin, vmax = torch.stack(torch.aminmax(index)).tolist()
+    if vmin < lo or vmax >= hi:
+        from .errors import IndexOutOfRangeError
+
+        bad = ([f"min {vmin} < {lo}"] if vmin < lo else []) + ([f"max {vmax} >= {bound}={hi}"] if vmax >= hi else [])
+        raise IndexOutOfRangeError(
+            f"{op}: {name} values must lie in [{lo}, {hi}) ({bound} = {meaning}); got values in [{vmin}, {vmax}] "
+            f"({', '.join(bad)})",
+            {},
+        )
+
+
 class PlanCache:
     """Per-signature cache of ready-to-call plans, bounded (cleared when it grows past ``limit``)."""
 
@@ -85,14 +110,15 @@ class Dispatcher:
     describe(*tensors) -> InputDesc; its ``info`` holds ``"geom"`` (what backends need
         beyond the tensors) and ``"empty"`` (True when the result has no elements).
     bind(fn, geom) -> runner, for a backend function without a ``prepare`` attribute.
-    empty(geom) -> runner that returns the empty result.
+    empty(geom) -> runner that returns the empty result; ``None`` when the op's backends
+        serve empty inputs themselves (``info["empty"]`` is then not consulted).
     A backend function may carry ``fn.prepare(geom, *tensors) -> runner`` to precompute its
     launch (see ``PreparedLaunch``). Runners take the op's tensors then its scalars,
     positionally, in the op's own order.
     """
 
     def __init__(self, op_id: str, describe: Callable[..., Any], *, bind: Callable[..., Any],
-                 empty: Callable[..., Any], limit: int = 4096) -> None:
+                 empty: Callable[..., Any] | None, limit: int = 4096) -> None:
         self.op_id = op_id
         self._describe = describe
         self._bind = bind
@@ -116,7 +142,7 @@ class Dispatcher:
             desc = self._describe(*tensors, **dict(options))
             spec = select_impl(self.op_id, desc, backend=backend, exact=exact)
             geom = desc.info["geom"]
-            if desc.info.get("empty"):
+            if self._empty is not None and desc.info.get("empty"):
                 plan = self._empty(geom)
             else:
                 fn = spec.load()
@@ -128,15 +154,22 @@ class Dispatcher:
 
     def validate(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> None:
         """For fake implementations: raise on invalid inputs when every shape is static."""
-        from .errors import UnsupportedInputError
-
         if not all(isinstance(d, int) for t in tensors if t is not None for d in t.shape):
             return
+        self.checked(*tensors, options=options)
+
+    def checked(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> Any:
+        """The description of these inputs (an ``InputDesc``), or ``UnsupportedInputError`` listing
+        its problems. For fake implementations of ops whose ``describe`` handles symbolic shapes
+        and whose output shapes come from it (``validate`` skips symbolic shapes)."""
+        from .errors import UnsupportedInputError
+
         desc = self._describe(*tensors, **dict(options))
         if desc.problems:
             raise UnsupportedInputError(
                 f"{self.op_id}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems)
             )
+        return desc
 
     def clear(self) -> None:
         self._plans.clear()

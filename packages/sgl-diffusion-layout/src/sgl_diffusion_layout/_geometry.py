@@ -37,8 +37,9 @@ class PermuteGeom:
 
 @dataclass(frozen=True)
 class GatherGeom:
-    """``dst[r, m, n] = src[idx[r] // R2, idx[r] % R2, m, n]`` (zeros where ``idx[r]`` is
-    outside ``[0, nsrc)``, e.g. ``-1`` for padding)."""
+    """``dst[r, m, n] = src[idx[r] // R2, idx[r] % R2, m, n]``; zeros where ``idx[r]`` lies in
+    ``[lo, 0)`` (padding: ``lo = -1`` lets the inverse map's ``-1`` through), NaN where it lies
+    outside ``[lo, nsrc)`` (out of range, only possible in an unchecked call)."""
 
     rows: int
     nsrc: int
@@ -47,6 +48,7 @@ class GatherGeom:
     N: int
     src: tuple[tuple[int, int, int], ...]  # per tensor: strides of (i // R2), (i % R2), m
     dst: tuple[tuple[int, int], ...]  # per tensor: strides of r, m
+    lo: int  # the lowest index that is not out of range: 0, or -1 where -1 means padding
 
     @property
     def empty(self) -> bool:

@@ -1,23 +1,25 @@
 """Shared plumbing of the layout ops (no Triton, no backend import).
 
-Layout ops take integer arguments (world size, batch, padding, factors) next to their
-tensors, so the plan cache keys on both: tensors by (shape, strides, dtype, device),
-everything else by value. ``describe_*`` functions take the public op's own arguments.
+Layout ops take plain values (world size, batch, padding, factors, flags) after their
+tensors. Each op runs on the core :class:`~sgl_diffusion_core.Dispatcher` through a
+:class:`LayoutOp`: the tensors key its plans by signature, the values (the Dispatcher's
+``options``) by value. ``describe_*`` functions take the public op's own arguments.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from sgl_diffusion_core import (
+    Dispatcher,
     InputDesc,
-    PlanCache,
-    UnsupportedInputError,
     device_arch,
     dtype_name,
+    register_custom_op,
     select_impl,
     tensor_platform,
 )
@@ -25,60 +27,47 @@ from sgl_diffusion_core import (
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
-def _key_part(a: Any) -> Any:
-    if isinstance(a, torch.Tensor):
-        return (a.shape, a.stride(), a.dtype, a.device)
-    if isinstance(a, list):
-        return tuple(a)
-    return a
+def _bind(fn: Callable[..., Any], geom: Any) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        return fn(*args, geom=geom)
+
+    return run
 
 
-class Plans:
-    """Per-signature plans of one op: ``describe`` and backend selection run once per signature.
+class LayoutOp:
+    """One layout op ``layout.<name>`` on the core ``Dispatcher``.
 
-    describe(*args) -> InputDesc with ``info["geom"]``; a backend function carries
-    ``fn.prepare(geom, *args) -> runner`` (Triton) or is called as ``fn(*args, geom=geom)``.
-    Runners take the op's arguments positionally.
+    Its arguments are ``n_tensors`` tensors (or None) and then the values named by the rest of
+    ``describe``'s parameters, in that order; a list value is keyed (and described) as a tuple.
+    A backend function carries ``fn.prepare(geom, *tensors) -> runner`` (Triton) or is called
+    as ``fn(*args, geom=geom)``; runners take the op's arguments positionally. The backends
+    serve empty inputs themselves (no empty runner).
     """
 
-    def __init__(self, op_id: str, describe: Callable[..., InputDesc], limit: int = 4096) -> None:
-        self.op_id = op_id
+    def __init__(self, name: str, describe: Callable[..., InputDesc], n_tensors: int) -> None:
+        self.op_id = f"layout.{name}"
         self._describe = describe
-        self._plans = PlanCache(limit)
+        self._n = n_tensors
+        self._names = tuple(inspect.signature(describe).parameters)[n_tensors:]
+        self.dispatch = Dispatcher(self.op_id, describe, bind=_bind, empty=None)
+
+    def _options(self, values: tuple) -> tuple[tuple[str, Any], ...]:
+        if list in map(type, values):  # (testing costs less per call than rebuilding every value)
+            values = tuple(tuple(v) if isinstance(v, list) else v for v in values)
+        return tuple(zip(self._names, values))
 
     def plan(self, args: tuple, backend: str | None = None) -> Callable[..., Any]:
-        try:
-            key = (*map(_key_part, args), backend)
-            hash(key)
-        except TypeError:
-            key = None
-        plan = self._plans.get(key) if key is not None else None
-        if plan is None:
-            desc = self._describe(*args)
-            spec = select_impl(self.op_id, desc, backend=backend)
-            geom = desc.info["geom"]
-            fn = spec.load()
-            prepare = getattr(fn, "prepare", None)
-            if prepare is not None:
-                plan = prepare(geom, *args)
-            else:
-                def plan(*a, fn=fn, geom=geom):
-                    return fn(*a, geom=geom)
-            if key is not None:
-                self._plans.put(key, plan)
-        return plan
+        n = self._n
+        return self.dispatch.plan(args[:n], backend, None, self._options(args[n:]))
 
     def __call__(self, args: tuple, backend: str | None = None) -> Any:
-        return self.plan(args, backend)(*args)
+        n = self._n
+        return self.dispatch.plan(args[:n], backend, None, self._options(args[n:]))(*args)
 
-    def validate(self, *args: Any) -> InputDesc:
-        """For fake implementations: raise on invalid inputs; returns the description."""
-        desc = self._describe(*args)
-        if desc.problems:
-            raise UnsupportedInputError(
-                f"{self.op_id}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems)
-            )
-        return desc
+    def checked(self, args: tuple) -> InputDesc:
+        """For fake implementations: the description, or ``UnsupportedInputError`` (symbolic shapes too)."""
+        n = self._n
+        return self.dispatch.checked(*args[:n], options=self._options(args[n:]))
 
     def can_use(self, args: tuple, backend: str | None = None) -> bool:
         try:
@@ -87,17 +76,14 @@ class Plans:
         except Exception:
             return False
 
-    def clear(self) -> None:
-        self._plans.clear()
 
-
-def backend_from_prepare(prep: Callable[..., Any]) -> Callable[..., Any]:
-    """A backend function ``fn(*args, geom)`` from ``prep(geom, *args) -> runner``; ``fn.prepare``
-    is ``prep`` itself, which :class:`Plans` calls once per signature (the one-off call path runs
-    both steps)."""
+def backend_from_prepare(prep: Callable[..., Any], n_tensors: int) -> Callable[..., Any]:
+    """A backend function ``fn(*args, geom)`` from ``prep(geom, *tensors) -> runner`` (the op's first
+    ``n_tensors`` arguments); ``fn.prepare`` is ``prep`` itself, which the Dispatcher calls once per
+    signature (the one-off call path runs both steps)."""
 
     def fn(*args: Any, geom: Any) -> Any:
-        return prep(geom, *args)(*args)
+        return prep(geom, *args[:n_tensors])(*args)
 
     fn.prepare = prep
     return fn
@@ -159,10 +145,10 @@ def check_last_contiguous(name: str, t: torch.Tensor, problems: list[str]) -> bo
     return True
 
 
-def fake_outputs(plans: Plans, args: tuple) -> Any:
+def fake_outputs(op: LayoutOp, args: tuple) -> Any:
     """Outputs of the right shape, dtype and device without touching data (``info["shapes"]``:
     one shape, or a tuple of shapes for ops that return several tensors)."""
-    desc = plans.validate(*args)
+    desc = op.checked(args)
     ref = next(a for a in args if isinstance(a, torch.Tensor))
     shapes = desc.info["shapes"]
     if isinstance(shapes[0], tuple):
@@ -170,14 +156,14 @@ def fake_outputs(plans: Plans, args: tuple) -> Any:
     return ref.new_empty(shapes)
 
 
-def register_layout_op(name: str, plans: Plans, schema: str, n_args: int):
-    """``sgl_diffusion::<name>``: ``impl(*args, backend)`` runs the plan, the fake allocates."""
-    from sgl_diffusion_core import register_custom_op
+def register_layout_op(name: str, op: LayoutOp, schema: str):
+    """``sgl_diffusion::<name>`` (its schema ends with ``str? backend``): ``impl`` runs the plan,
+    the fake allocates."""
 
     def impl(*a):
-        return plans(a[:n_args], a[n_args])
+        return op(a[:-1], a[-1])
 
     def fake(*a):
-        return fake_outputs(plans, a[:n_args])
+        return fake_outputs(op, a[:-1])
 
     return register_custom_op(name, impl, fake, schema=schema)

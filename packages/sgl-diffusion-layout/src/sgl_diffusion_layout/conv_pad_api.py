@@ -8,7 +8,7 @@ import torch
 
 from sgl_diffusion_core import is_compiling, resolve_target
 
-from ._plumbing import Plans, check_dims, new_desc
+from ._plumbing import LayoutOp, check_dims, new_desc
 
 
 def _channels_last(x: torch.Tensor) -> bool:
@@ -46,19 +46,19 @@ def describe_causal_conv3d_cat_pad(x, cache_x, padding):
     scalars = (R1, R2, A, N, Tc, T, H, W, C, pad[4], pad[2], pad[0], *x.stride(), *c.stride())
     desc.last_dim = C if cl else W
     desc.layouts = ("channels_last_3d",) if cl else ("contiguous",)
-    desc.info = {"geom": (cl, shape, scalars, (R1, R2, A, N)), "shapes": shape, "empty": False}
+    desc.info = {"geom": (cl, shape, scalars, (R1, R2, A, N)), "shapes": shape}
     return desc
 
 
-_plans = Plans("layout.causal_conv3d_cat_pad", describe_causal_conv3d_cat_pad)
+_dispatch = LayoutOp("causal_conv3d_cat_pad", describe_causal_conv3d_cat_pad, 2)
 
 
 def _impl(x, cache_x, padding, backend):
-    return _plans((x, cache_x, list(padding)), backend)
+    return _dispatch((x, cache_x, padding), backend)
 
 
 def _fake(x, cache_x, padding, backend):
-    desc = _plans.validate(x, cache_x, list(padding))
+    desc = _dispatch.checked((x, cache_x, padding))
     fmt = torch.channels_last_3d if desc.info["geom"][0] else torch.contiguous_format
     return torch.empty(desc.info["shapes"], dtype=x.dtype, device=x.device, memory_format=fmt)
 
@@ -89,12 +89,12 @@ def causal_conv3d_cat_pad(x: torch.Tensor, cache_x: torch.Tensor | None, padding
     """
     if is_compiling():
         return _op(x, cache_x, list(padding), backend)
-    return _plans((x, cache_x, padding), backend)
+    return _dispatch((x, cache_x, padding), backend)
 
 
 def can_use_causal_conv3d_cat_pad(x, cache_x, padding, *, backend=None) -> bool:
     """Whether ``causal_conv3d_cat_pad`` can serve these arguments (never raises, never allocates)."""
-    return _plans.can_use((x, cache_x, padding), backend)
+    return _dispatch.can_use((x, cache_x, padding), backend)
 
 
 def causal_conv3d_cat_pad_reference(x, cache_x, padding):

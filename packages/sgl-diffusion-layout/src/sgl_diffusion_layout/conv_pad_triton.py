@@ -90,7 +90,7 @@ def _cat_pad_kernel(
         tl.store(out_row + a[:, None] * N + n[None, :], tl.where(from_c, vc, vx), mask=st_mask)
 
 
-def _prep(geom, x, cache_x, padding):
+def _prep(geom, x, cache_x):
     cl, shape, scalars, (R1, R2, A, N) = geom
     plat = tensor_platform(x.device)
     cfg = CopyConfig.from_heuristic(A, N, x.element_size(), plat, _TILE_BYTES)
@@ -114,7 +114,7 @@ def _prep(geom, x, cache_x, padding):
 
 
 def causal_conv3d_cat_pad(x, cache_x, padding, *, geom):
-    return _prep(geom, x, cache_x, padding)(x, cache_x, padding)
+    return _prep(geom, x, cache_x)(x, cache_x, padding)
 
 
 causal_conv3d_cat_pad.prepare = _prep

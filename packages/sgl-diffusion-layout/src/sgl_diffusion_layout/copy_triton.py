@@ -8,9 +8,11 @@ per program (three scalar divisions), never per element; each program moves a
 ``[BR, BM, BN]`` tile (up to 16 KB) with 16-byte accesses along ``n``. Up to three tensors of one geometry (q, k, v)
 share a launch: ``program_id(2)`` picks the pair of pointers.
 
-``_gather_kernel``: ``dst[r, m, n] = src[idx[r], m, n]`` (``idx[r] < 0``: zeros), the
-source row ``i`` decomposed as ``(i // R2, i % R2)`` with its own strides: varlen pack
-(``idx`` = valid tokens of a ``[B, S, ...]`` tensor) and scatter (``idx`` = inverse map).
+``_gather_kernel``: ``dst[r, m, n] = src[idx[r], m, n]``, the source row ``i`` decomposed
+as ``(i // R2, i % R2)`` with its own strides: varlen pack (``idx`` = valid tokens of a
+``[B, S, ...]`` tensor) and scatter (``idx`` = inverse map). ``idx[r]`` in ``[LO, 0)`` is
+padding (zeros: the inverse map's ``-1``); outside ``[LO, NSRC)`` it is out of range, which
+only an unchecked call lets through: the row is NaN and nothing is read.
 
 Data movement never converts values, so the result is bit-identical by construction; all
 offsets are int64 (the program ids are widened before any multiplication).
@@ -102,10 +104,10 @@ def _permute_kernel(
         tl.store(dst_rm + n[None, None, :], x, mask=mask)
 
 
-@triton.jit(do_not_specialize=["NSRC", "R2"])
+@triton.jit(do_not_specialize=["NSRC", "LO", "R2"])
 def _gather_kernel(
     S0, S1, S2, D0, D1, D2, IDX,
-    NSRC, R2, M, N,
+    NSRC, LO, R2, M, N,
     ss0, ss2, ssm,
     ds_row, dsm,
     BM: tl.constexpr, BN: tl.constexpr, NT: tl.constexpr,
@@ -122,7 +124,9 @@ def _gather_kernel(
             dst = D2
     r = tl.program_id(0).to(tl.int64)
     i = tl.load(IDX + r).to(tl.int64)
-    valid = (i >= 0) & (i < NSRC)  # an index out of range reads nothing (zeros), never out of bounds
+    valid = (i >= 0) & (i < NSRC)
+    # padding ([LO, 0)) is written as zeros, an out-of-range index as NaN; neither reads anything
+    fill = tl.where((i < LO) | (i >= NSRC), float("nan"), 0.0)
     ic = tl.where(valid, i, 0)
     src_row = src + ((ic // R2) * ss0 + (ic % R2) * ss2)
     dst_row = dst + r * ds_row
@@ -135,7 +139,7 @@ def _gather_kernel(
         n = n0 + tl.arange(0, BN)
         nmask = (n < N)[None, :]
         mask = mmask & nmask
-        x = tl.load(src_m + n[None, :], mask=lmask & nmask, other=0.0, eviction_policy="evict_first")
+        x = tl.load(src_m + n[None, :], mask=lmask & nmask, other=fill, eviction_policy="evict_first")
         tl.store(dst_m + n[None, :], x, mask=mask)
 
 
@@ -187,7 +191,7 @@ def gather_launches(g: GatherGeom, device: torch.device, dtype: torch.dtype):
             {"BM": cfg.bm, "BN": cfg.bn, "NT": len(js)}, device=device, n_ptrs=7,
             options=cfg.launch_options(),
         )
-        scalars = (g.nsrc, max(g.R2, 1), g.M, g.N, *s, *d)
+        scalars = (g.nsrc, g.lo, max(g.R2, 1), g.M, g.N, *s, *d)
         launches.append((launch, js, scalars))
 
     def run(srcs, dsts, idx):
@@ -218,7 +222,7 @@ def copy_aot_variants(platform: str, op: str, shapes: dict[str, tuple[int, int]]
                 sig = {p: f"*{name}" for p in ("S0", "S1", "S2", "D0", "D1", "D2")}
                 if gather:
                     sig["IDX"] = "*i64"
-                    ints = ("NSRC", "R2", "M", "N", "ss0", "ss2", "ssm", "ds_row", "dsm")
+                    ints = ("NSRC", "LO", "R2", "M", "N", "ss0", "ss2", "ssm", "ds_row", "dsm")
                 else:
                     ints = ("R1", "R2", "NB2", "M", "N", "ss0", "ss1", "ss2", "ssm", "ds0", "ds1", "ds2", "dsm")
                 sig.update({n: "i32" for n in ints})

@@ -9,7 +9,7 @@ import torch
 from sgl_diffusion_core import is_compiling, resolve_target
 
 from ._geometry import PermuteGeom, contiguous_strides
-from ._plumbing import Plans, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
+from ._plumbing import LayoutOp, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
 
 _NAMES = ("img_q", "img_k", "img_v", "txt_q", "txt_k", "txt_v")
 
@@ -41,7 +41,7 @@ def describe_joint_qkv_cat(img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first=
         g = PermuteGeom(1, B, S, H, Dh, tuple(srcs), ((0, d[1], d[2], d[3]),) * 3)
         parts.append((g, which, off))
     desc.last_dim = Dh
-    desc.info = {"geom": (shape, tuple(parts)), "shapes": shape, "empty": False}
+    desc.info = {"geom": (shape, tuple(parts)), "shapes": shape}
     return desc
 
 
@@ -78,19 +78,20 @@ def describe_joint_split(out, s_txt, s_img, text_first=True, copy=False):
         parts = tuple(res)
         shapes = (res[0][2], res[1][2]) if text_first else (res[1][2], res[0][2])
         desc.last_dim = Dh
-    desc.info = {"geom": parts, "shapes": shapes, "empty": False}
+    desc.info = {"geom": parts, "shapes": shapes}
     return desc
 
 
-_plans = {name: Plans(f"layout.{name}", globals()[f"describe_{name}"]) for name in ("joint_qkv_cat", "joint_split")}
+_dispatch = {"joint_qkv_cat": LayoutOp("joint_qkv_cat", describe_joint_qkv_cat, 6),
+             "joint_split": LayoutOp("joint_split", describe_joint_split, 1)}
 _ops = {
     "joint_qkv_cat": register_layout_op(
-        "joint_qkv_cat", _plans["joint_qkv_cat"],
+        "joint_qkv_cat", _dispatch["joint_qkv_cat"],
         "(Tensor img_q, Tensor img_k, Tensor img_v, Tensor txt_q, Tensor txt_k, Tensor txt_v, bool text_first, "
-        "str? backend) -> Tensor", 7),
+        "str? backend) -> Tensor"),
     "joint_split_copy": register_layout_op(
-        "joint_split_copy", _plans["joint_split"],
-        "(Tensor out, int s_txt, int s_img, bool text_first, bool copy, str? backend) -> (Tensor, Tensor)", 5),
+        "joint_split_copy", _dispatch["joint_split"],
+        "(Tensor out, int s_txt, int s_img, bool text_first, bool copy, str? backend) -> (Tensor, Tensor)"),
 }
 
 
@@ -108,7 +109,7 @@ def joint_qkv_cat(img_q: torch.Tensor, img_k: torch.Tensor, img_v: torch.Tensor,
     args = (img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first)
     if is_compiling():
         return _ops["joint_qkv_cat"](*args, backend)
-    return _plans["joint_qkv_cat"](args, backend)
+    return _dispatch["joint_qkv_cat"](args, backend)
 
 
 def joint_split(out: torch.Tensor, s_txt: int, s_img: int, *, text_first: bool = True, copy: bool = False,
@@ -126,17 +127,17 @@ def joint_split(out: torch.Tensor, s_txt: int, s_img: int, *, text_first: bool =
         return _ops["joint_split_copy"](*args, backend)
     if is_compiling():
         return resolve_target("sgl_diffusion_layout.joint_torch:joint_split")(*args)
-    return _plans["joint_split"](args, backend)
+    return _dispatch["joint_split"](args, backend)
 
 
 def can_use_joint_qkv_cat(img_q, img_k, img_v, txt_q, txt_k, txt_v, *, text_first=True, backend=None) -> bool:
     """Whether ``joint_qkv_cat`` can serve these arguments (never raises, never allocates)."""
-    return _plans["joint_qkv_cat"].can_use((img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first), backend)
+    return _dispatch["joint_qkv_cat"].can_use((img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first), backend)
 
 
 def can_use_joint_split(out, s_txt, s_img, *, text_first=True, copy=False, backend=None) -> bool:
     """Whether ``joint_split`` can serve these arguments (never raises, never allocates)."""
-    return _plans["joint_split"].can_use((out, s_txt, s_img, text_first, copy), backend)
+    return _dispatch["joint_split"].can_use((out, s_txt, s_img, text_first, copy), backend)
 
 
 def joint_qkv_cat_reference(img_q, img_k, img_v, txt_q, txt_k, txt_v, *, text_first=True):

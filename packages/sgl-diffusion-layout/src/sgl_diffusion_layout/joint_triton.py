@@ -9,7 +9,7 @@ from ._plumbing import backend_from_prepare
 from .copy_triton import copy_aot_variants, permute_launches
 
 
-def _prep_cat(geom, img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first=True):
+def _prep_cat(geom, img_q, img_k, img_v, txt_q, txt_k, txt_v):
     shape, parts = geom  # parts: (PermuteGeom, which ("txt" | "img"), sequence offset)
     device, dtype = img_q.device, img_q.dtype
     launches = [(permute_launches(g, device, dtype), which, off) for g, which, off in parts]
@@ -24,12 +24,12 @@ def _prep_cat(geom, img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first=True):
     return run
 
 
-def _prep_split(geom, out, s_txt, s_img, text_first=True, copy=False):
-    if not copy:
+def _prep_split(geom, out):
+    parts = geom  # ((PermuteGeom, offset, shape), ...) in memory order; () for copy=False
+    if not parts:
         from .joint_torch import joint_split as views
 
         return lambda out, s_txt, s_img, text_first=True, copy=False: views(out, s_txt, s_img, text_first)
-    parts = geom  # ((PermuteGeom, offset, shape), ...) in memory order
     device, dtype = out.device, out.dtype
     launches = [(permute_launches(g, device, dtype), off, shape) for g, off, shape in parts]
 
@@ -44,8 +44,8 @@ def _prep_split(geom, out, s_txt, s_img, text_first=True, copy=False):
     return run
 
 
-joint_qkv_cat = backend_from_prepare(_prep_cat)
-joint_split = backend_from_prepare(_prep_split)
+joint_qkv_cat = backend_from_prepare(_prep_cat, 6)
+joint_split = backend_from_prepare(_prep_split, 1)
 
 
 def aot_joint_qkv_cat(platform: str = "cuda"):

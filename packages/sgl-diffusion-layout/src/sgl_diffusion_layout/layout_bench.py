@@ -1,9 +1,10 @@
 """Benchmark cases of the layout ops at production shapes (../shared/SHAPES.md).
 
 Providers: ``sgl_diffusion`` (the public op), ``eager`` (the chain itself) and
-``torch.compile`` of it (specialized to the shape; dynamo reset per case). Bytes: every
-input element read once and every output element written once (data movement: the
-same-run copy of those bytes is the ceiling).
+``torch.compile`` of it (specialized to the shape; dynamo reset per case); the varlen pack
+and scatter add ``sgl_diffusion(check_index=False)`` (no host-side index check, the form a
+compiled or captured graph runs). Bytes: every input element read once and every output
+element written once (data movement: the same-run copy of those bytes is the ceiling).
 """
 
 from __future__ import annotations
@@ -23,20 +24,22 @@ def _pick(table: dict, names):
         yield name, table[name]
 
 
-def _case(name, shape, dtype, nbytes, ours, eager, eq=None):
+def _case(name, shape, dtype, nbytes, ours, eager, eq=None, unchecked=None):
     torch._dynamo.reset()
     compiled = torch.compile(eager, dynamic=False)
+    extra = {} if unchecked is None else {"sgl_diffusion(check_index=False)": unchecked}
 
     def check():
-        a, b = ours(), eager()
-        for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
-            if isinstance(x, torch.Tensor):
-                testing.assert_exact(x, y)
-            elif x != y:
-                raise AssertionError(f"{name}: {x!r} != {y!r}")
+        b = eager()
+        for a in (ours(), *(f() for f in extra.values())):
+            for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+                if isinstance(x, torch.Tensor):
+                    testing.assert_exact(x, y)
+                elif x != y:
+                    raise AssertionError(f"{name}: {x!r} != {y!r}")
 
     return bench.BenchCase(name=name, shape=shape, dtype=str(dtype).removeprefix("torch."), bytes=nbytes,
-                           providers={"sgl_diffusion": ours, "eager": eager, "torch.compile": compiled},
+                           providers={"sgl_diffusion": ours, **extra, "eager": eager, "torch.compile": compiled},
                            check=check)
 
 
@@ -125,12 +128,14 @@ def _varlen(op, device, dtype, names):
             q, k, v = (_rand((B, S, H, Dh), device, dtype, seed) for seed in range(3))
             nbytes = 2 * 3 * idx.numel() * H * Dh * q.element_size() + 8 * idx.numel()
             yield _case(name, shape, dtype, nbytes, lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv(q, k, v, idx),
-                        lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv_reference(q, k, v, idx))
+                        lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv_reference(q, k, v, idx),
+                        unchecked=lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv(q, k, v, idx, check_index=False))
         else:
             o = _rand((idx.numel(), H, Dh), device, dtype)
             nbytes = bench.tensor_bytes(o) + B * S * H * Dh * o.element_size() + 8 * inv.numel()
             yield _case(name, shape, dtype, nbytes, lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter(o, inv, B, S),
-                        lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter_reference(o, inv, B, S))
+                        lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter_reference(o, inv, B, S),
+                        unchecked=lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter(o, inv, B, S, check_index=False))
 
 
 def build_varlen_meta_cases(device, dtype=torch.bfloat16, names=None):

@@ -19,7 +19,8 @@ _TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))
 
 # op -> (module family, summary, notes of the triton backend)
 _PERMUTE = "strided permutation copy: one program per destination row, a [BM, BN] tile of 16-byte accesses"
-_GATHER = "row gather: the index read once per program, padding rows zero-filled in the same pass"
+_GATHER = ("row gather: the index read once per program, padding rows zero-filled (out-of-range rows of an "
+           "unchecked call NaN-filled) in the same pass")
 OPS: dict[str, tuple[str, str, str]] = {
     "ulysses_pack_qkv": ("ulysses", "q, k, v [B, S, H, Dh] -> one [W, B*S, H/W, 3*Dh] send buffer", _PERMUTE),
     "ulysses_unpack_qkv": ("ulysses", "received [W, B*Sl, Hl, 3*Dh] -> q, k, v [B, W*Sl, Hl, Dh]", _PERMUTE),

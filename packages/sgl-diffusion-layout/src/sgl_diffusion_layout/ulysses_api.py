@@ -26,10 +26,11 @@ import torch
 from sgl_diffusion_core import is_compiling, resolve_target
 
 from ._geometry import PermuteGeom, contiguous_strides
-from ._plumbing import Plans, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
+from ._plumbing import LayoutOp, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
 
-OPS = ("ulysses_pack_qkv", "ulysses_unpack_qkv", "ulysses_pack_out", "ulysses_unpack_out",
-       "usp_merge_heads", "usp_split_heads")
+# op -> number of tensor arguments (they come first; the rest are ints)
+OPS = {"ulysses_pack_qkv": 3, "ulysses_unpack_qkv": 1, "ulysses_pack_out": 1, "ulysses_unpack_out": 1,
+       "usp_merge_heads": 1, "usp_split_heads": 1}
 
 
 def _world(world_size, n, what, problems, unit="heads"):
@@ -64,8 +65,7 @@ def describe_ulysses_pack_qkv(q, k, v, world_size):
     src = [(hl * t.stride(2), t.stride(0), t.stride(1), t.stride(2)) for t in (q, k, v)]
     dst = [(d[0], S * d[1], d[1], d[2])] * 3
     desc.last_dim = Dh
-    desc.info = {"geom": (PermuteGeom(W, B, S, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
-                 "empty": q.numel() == 0}
+    desc.info = {"geom": (PermuteGeom(W, B, S, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape}
     return desc
 
 
@@ -91,8 +91,7 @@ def describe_ulysses_unpack_qkv(buf, world_size, batch=1):
     src = [(sl * b1, b0, b1, b2)] * 3
     dst = [(d[0], sl * d[1], d[1], d[2])] * 3
     desc.last_dim = Dh
-    desc.info = {"geom": (PermuteGeom(batch, W, sl, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": (shape,) * 3,
-                 "empty": buf.numel() == 0}
+    desc.info = {"geom": (PermuteGeom(batch, W, sl, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": (shape,) * 3}
     return desc
 
 
@@ -112,8 +111,7 @@ def describe_ulysses_pack_out(o, world_size):
     src = [(sl * sS, sB, sS, sH)]
     dst = [(d[0], sl * d[1], d[1], d[2])]
     desc.last_dim = Dh
-    desc.info = {"geom": (PermuteGeom(W, B, sl, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
-                 "empty": o.numel() == 0}
+    desc.info = {"geom": (PermuteGeom(W, B, sl, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape}
     return desc
 
 
@@ -137,8 +135,7 @@ def describe_ulysses_unpack_out(buf, world_size, batch=1):
     src = [(sl * b1, b1, b0, b2)]
     dst = [(d[0], d[1], hl * d[2], d[2])]
     desc.last_dim = Dh
-    desc.info = {"geom": (PermuteGeom(batch, sl, W, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
-                 "empty": buf.numel() == 0}
+    desc.info = {"geom": (PermuteGeom(batch, sl, W, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape}
     return desc
 
 
@@ -156,8 +153,7 @@ def describe_usp_merge_heads(x):
     src = [(x.stride(2), x.stride(1), x.stride(0), x.stride(3))]
     dst = [(d[0], d[1], d[2], d[3])]
     desc.last_dim = Dh
-    desc.info = {"geom": (PermuteGeom(B, sl, W, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
-                 "empty": x.numel() == 0}
+    desc.info = {"geom": (PermuteGeom(B, sl, W, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape}
     return desc
 
 
@@ -176,36 +172,35 @@ def describe_usp_split_heads(y, world_size):
     src = [(hl * y.stride(2), y.stride(1), y.stride(0), y.stride(2))]
     dst = [(d[0], d[1], d[2], d[3])]
     desc.last_dim = Dh
-    desc.info = {"geom": (PermuteGeom(W, sl, B, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape,
-                 "empty": y.numel() == 0}
+    desc.info = {"geom": (PermuteGeom(W, sl, B, hl, Dh, tuple(src), tuple(dst)), shape), "shapes": shape}
     return desc
 
 
-_plans = {name: Plans(f"layout.{name}", globals()[f"describe_{name}"]) for name in OPS}
+_dispatch = {name: LayoutOp(name, globals()[f"describe_{name}"], n) for name, n in OPS.items()}
 
 _ops = {
     "ulysses_pack_qkv": register_layout_op(
-        "ulysses_pack_qkv", _plans["ulysses_pack_qkv"],
-        "(Tensor q, Tensor k, Tensor v, int world_size, str? backend) -> Tensor", 4),
+        "ulysses_pack_qkv", _dispatch["ulysses_pack_qkv"],
+        "(Tensor q, Tensor k, Tensor v, int world_size, str? backend) -> Tensor"),
     "ulysses_unpack_qkv": register_layout_op(
-        "ulysses_unpack_qkv", _plans["ulysses_unpack_qkv"],
-        "(Tensor buf, int world_size, int batch, str? backend) -> (Tensor, Tensor, Tensor)", 3),
+        "ulysses_unpack_qkv", _dispatch["ulysses_unpack_qkv"],
+        "(Tensor buf, int world_size, int batch, str? backend) -> (Tensor, Tensor, Tensor)"),
     "ulysses_pack_out": register_layout_op(
-        "ulysses_pack_out", _plans["ulysses_pack_out"], "(Tensor o, int world_size, str? backend) -> Tensor", 2),
+        "ulysses_pack_out", _dispatch["ulysses_pack_out"], "(Tensor o, int world_size, str? backend) -> Tensor"),
     "ulysses_unpack_out": register_layout_op(
-        "ulysses_unpack_out", _plans["ulysses_unpack_out"],
-        "(Tensor buf, int world_size, int batch, str? backend) -> Tensor", 3),
+        "ulysses_unpack_out", _dispatch["ulysses_unpack_out"],
+        "(Tensor buf, int world_size, int batch, str? backend) -> Tensor"),
     "usp_merge_heads": register_layout_op(
-        "usp_merge_heads", _plans["usp_merge_heads"], "(Tensor x, str? backend) -> Tensor", 1),
+        "usp_merge_heads", _dispatch["usp_merge_heads"], "(Tensor x, str? backend) -> Tensor"),
     "usp_split_heads": register_layout_op(
-        "usp_split_heads", _plans["usp_split_heads"], "(Tensor y, int world_size, str? backend) -> Tensor", 2),
+        "usp_split_heads", _dispatch["usp_split_heads"], "(Tensor y, int world_size, str? backend) -> Tensor"),
 }
 
 
 def _call(name, args, backend):
     if is_compiling():
         return _ops[name](*args, backend)
-    return _plans[name](args, backend)
+    return _dispatch[name](args, backend)
 
 
 def ulysses_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, world_size: int, *,
@@ -272,7 +267,7 @@ def usp_split_heads(y: torch.Tensor, world_size: int, *, backend: str | None = N
 
 
 def _can(name, args, backend):
-    return _plans[name].can_use(args, backend)
+    return _dispatch[name].can_use(args, backend)
 
 
 def can_use_ulysses_pack_qkv(q, k, v, world_size, *, backend=None) -> bool:

@@ -10,7 +10,7 @@ from ._plumbing import backend_from_prepare
 from .copy_triton import copy_aot_variants, permute_launches
 
 
-def _prep_pack_qkv(geom, q, k, v, world_size):
+def _prep_pack_qkv(geom, q, k, v):
     g, (W, R, hl, D3) = geom
     launch = permute_launches(g, q.device, q.dtype)
     Dh = D3 // 3
@@ -24,7 +24,7 @@ def _prep_pack_qkv(geom, q, k, v, world_size):
     return run
 
 
-def _prep_unpack_qkv(geom, buf, world_size, batch=1):
+def _prep_unpack_qkv(geom, buf):
     g, shape = geom
     launch = permute_launches(g, buf.device, buf.dtype)
     Dh = shape[-1]
@@ -38,7 +38,7 @@ def _prep_unpack_qkv(geom, buf, world_size, batch=1):
     return run
 
 
-def _prep_single(geom, x, *scalars):
+def _prep_single(geom, x):
     g, shape = geom
     launch = permute_launches(g, x.device, x.dtype)
     dtype, device = x.dtype, x.device
@@ -51,12 +51,12 @@ def _prep_single(geom, x, *scalars):
     return run
 
 
-ulysses_pack_qkv = backend_from_prepare(_prep_pack_qkv)
-ulysses_unpack_qkv = backend_from_prepare(_prep_unpack_qkv)
-ulysses_pack_out = backend_from_prepare(_prep_single)
-ulysses_unpack_out = backend_from_prepare(_prep_single)
-usp_merge_heads = backend_from_prepare(_prep_single)
-usp_split_heads = backend_from_prepare(_prep_single)
+ulysses_pack_qkv = backend_from_prepare(_prep_pack_qkv, 3)
+ulysses_unpack_qkv = backend_from_prepare(_prep_unpack_qkv, 1)
+ulysses_pack_out = backend_from_prepare(_prep_single, 1)
+ulysses_unpack_out = backend_from_prepare(_prep_single, 1)
+usp_merge_heads = backend_from_prepare(_prep_single, 1)
+usp_split_heads = backend_from_prepare(_prep_single, 1)
 
 
 _HEADS_SPLIT = {"wan-w1": (40, 128), "wan-w8": (5, 128), "hunyuan-w4": (6, 128)}

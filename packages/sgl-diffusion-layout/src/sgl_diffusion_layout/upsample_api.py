@@ -11,7 +11,7 @@ import torch
 
 from sgl_diffusion_core import is_compiling, resolve_target
 
-from ._plumbing import Plans, new_desc
+from ._plumbing import LayoutOp, new_desc
 
 MODES = ("nearest", "nearest-exact")
 
@@ -111,22 +111,21 @@ def describe_nearest_upsample(x, scale_factor, mode="nearest"):
     # only the torch backend (eager itself) can serve
     desc.layouts = (tag,) if exact_index else (tag, "float-index-differs")
     desc.last_dim = x.shape[-1]
-    desc.info = {"geom": (shape, fmt, sizes, strides, factors), "shapes": shape, "empty": False}
+    desc.info = {"geom": (shape, fmt, sizes, strides, factors), "shapes": shape}
     return desc
 
 
-_plans = Plans("layout.nearest_upsample", describe_nearest_upsample)
-
+_dispatch = LayoutOp("nearest_upsample", describe_nearest_upsample, 1)
 
 
 def _impl(x, scale_factor, mode, backend):
     sf = scale_factor[0] if len(scale_factor) == 1 else tuple(scale_factor)
-    return _plans((x, sf, mode), backend)
+    return _dispatch((x, sf, mode), backend)
 
 
 def _fake(x, scale_factor, mode, backend):
     sf = scale_factor[0] if len(scale_factor) == 1 else tuple(scale_factor)
-    desc = _plans.validate(x, sf, mode)
+    desc = _dispatch.checked((x, sf, mode))
     return torch.empty(desc.info["shapes"], dtype=x.dtype, device=x.device, memory_format=desc.info["geom"][1])
 
 
@@ -157,12 +156,12 @@ def nearest_upsample(x: torch.Tensor, scale_factor, *, mode: str = "nearest",
     if is_compiling():
         sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor]
         return _op(x, [float(f) for f in sf], mode, backend)
-    return _plans((x, scale_factor, mode), backend)
+    return _dispatch((x, scale_factor, mode), backend)
 
 
 def can_use_nearest_upsample(x, scale_factor, *, mode="nearest", backend=None) -> bool:
     """Whether ``nearest_upsample`` can serve these arguments (never raises, never allocates)."""
-    return _plans.can_use((x, scale_factor, mode), backend)
+    return _dispatch.can_use((x, scale_factor, mode), backend)
 
 
 def nearest_upsample_reference(x, scale_factor, *, mode="nearest"):

@@ -50,7 +50,7 @@ def _upsample_kernel(
         tl.store(out_row + a[:, None] * N + n[None, :], v, mask=mask)
 
 
-def _prep(geom, x, scale_factor, mode="nearest"):
+def _prep(geom, x):
     shape, fmt, sizes, strides, factors = geom
     R0, R1, R2, A, N = sizes
     plat = tensor_platform(x.device)
@@ -76,7 +76,7 @@ def _prep(geom, x, scale_factor, mode="nearest"):
 
 
 def nearest_upsample(x, scale_factor, mode="nearest", *, geom):
-    return _prep(geom, x, scale_factor, mode)(x, scale_factor, mode)
+    return _prep(geom, x)(x, scale_factor, mode)
 
 
 nearest_upsample.prepare = _prep

@@ -1,15 +1,33 @@
 """Varlen attention layouts: padding mask -> packed-token metadata, q/k/v packing, and the
 scatter of the packed attention output back to ``[B, S, H, Dh]``. Contract ``exact``
-(``torch.equal`` to the eager chains in ``varlen_torch``). Public entry points."""
+(``torch.equal`` to the eager chains in ``varlen_torch``). Public entry points.
+
+Index values, the one data-dependent input problem, follow the indexed modulation ops:
+eager calls check them once (``check_index_range``: one ``aminmax``, one host sync) and
+raise ``IndexOutOfRangeError`` before any kernel runs, on every backend;
+``check_index=False``, ``torch.compile`` and CUDA graph capture skip the check, and there
+every backend writes NaN where an out-of-range index points (never a silent zero row,
+never an out-of-bounds read).
+"""
 
 from __future__ import annotations
 
 import torch
 
-from sgl_diffusion_core import InputDesc, device_arch, is_compiling, resolve_target, tensor_platform
+from sgl_diffusion_core import (
+    InputDesc,
+    check_index_range,
+    device_arch,
+    is_compiling,
+    resolve_target,
+    tensor_platform,
+)
 
 from ._geometry import GatherGeom, contiguous_strides
-from ._plumbing import Plans, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
+from ._plumbing import LayoutOp, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
+
+OP_PACK = "layout.varlen_pack_qkv"
+OP_SCATTER = "layout.varlen_scatter"
 
 
 def describe_build_varlen_meta(mask):
@@ -27,7 +45,7 @@ def describe_build_varlen_meta(mask):
     if problems:
         return desc
     B, S = mask.shape
-    desc.info = {"geom": (B, S), "empty": mask.numel() == 0}
+    desc.info = {"geom": (B, S)}
     return desc
 
 
@@ -47,11 +65,15 @@ def describe_varlen_pack_qkv(q, k, v, indices):
     if problems:
         return desc
     B, S, H, Dh = q.shape
+    nnz = indices.shape[0]
+    if isinstance(nnz, int) and isinstance(B * S, int) and nnz and not B * S:  # (no guard when traced)
+        problems.append(f"indices has {nnz} entries, but q, k, v have no tokens (B*S = 0): no index can pick one")
+        return desc
     d = contiguous_strides((1, H, Dh))
     src = tuple((t.stride(0), t.stride(1), t.stride(2)) for t in (q, k, v))
-    g = GatherGeom(indices.shape[0], B * S, S, H, Dh, src, ((d[0], d[1]),) * 3)
+    g = GatherGeom(nnz, B * S, S, H, Dh, src, ((d[0], d[1]),) * 3, lo=0)
     desc.last_dim = Dh
-    desc.info = {"geom": (g, (H, Dh)), "shapes": ((indices.shape[0], H, Dh),) * 3, "empty": False}
+    desc.info = {"geom": (g, (H, Dh)), "shapes": ((nnz, H, Dh),) * 3}
     return desc
 
 
@@ -86,24 +108,33 @@ def describe_varlen_scatter(out, inverse_or_indices, batch, seqlen):
         return desc
     shape = (batch, seqlen, H, Dh)
     d = contiguous_strides(shape)
-    # R2 = n: row i of out is (i // n, i % n) = (0, i) (the launcher uses max(n, 1))
-    g = GatherGeom(rows, n, n, H, Dh, ((0, out.stride(0), out.stride(1)),), ((d[1], d[2]),))
+    # R2 = n: row i of out is (i // n, i % n) = (0, i) (the launcher uses max(n, 1)); -1 = padding
+    g = GatherGeom(rows, n, n, H, Dh, ((0, out.stride(0), out.stride(1)),), ((d[1], d[2]),), lo=-1)
     desc.last_dim = Dh
-    desc.info = {"geom": (g, shape, from_indices), "shapes": shape, "empty": False}
+    desc.info = {"geom": (g, shape, from_indices), "shapes": shape}
     return desc
 
 
-_plans = {name: Plans(f"layout.{name}", globals()[f"describe_{name}"])
-          for name in ("build_varlen_meta", "varlen_pack_qkv", "varlen_scatter")}
+_dispatch = {name: LayoutOp(name, globals()[f"describe_{name}"], n)
+             for name, n in (("build_varlen_meta", 1), ("varlen_pack_qkv", 4), ("varlen_scatter", 2))}
+
+
+def _check_scatter_index(out, idx, rows):
+    if idx.shape[0] == rows:  # read as the inverse map (see varlen_scatter)
+        check_index_range(idx, -1, out.shape[0], OP_SCATTER, name="inverse_or_indices (the inverse map)",
+                          bound="nnz", meaning="rows of out; -1 = padding")
+    else:
+        check_index_range(idx, 0, rows, OP_SCATTER, name="inverse_or_indices (the valid-token indices)",
+                          bound="batch*seqlen", meaning="tokens of the result")
 
 
 def _meta_impl(mask, backend):
-    idx, cu, mx, inv = _plans["build_varlen_meta"]((mask,), backend)
+    idx, cu, mx, inv = _dispatch["build_varlen_meta"]((mask,), backend)
     return idx, cu, torch.tensor(mx, dtype=torch.int64), inv
 
 
 def _meta_fake(mask, backend):
-    _plans["build_varlen_meta"].validate(mask)
+    _dispatch["build_varlen_meta"].checked((mask,))
     B, S = mask.shape
     nnz = torch.library.get_ctx().new_dynamic_size()
     return (mask.new_empty(nnz, dtype=torch.int64), mask.new_empty(B + 1, dtype=torch.int32),
@@ -120,11 +151,11 @@ def _register_meta():
 _ops = {
     "build_varlen_meta": _register_meta(),
     "varlen_pack_qkv": register_layout_op(
-        "varlen_pack_qkv", _plans["varlen_pack_qkv"],
-        "(Tensor q, Tensor k, Tensor v, Tensor indices, str? backend) -> (Tensor, Tensor, Tensor)", 4),
+        "varlen_pack_qkv", _dispatch["varlen_pack_qkv"],
+        "(Tensor q, Tensor k, Tensor v, Tensor indices, str? backend) -> (Tensor, Tensor, Tensor)"),
     "varlen_scatter": register_layout_op(
-        "varlen_scatter", _plans["varlen_scatter"],
-        "(Tensor out, Tensor inverse_or_indices, int batch, int seqlen, str? backend) -> Tensor", 4),
+        "varlen_scatter", _dispatch["varlen_scatter"],
+        "(Tensor out, Tensor inverse_or_indices, int batch, int seqlen, str? backend) -> Tensor"),
 }
 
 
@@ -146,28 +177,38 @@ def build_varlen_meta(mask: torch.Tensor, *, backend: str | None = None):
     if is_compiling():
         idx, cu, mx, inv = _ops["build_varlen_meta"](mask, backend)
         return idx, cu, mx.item(), inv
-    return _plans["build_varlen_meta"]((mask,), backend)
+    return _dispatch["build_varlen_meta"]((mask,), backend)
 
 
 def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: torch.Tensor, *,
+                    check_index: bool = True,
                     backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``t.reshape(B*S, H, Dh).index_select(0, indices)`` for t in q, k, v.
 
     q, k, v: ``[B, S, H, Dh]``, one shape and dtype, last dim contiguous; other strides are
         read as they are (a permuted ``[B, H, S, Dh]`` tensor passed as ``.transpose(1, 2)``
         costs no copy).
-    indices: int64 ``[nnz]`` from ``build_varlen_meta``, contiguous. An index outside
-        ``[0, B*S)`` yields a zero row on the ``triton`` backend (never an out-of-bounds read),
-        where ``index_select`` (the ``torch`` backend) raises.
+    indices: int64 ``[nnz]`` from ``build_varlen_meta``, contiguous; values in ``[0, B*S)``
+        (negative values are rejected, not wrapped).
+    check_index: eager calls check ``indices`` with one device reduction (one host sync) and
+        raise ``IndexOutOfRangeError`` (an ``UnsupportedInputError`` and an ``IndexError``)
+        naming the range found, on every backend. ``False`` skips the check; so do
+        ``torch.compile`` and CUDA graph capture. Unchecked, an out-of-range index reads
+        nothing and its row of each result is NaN (never out of bounds, never a zero row).
+    backend: ``None`` (best for the inputs), ``"triton"`` or ``"torch"``.
     Returns three new contiguous ``[nnz, H, Dh]`` tensors. Contract ``exact``.
     """
     if is_compiling():
         return _ops["varlen_pack_qkv"](q, k, v, indices, backend)
-    return _plans["varlen_pack_qkv"]((q, k, v, indices), backend)
+    plan = _dispatch["varlen_pack_qkv"].plan((q, k, v, indices), backend)
+    if check_index:
+        check_index_range(indices, 0, q.shape[0] * q.shape[1], OP_PACK, name="indices", bound="B*S",
+                          meaning="tokens of q, k, v")
+    return plan(q, k, v, indices)
 
 
 def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: int, seqlen: int, *,
-                   backend: str | None = None) -> torch.Tensor:
+                   check_index: bool = True, backend: str | None = None) -> torch.Tensor:
     """The packed attention output back to ``[batch, seqlen, H, Dh]``, zeros at padding.
 
     out: ``[nnz, H, Dh]``, last dim contiguous, any row/head strides.
@@ -176,29 +217,37 @@ def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: i
         ``indices`` (``nnz`` entries; the inverse map is built first). A tensor with
         ``batch*seqlen`` entries is always read as the inverse map (for a full mask the two
         are the same tensor). Under ``torch.compile`` pass the inverse map (its size is
-        static; the indices' size is data dependent).
+        static; the indices' size is data dependent). Values: the inverse map in
+        ``[-1, nnz)``, the indices in ``[0, batch*seqlen)``.
+    check_index: as in :func:`varlen_pack_qkv`. Unchecked, an inverse-map entry out of range
+        gives a NaN row; an out-of-range index (which names no row of the result) makes the
+        whole result NaN.
+    backend: ``None`` (best for the inputs), ``"triton"`` or ``"torch"``.
     Eager chain: ``torch.zeros(B*S, H, Dh).index_copy_(0, indices, out).view(B, S, H, Dh)``
     (for the inverse map: rows ``p`` with ``inverse[p] >= 0`` get ``out[inverse[p]]``).
     Returns a new contiguous tensor. Contract ``exact``.
     """
     if is_compiling():
         return _ops["varlen_scatter"](out, inverse_or_indices, batch, seqlen, backend)
-    return _plans["varlen_scatter"]((out, inverse_or_indices, batch, seqlen), backend)
+    plan = _dispatch["varlen_scatter"].plan((out, inverse_or_indices, batch, seqlen), backend)
+    if check_index:
+        _check_scatter_index(out, inverse_or_indices, batch * seqlen)
+    return plan(out, inverse_or_indices, batch, seqlen)
 
 
 def can_use_build_varlen_meta(mask, *, backend=None) -> bool:
     """Whether ``build_varlen_meta`` can serve this mask (never raises, never allocates)."""
-    return _plans["build_varlen_meta"].can_use((mask,), backend)
+    return _dispatch["build_varlen_meta"].can_use((mask,), backend)
 
 
 def can_use_varlen_pack_qkv(q, k, v, indices, *, backend=None) -> bool:
     """Whether ``varlen_pack_qkv`` can serve these arguments (never raises, never allocates)."""
-    return _plans["varlen_pack_qkv"].can_use((q, k, v, indices), backend)
+    return _dispatch["varlen_pack_qkv"].can_use((q, k, v, indices), backend)
 
 
 def can_use_varlen_scatter(out, inverse_or_indices, batch, seqlen, *, backend=None) -> bool:
     """Whether ``varlen_scatter`` can serve these arguments (never raises, never allocates)."""
-    return _plans["varlen_scatter"].can_use((out, inverse_or_indices, batch, seqlen), backend)
+    return _dispatch["varlen_scatter"].can_use((out, inverse_or_indices, batch, seqlen), backend)
 
 
 def build_varlen_meta_reference(mask):
@@ -207,10 +256,11 @@ def build_varlen_meta_reference(mask):
 
 
 def varlen_pack_qkv_reference(q, k, v, indices):
-    """The eager chain itself (the ``torch`` backend)."""
-    return resolve_target("sgl_diffusion_layout.varlen_torch:varlen_pack_qkv")(q, k, v, indices)
+    """The eager chain itself, unguarded (raises on a bad index on CPU)."""
+    return resolve_target("sgl_diffusion_layout.varlen_torch:varlen_pack_qkv")(q, k, v, indices, guard=False)
 
 
 def varlen_scatter_reference(out, inverse_or_indices, batch, seqlen):
-    """The eager chain itself (the ``torch`` backend)."""
-    return resolve_target("sgl_diffusion_layout.varlen_torch:varlen_scatter")(out, inverse_or_indices, batch, seqlen)
+    """The eager chain itself, unguarded (raises on a bad index on CPU)."""
+    fn = resolve_target("sgl_diffusion_layout.varlen_torch:varlen_scatter")
+    return fn(out, inverse_or_indices, batch, seqlen, guard=False)

@@ -1,8 +1,17 @@
-"""The eager chains of the varlen layout ops (the definition of their exact contract); also the CPU backend."""
+"""The eager chains of the varlen layout ops (the definition of their exact contract); also the CPU backend.
+
+``guard=True`` (the registered backend) serves unchecked calls (``check_index=False``,
+``torch.compile``, CUDA graph capture) as the Triton backend does: an out-of-range index
+reads nothing and gives NaN rows, no host sync. ``guard=False`` is the bare chain (the
+``*_reference`` functions; eager indexing raises on a bad index on CPU). With valid
+indices both give the same bits.
+"""
 
 from __future__ import annotations
 
 import torch
+
+_NAN = float("nan")
 
 
 def build_varlen_meta(mask: torch.Tensor, *, geom: object = None):
@@ -18,19 +27,50 @@ def build_varlen_meta(mask: torch.Tensor, *, geom: object = None):
 
 
 def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: torch.Tensor,
-                    *, geom: object = None):
+                    *, geom: object = None, guard: bool = True):
     B, S, H, Dh = q.shape
-    return tuple(t.reshape(B * S, H, Dh).index_select(0, indices) for t in (q, k, v))
+    ok = None
+    if guard:  # an index outside [0, B*S) reads row 0 and its rows become NaN
+        ok = (indices >= 0) & (indices < B * S)
+        indices = torch.where(ok, indices, 0)
+    outs = tuple(t.reshape(B * S, H, Dh).index_select(0, indices) for t in (q, k, v))
+    if ok is not None:
+        for o in outs:
+            o.masked_fill_(~ok[:, None, None], _NAN)
+    return outs
+
+
+def inverse_map(indices: torch.Tensor, rows: int) -> torch.Tensor:
+    """``inverse[indices[r]] = r``, ``-1`` elsewhere (``rows`` entries, int64), with no host sync.
+
+    An index outside ``[0, rows)`` lands nowhere; the token it names has no row of the result
+    that could show it, so every entry becomes ``-2`` (out of range for the scatter: every
+    row NaN) instead of the token being dropped silently.
+    """
+    ok = (indices >= 0) & (indices < rows)
+    inv = torch.full((rows + 1,), -1, dtype=torch.int64, device=indices.device)  # entry `rows`: a sink
+    inv[torch.where(ok, indices, rows)] = torch.arange(indices.shape[0], dtype=torch.int64, device=indices.device)
+    return torch.where(ok.all(), inv[:rows], -2)
 
 
 def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: int, seqlen: int,
-                   *, geom: object = None) -> torch.Tensor:
+                   *, geom: object = None, guard: bool = True) -> torch.Tensor:
     n, H, Dh = out.shape
     idx = inverse_or_indices
-    res = torch.zeros(batch * seqlen, H, Dh, dtype=out.dtype, device=out.device)
-    if idx.numel() == batch * seqlen:  # the inverse map: res[p] = out[idx[p]] where idx[p] >= 0
-        dest = torch.nonzero(idx >= 0, as_tuple=False).flatten()
-        res.index_copy_(0, dest, out.index_select(0, idx.index_select(0, dest)))
-    else:  # the indices of the valid tokens: res[idx[r]] = out[r]
-        res.index_copy_(0, idx, out)
+    rows = batch * seqlen
+    res = torch.zeros(rows, H, Dh, dtype=out.dtype, device=out.device)
+    if idx.numel() != rows:  # the indices of the valid tokens: res[idx[r]] = out[r]
+        if not guard:
+            res.index_copy_(0, idx, out)
+            return res.view(batch, seqlen, H, Dh)
+        idx = inverse_map(idx, rows)
+    # the inverse map: res[p] = out[idx[p]] where idx[p] >= 0 (-1: padding)
+    ok = None
+    if guard:  # an entry outside [-1, n) reads nothing and its row becomes NaN
+        ok = (idx >= -1) & (idx < n)
+        idx = torch.where(ok, idx, -1)
+    dest = torch.nonzero(idx >= 0, as_tuple=False).flatten()
+    res.index_copy_(0, dest, out.index_select(0, idx.index_select(0, dest)))
+    if ok is not None:
+        res.masked_fill_(~ok[:, None, None], _NAN)
     return res.view(batch, seqlen, H, Dh)

@@ -4,7 +4,8 @@
 values), then one program per sample walks its mask in ``BLOCK`` chunks with a prefix sum
 (``tl.cumsum``), writing the flattened index of every valid token and the inverse map.
 ``varlen_pack_qkv`` / ``varlen_scatter``: the row gather of ``copy_triton`` (the index is
-read once per program; padding rows are written as zeros in the same pass).
+read once per program; padding rows are written as zeros in the same pass, and the rows of
+an out-of-range index, which only an unchecked call lets through, as NaN).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sgl_diffusion_core import PreparedLaunch
 
 from ._plumbing import backend_from_prepare
 from .copy_triton import copy_aot_variants, gather_launches
+from .varlen_torch import inverse_map
 
 _META_BLOCK = 1024
 
@@ -72,27 +74,25 @@ def _prep_pack(geom, q, k, v, indices):
     return run
 
 
-def _prep_scatter(geom, out, idx, batch, seqlen):
+def _prep_scatter(geom, out, idx):
     g, shape, from_indices = geom
     launch = gather_launches(g, out.device, out.dtype)
     dtype, device = out.dtype, out.device
-    n_rows = batch * seqlen
+    n_rows = g.rows  # batch * seqlen
 
     def run(out, idx, batch, seqlen):
         res = torch.empty(shape, dtype=dtype, device=device)
         if from_indices:  # build the inverse map (8 bytes per token) from the valid-token indices
-            inv = torch.full((n_rows,), -1, dtype=torch.int64, device=device)
-            inv[idx] = torch.arange(idx.shape[0], dtype=torch.int64, device=device)
-            idx = inv
+            idx = inverse_map(idx, n_rows)
         launch((out,), (res,), idx)
         return res
 
     return run
 
 
-build_varlen_meta = backend_from_prepare(_prep_meta)
-varlen_pack_qkv = backend_from_prepare(_prep_pack)
-varlen_scatter = backend_from_prepare(_prep_scatter)
+build_varlen_meta = backend_from_prepare(_prep_meta, 1)
+varlen_pack_qkv = backend_from_prepare(_prep_pack, 4)
+varlen_scatter = backend_from_prepare(_prep_scatter, 2)
 
 
 def aot_build_varlen_meta(platform: str = "cuda"):

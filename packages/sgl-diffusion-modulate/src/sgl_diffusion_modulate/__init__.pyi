@@ -1,6 +1,6 @@
 import torch
 
-from sgl_diffusion_core import UnsupportedInputError
+from sgl_diffusion_core import IndexOutOfRangeError as IndexOutOfRangeError
 
 from .__about__ import __version__ as __version__
 
@@ -40,8 +40,6 @@ def can_use_gated_residual(
 def gated_residual_reference(
     residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, inplace: bool = False
 ) -> torch.Tensor: ...
-
-class IndexOutOfRangeError(UnsupportedInputError, IndexError): ...
 
 def indexed_scale_shift(
     x: torch.Tensor,

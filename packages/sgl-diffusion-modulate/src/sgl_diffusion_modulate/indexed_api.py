@@ -27,7 +27,7 @@ from sgl_diffusion_core import (
     InputDesc,
     ModLayout,
     RowGeometry,
-    UnsupportedInputError,
+    check_index_range,
     describe_rows,
     is_compiling,
     register_custom_op,
@@ -35,6 +35,7 @@ from sgl_diffusion_core import (
     same_rows,
     select_impl,
 )
+from sgl_diffusion_core import IndexOutOfRangeError as IndexOutOfRangeError  # re-exported (an index outside [0, K))
 
 from . import gated_residual_api as _gr
 from . import scale_shift_api as _ss
@@ -43,11 +44,6 @@ from .specs import INDEXED_LAYOUTS
 OP_SCALE_SHIFT = "modulate.indexed_scale_shift"
 OP_GATED_RESIDUAL = "modulate.indexed_gated_residual"
 INDEX_DTYPES = (torch.int32, torch.int64)
-
-
-class IndexOutOfRangeError(UnsupportedInputError, IndexError):
-    """An ``index`` value outside ``[0, K)`` (an ``UnsupportedInputError``, so a ``ValueError``,
-    and an ``IndexError``)."""
 
 
 @dataclass(frozen=True)
@@ -175,21 +171,9 @@ def describe_indexed_gated_residual(
 
 
 def validate_index(index: torch.Tensor, K: int, op: str) -> None:
-    """Raise :class:`IndexOutOfRangeError` unless every index value lies in ``[0, K)``.
-
-    One device reduction and one host sync; skipped for an empty index and while the
-    current CUDA stream is capturing a graph (the kernels' NaN rows are the guard there).
-    """
-    if index.numel() == 0 or (index.is_cuda and torch.cuda.is_current_stream_capturing()):
-        return
-    lo, hi = torch.stack(torch.aminmax(index)).tolist()
-    if lo < 0 or hi >= K:
-        bad = ([f"min {lo} < 0"] if lo < 0 else []) + ([f"max {hi} >= K={K}"] if hi >= K else [])
-        raise IndexOutOfRangeError(
-            f"{op}: index values must lie in [0, {K}) (K = rows of the table); got values in [{lo}, {hi}] "
-            f"({', '.join(bad)})",
-            {},
-        )
+    """Raise :class:`IndexOutOfRangeError` unless every index value lies in ``[0, K)``
+    (one device reduction, one host sync; see ``sgl_diffusion_core.check_index_range``)."""
+    check_index_range(index, 0, K, op, name="index", bound="K", meaning="rows of the table")
 
 
 def _bind_ss(fn, geom):

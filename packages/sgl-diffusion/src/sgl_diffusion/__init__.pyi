@@ -35,6 +35,7 @@ from sgl_diffusion_core import Capabilities as Capabilities
 from sgl_diffusion_core import Contract as Contract
 from sgl_diffusion_core import Explanation as Explanation
 from sgl_diffusion_core import FusionFallbackWarning as FusionFallbackWarning
+from sgl_diffusion_core import IndexOutOfRangeError as IndexOutOfRangeError
 from sgl_diffusion_core import InputDesc as InputDesc
 from sgl_diffusion_core import KernelSpec as KernelSpec
 from sgl_diffusion_core import MachineInfo as MachineInfo
@@ -95,7 +96,6 @@ from sgl_diffusion_layout import varlen_pack_qkv as varlen_pack_qkv
 from sgl_diffusion_layout import varlen_pack_qkv_reference as varlen_pack_qkv_reference
 from sgl_diffusion_layout import varlen_scatter as varlen_scatter
 from sgl_diffusion_layout import varlen_scatter_reference as varlen_scatter_reference
-from sgl_diffusion_modulate import IndexOutOfRangeError as IndexOutOfRangeError
 from sgl_diffusion_modulate import can_use_gated_residual as can_use_gated_residual
 from sgl_diffusion_modulate import can_use_indexed_gated_residual as can_use_indexed_gated_residual
 from sgl_diffusion_modulate import can_use_indexed_scale_shift as can_use_indexed_scale_shift

@@ -41,6 +41,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
     "sgl-diffusion-core": (
         # errors
         "UnsupportedInputError",
+        "IndexOutOfRangeError",
         "MissingPackageError",
         "FusionFallbackWarning",
         # verification of fused paths
@@ -115,7 +116,6 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "indexed_gated_residual_",
         "can_use_indexed_gated_residual",
         "indexed_gated_residual_reference",
-        "IndexOutOfRangeError",
     ),
     "sgl-diffusion-rope": tuple(
         f"{prefix}{op}{suffix}"
