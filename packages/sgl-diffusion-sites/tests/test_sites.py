@@ -39,6 +39,7 @@ def test_exact_is_torch_equal_and_unmount_restores(name, kernel_backend):
     model, kw, _ = tiny_models.BUILDERS[name]()
     ref = _out(model, kw)
     tree, keys = _tree(model), list(model.state_dict())
+    procs = {n: m.processor for n, m in tree if hasattr(m, "processor")}
     report = sites.optimize(model, quality="exact", backend=kernel_backend)
     assert report.mounted, str(report)
     assert list(model.state_dict()) == keys  # mounted twins share the originals' state
@@ -59,6 +60,7 @@ def test_exact_is_torch_equal_and_unmount_restores(name, kernel_backend):
     after = _tree(model)
     assert [n for n, _ in after] == [n for n, _ in tree]
     assert all(a is b for (_, a), (_, b) in zip(after, tree))
+    assert all(model.get_submodule(n).processor is p for n, p in procs.items())  # the original processors
     assert torch.equal(_out(model, kw), ref)
     assert not sites.is_mounted(model) and not sites.unmount(model)
 
@@ -89,6 +91,97 @@ def test_flux_report_sites(kernel_backend):
     single = close.sites[[s.path for s in close.sites].index("single_transformer_blocks.0.attn")]
     assert single.mounted and "rope.qk_norm_rope" in single.ops
     assert all(s.contract == "close" and s.gate is None for s in close.mounted)
+    sites.unmount(model)
+
+
+# The attention processors of HunyuanVideo, Qwen-Image and SD3.5: path -> (exact-mode ops, close-mode ops);
+# a str is the start of the reason the processor stays eager in that mode
+PROCESSOR_SITES = {
+    "HunyuanVideoTransformer3DModel": {
+        "transformer_blocks.0.attn": (("rope.apply_rope_qk", "layout.joint_qkv_cat"),
+                                      ("rope.qk_norm_rope", "norm.qk_norm", "layout.joint_qkv_cat")),
+        "single_transformer_blocks.0.attn": (("rope.apply_rope_qk",), ("rope.qk_norm_rope", "norm.qk_norm")),
+    },
+    "QwenImageTransformer2DModel": {
+        "transformer_blocks.0.attn": (("layout.joint_qkv_cat",), ("rope.qk_norm_rope", "layout.joint_qkv_cat")),
+    },
+    "SD3Transformer2DModel": {
+        "transformer_blocks.0.attn": ("exact mode keeps it eager", ("norm.qk_norm", "layout.joint_qkv_cat")),
+        "transformer_blocks.0.attn2": ("exact mode keeps it eager", ("norm.qk_norm",)),  # dual attention
+        "transformer_blocks.1.attn": ("exact mode keeps it eager", ("norm.qk_norm", "layout.joint_qkv_cat")),
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(PROCESSOR_SITES))
+def test_processor_sites_report(name):
+    """Which attention processors each mode mounts (set with ``set_processor``), with which ops, and
+    why the others stay eager; nothing runs."""
+    model, _, _ = tiny_models.BUILDERS[name]()
+    originals = {n: m.processor for n, m in model.named_modules() if hasattr(m, "processor")}
+    for mode, quality in enumerate(("exact", "close")):
+        report = sites.optimize(model, quality=quality)
+        got = {s.path: s for s in report.sites if s.kind in ("qk_norm_rope", "qk_norm")}
+        assert set(got) == set(PROCESSOR_SITES[name]), str(report)
+        for path, want in PROCESSOR_SITES[name].items():
+            s, proc = got[path], model.get_submodule(path).processor
+            assert s.module == type(originals[path]).__name__
+            assert s.kind == ("qk_norm" if name == "SD3Transformer2DModel" else "qk_norm_rope")
+            if isinstance(want[mode], str):
+                assert not s.mounted and s.reason.startswith(want[mode]) and proc is originals[path], str(report)
+            else:
+                assert s.mounted and s.ops == want[mode] and s.contract == quality, str(report)
+                assert proc is not originals[path] and proc._sgl_original is originals[path]
+                assert s.gate_state() == ("pending" if quality == "exact" else "-")
+        sites.unmount(model)
+        assert all(model.get_submodule(n).processor is p for n, p in originals.items())
+
+
+# One forward per model on the CPU lane (the interpreter's time is per launch; Flux's 8-step loop
+# above covers the trajectory), at the threshold of the 8-step loop
+@pytest.mark.parametrize("name", list(PROCESSOR_SITES))
+def test_close_processor_sites_psnr(name, kernel_backend):
+    """Close mode with the new processor sites: every processor op runs its kernel (no eager chain),
+    the output moves (the close kernels change bits) and stays >= 40 dB from eager; unmount
+    restores the processors and eager's bits."""
+    model, kw, _ = tiny_models.BUILDERS[name]()
+    ref = _out(model, kw)
+    originals = {n: m.processor for n, m in model.named_modules() if hasattr(m, "processor")}
+    report = sites.optimize(model, quality="close", backend=kernel_backend)
+    out = _out(model, kw)
+    ops = {op for s in report.mounted if s.kind in ("qk_norm_rope", "qk_norm") for op in s.ops}
+    if kernel_backend is not None:
+        assert all(report.op_calls[op][0] > 0 and report.op_calls[op][1] == 0 for op in ops), report.op_calls
+        assert not torch.equal(out, ref)
+    db = psnr(out, ref)
+    print(f"{name}: PSNR {db:.1f} dB, one forward (close sites vs eager)")
+    assert db >= 40.0, f"{name}: PSNR {db:.1f} dB"
+    sites.unmount(model)
+    assert all(model.get_submodule(n).processor is p for n, p in originals.items())
+    assert torch.equal(_out(model, kw), ref)
+
+
+def test_failing_processor_site_falls_back_with_one_warning(kernel_backend):
+    """The gate of a processor site: a fused path one ulp off falls back to the original processor for
+    that signature (one warning naming the processor), the other sites stay verified."""
+    model, kw, _ = tiny_models.qwen_image()
+    ref = _out(model, kw)
+    report = sites.optimize(model, backend=kernel_backend)
+    proc = model.get_submodule("transformer_blocks.0.attn").processor
+
+    class OffByOneUlp(type(proc._sgl_k)):
+        def joint_qkv_cat(self, *args, **kw):
+            q, k, v = super().joint_qkv_cat(*args, **kw)
+            return torch.nextafter(q, torch.full_like(q, math.inf)), k, v
+
+    proc._sgl_k = OffByOneUlp(report.quality, kernel_backend)
+    with pytest.warns(FusionFallbackWarning, match=r"transformer_blocks\.0\.attn\.processor") as rec:
+        out = _out(model, kw)
+    assert len([w for w in rec if issubclass(w.category, FusionFallbackWarning)]) == 1
+    assert torch.equal(out, ref)
+    states = {s.path: s.gate_state() for s in report.mounted}
+    assert states.pop("transformer_blocks.0.attn") == "fallback"
+    assert set(states.values()) == {"verified"}
     sites.unmount(model)
 
 
@@ -212,6 +305,46 @@ def test_compile_after_mount_has_no_graph_break_and_runs_the_verified_ops(kernel
     assert code.count("sgl_diffusion.scale_shift") == n_modulate
     assert code.count("sgl_diffusion.gated_residual") == 5  # 4 in the double block, 1 in the single block
     assert code.count("sgl_diffusion.rope") == 2  # the rope custom op, once per attention processor
+    sites.unmount(model)
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("quality", ["exact", "close"])
+def test_compile_hunyuan_video_processors_in_place_rope(quality, kernel_backend):
+    """The HunyuanVideo processors rotate (and in close mode normalize) rows of q and k in place,
+    views of their own projections; dynamo captures each processor whole and the compiled result is
+    torch.equal to the mounted eager one. (The whole mounted HunyuanVideo does not compile yet: the
+    first double block's transposed residual reaches ``gated_residual``, whose fake implementation
+    rejects it.)"""
+    from torch._dynamo.backends.common import aot_autograd
+
+    model, kw, _ = tiny_models.hunyuan_video()
+    paths = ("transformer_blocks.0.attn", "single_transformer_blocks.0.attn")
+    calls = {}
+    hooks = [model.get_submodule(p).register_forward_pre_hook(
+        lambda m, args, kwargs, p=p: calls.setdefault(p, (args, kwargs)), with_kwargs=True) for p in paths]
+    sites.optimize(model, quality=quality, backend=kernel_backend)
+    _out(model, kw)  # records each processor's inputs; exact mode: verifies every signature
+    for h in hooks:
+        h.remove()
+    for path in paths:
+        attn = model.get_submodule(path)
+        args, kwargs = calls[path]
+        graphs = []
+
+        def record(gm, example_inputs, graphs=graphs):
+            graphs.append(gm.code)
+            return aot_autograd(fw_compiler=lambda g, _: g)(gm, example_inputs)
+
+        torch._dynamo.reset()
+        with torch.no_grad():
+            eager = attn(*args, **kwargs)
+            out = torch.compile(attn, backend=record, fullgraph=True)(*args, **kwargs)
+        assert len(graphs) == 1 and all(torch.equal(a, b) for a, b in zip(out, eager)), path
+        code = graphs[0]
+        assert code.count("sgl_diffusion.rope") == 1  # apply_rope_qk / qk_norm_rope: one op either way
+        assert code.count("sgl_diffusion.joint_qkv_cat") == (path == paths[0])
+        assert code.count("sgl_diffusion.qk_norm") == (quality == "close")  # the norm op (rope's is "rope")
     sites.unmount(model)
     torch._dynamo.reset()
 

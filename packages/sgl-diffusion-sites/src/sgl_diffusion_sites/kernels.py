@@ -6,9 +6,10 @@ forced backend cannot serve an input (``can_use_*`` is False) the method runs th
 chain instead (a site never raises where the unmounted model would not).
 
 Exact mode uses only ops whose contract is ``torch.equal`` to the chain: ``scale_shift`` and
-``gated_residual`` (bit-exact elementwise kernels) after the model's own norm module, and
-``apply_rope(exact=True)``. Close mode also fuses the norm into the modulation
-(``ln_modulate`` / ``rms_modulate``) and uses the close activation kernels.
+``gated_residual`` (bit-exact elementwise kernels) after the model's own norm module,
+``apply_rope(exact=True)`` (real tables) and ``joint_qkv_cat`` (data movement). Close mode also
+fuses the norm into the modulation (``ln_modulate``), the per-head QK-norm into the rotation
+(``qk_norm_rope``) or runs it alone (``qk_norm``), and uses the close activation kernels.
 """
 
 from __future__ import annotations
@@ -101,34 +102,133 @@ class Kernels:
         return gelu_tanh(x, backend=self.backend, exact=False)
 
     # ------------------------------------------------------------------ rope
-    def rope_qk(self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """diffusers' ``apply_rotary_emb(x, (cos, sin), sequence_dim=1)`` on q and k (``[B, S, H, D]``)
-        with pair-wise (interleaved) real tables: ``(x.float() * cos + rotate_pairs(x).float() * sin)
-        .to(x.dtype)``; exact mode: the bit-exact kernel."""
+    def rope_qk(self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None, *,
+                inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """diffusers' pair-wise rotation of q and k (``[B, S, H, D]``): with real tables (``cos``, ``sin``
+        ``[S, D]`` or ``[S, D/2]``) ``apply_rotary_emb(x, (cos, sin), sequence_dim=1)``, i.e.
+        ``(x.float() * cos + rotate_pairs(x).float() * sin).to(x.dtype)``; with a complex64 ``cos``
+        ``[S, D/2]`` (``sin=None``) Qwen-Image's ``view_as_real(view_as_complex(x.float()) * freqs)
+        .type_as(x)`` (close mode only: the exact kernel takes real tables). exact mode: the bit-exact
+        kernel. ``inplace``: q and k are overwritten (also by the eager chain) and returned."""
         from sgl_diffusion_rope import apply_rope_qk, can_use_apply_rope_qk
 
-        kw = {"interleaved": True, "exact": self.exact, "backend": self.backend_for("rope.apply_rope_qk")}
+        kw = {"interleaved": True, "inplace": inplace, "exact": self.exact,
+              "backend": self.backend_for("rope.apply_rope_qk")}
         if not self._count("rope.apply_rope_qk", is_compiling() or can_use_apply_rope_qk(q, k, cos, sin, **kw)):
-            return _rope_pairs_eager(q, cos, sin), _rope_pairs_eager(k, cos, sin)
+            qo, ko = _rope_pairs_eager(q, cos, sin), _rope_pairs_eager(k, cos, sin)
+            return (q.copy_(qo), k.copy_(ko)) if inplace else (qo, ko)
         return apply_rope_qk(q, k, cos, sin, **kw)
 
     def qk_norm_rope(self, q: torch.Tensor, k: torch.Tensor, norm_q: torch.nn.Module, norm_k: torch.nn.Module,
-                     cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                     cos: torch.Tensor, sin: torch.Tensor | None, *,
+                     inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """``rope(norm_q(q)), rope(norm_k(k))``: one fused close pass (RMS per head, then the rotation)
-        in close mode for RMS norms; the model's norms, then ``rope_qk``, otherwise."""
-        eps = getattr(norm_q, "eps", None)
-        fusable = (not self.exact and type(norm_q) is torch.nn.RMSNorm and type(norm_k) is torch.nn.RMSNorm
-                   and eps is not None and eps == norm_k.eps)
-        if fusable:
+        in close mode for two RMS norms (:func:`rms_pair`); the model's norms, then ``rope_qk``,
+        otherwise. ``inplace`` (honoured on the fused path, where the result keeps q's dtype): q and k
+        are overwritten and returned."""
+        pair = None if self.exact else rms_pair(norm_q, norm_k, q, k)
+        if pair is not None:
             from sgl_diffusion_rope import can_use_qk_norm_rope, qk_norm_rope
 
-            kw = {"norm": "rms", "eps": float(eps), "interleaved": True, "inplace": False, "exact": False,
+            eps, wq, wk = pair
+            kw = {"norm": "rms", "eps": eps, "interleaved": True, "inplace": inplace, "exact": False,
                   "backend": self.backend}
-            ok = is_compiling() or can_use_qk_norm_rope(q, k, norm_q.weight, norm_k.weight, cos, sin, **kw)
+            ok = is_compiling() or can_use_qk_norm_rope(q, k, wq, wk, cos, sin, **kw)
             if self._count("rope.qk_norm_rope", ok):
-                return qk_norm_rope(q, k, norm_q.weight, norm_k.weight, cos, sin, **kw)
-        return self.rope_qk(norm_q(q), norm_k(k), cos, sin)
+                return qk_norm_rope(q, k, wq, wk, cos, sin, **kw)
+            qo, ko = self.rope_qk(norm_q(q), norm_k(k), cos, sin, inplace=True)
+            return (q.copy_(qo), k.copy_(ko)) if inplace else (qo, ko)
+        return self.rope_qk(_apply(norm_q, q), _apply(norm_k, k), cos, sin)
+
+    def qk_norm(self, q: torch.Tensor, k: torch.Tensor, norm_q: torch.nn.Module | None,
+                norm_k: torch.nn.Module | None, *, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``norm_q(q), norm_k(k)`` per head of ``[B, S, H, D]`` (a None norm: unchanged): one close
+        ``qk_norm`` launch (fp32 statistics, one rounding) in close mode for two RMS norms
+        (:func:`rms_pair`), the model's modules otherwise (exact mode: no exact per-head norm kernel).
+        ``inplace`` (honoured on the fused path): q and k are overwritten and returned."""
+        pair = None if self.exact else rms_pair(norm_q, norm_k, q, k)
+        if pair is not None:
+            from sgl_diffusion_norm import can_use_qk_norm, qk_norm
+
+            eps, wq, wk = pair
+            kw = {"norm": "rms", "eps": eps, "inplace": inplace, "exact": False, "backend": self.backend}
+            if self._count("norm.qk_norm", is_compiling() or can_use_qk_norm(q, k, wq, wk, **kw)):
+                return qk_norm(q, k, wq, wk, **kw)
+            qo, ko = norm_q(q), norm_k(k)
+            return (q.copy_(qo), k.copy_(ko)) if inplace else (qo, ko)
+        return _apply(norm_q, q), _apply(norm_k, k)
+
+    def qk_norm_rope_rows(self, q: torch.Tensor, k: torch.Tensor, norm_q: torch.nn.Module | None,
+                          norm_k: torch.nn.Module | None, cos: torch.Tensor, sin: torch.Tensor | None,
+                          n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``norm_q(q)``, ``norm_k(k)`` over every token of ``[B, S, H, D]``, then RoPE of the first ``n``
+        tokens only (the image tokens of HunyuanVideo's joint sequence; ``n == S``: every token), as
+        whole tensors, with no concatenation: q and k must be the caller's own (fresh projections),
+        they may be overwritten.
+
+        close with two RMS norms: ``qk_norm_rope`` on the first n tokens and ``qk_norm`` on the rest,
+        both in place; otherwise the model's norms, then ``rope_qk`` in place on their first n tokens
+        (the eager chain's values: ``cat([rope(norm(x)[:, :n]), norm(x)[:, n:]])``).
+        """
+        if not self.exact and rms_pair(norm_q, norm_k, q, k) is not None:
+            self.qk_norm_rope(q[:, :n], k[:, :n], norm_q, norm_k, cos, sin, inplace=True)
+            if n < q.shape[1]:
+                self.qk_norm(q[:, n:], k[:, n:], norm_q, norm_k, inplace=True)
+            return q, k
+        q, k = _apply(norm_q, q), _apply(norm_k, k)
+        self.rope_qk(q[:, :n], k[:, :n], cos, sin, inplace=True)
+        return q, k
+
+    # ------------------------------------------------------------------ layout
+    def joint_qkv_cat(self, img_q: torch.Tensor, img_k: torch.Tensor, img_v: torch.Tensor, txt_q: torch.Tensor,
+                      txt_k: torch.Tensor, txt_v: torch.Tensor, *,
+                      text_first: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``torch.cat([txt_j, img_j], dim=1)`` (``text_first=False``: image first) for j in q, k, v
+        (``[B, S, H, D]``): one launch into one buffer, bit-exact (data movement); the three
+        results are contiguous views of it."""
+        from sgl_diffusion_layout import can_use_joint_qkv_cat, joint_qkv_cat
+
+        args = (img_q, img_k, img_v, txt_q, txt_k, txt_v)
+        kw = {"text_first": text_first, "backend": self.backend_for("layout.joint_qkv_cat")}
+        if not self._count("layout.joint_qkv_cat", is_compiling() or can_use_joint_qkv_cat(*args, **kw)):
+            pairs = ((txt_q, img_q), (txt_k, img_k), (txt_v, img_v))
+            q, k, v = (torch.cat(p if text_first else p[::-1], dim=1) for p in pairs)
+            return q, k, v
+        out = joint_qkv_cat(*args, **kw)
+        return out[0], out[1], out[2]
+
+
+def _apply(norm: torch.nn.Module | None, x: torch.Tensor) -> torch.Tensor:
+    return x if norm is None else norm(x)
+
+
+def _rms_params(norm: torch.nn.Module | None, x: torch.Tensor) -> tuple[float, torch.Tensor | None] | None:
+    """``(eps, weight)`` of an RMS norm over the last dim whose eager output keeps x's dtype (as the
+    fused kernels' does), else None: ``torch.nn.RMSNorm`` (returns x's dtype) or diffusers' ``RMSNorm``
+    without bias and with no weight or one of x's dtype (with an fp32 weight it returns fp32 for a
+    bf16 x)."""
+    if type(norm) is torch.nn.RMSNorm:
+        if norm.eps is None or len(norm.normalized_shape) != 1:
+            return None
+        return float(norm.eps), norm.weight
+    if norm is None or type(norm).__name__ != "RMSNorm" or type(norm).__module__ != "diffusers.models.normalization":
+        return None
+    weight = norm.weight
+    if getattr(norm, "bias", None) is not None or len(norm.dim) != 1:
+        return None
+    if weight is not None and weight.dtype != x.dtype:
+        return None
+    return float(norm.eps), weight
+
+
+def rms_pair(norm_q: torch.nn.Module | None, norm_k: torch.nn.Module | None, q: torch.Tensor,
+             k: torch.Tensor) -> tuple[float, torch.Tensor | None, torch.Tensor | None] | None:
+    """``(eps, weight_q, weight_k)`` when both norms are RMS norms (:func:`_rms_params`) with one eps
+    (the fused per-head kernels take one), else None."""
+    pq, pk = _rms_params(norm_q, q), _rms_params(norm_k, k)
+    if pq is None or pk is None or pq[0] != pk[0]:
+        return None
+    return pq[0], pq[1], pk[1]
 
 
 def norm_out_dtype(norm: torch.nn.Module, x: torch.Tensor) -> torch.dtype:
@@ -139,8 +239,13 @@ def norm_out_dtype(norm: torch.nn.Module, x: torch.Tensor) -> torch.dtype:
     return x.dtype
 
 
-def _rope_pairs_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """diffusers' real-table, pair-wise rotation (``use_real_unbind_dim=-1``), on ``[B, S, H, D]``."""
+def _rope_pairs_eager(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None) -> torch.Tensor:
+    """diffusers' pair-wise rotation on ``[B, S, H, D]``: real tables (``use_real_unbind_dim=-1``) or a
+    complex64 ``[S, D/2]`` freqs_cis (Qwen-Image's ``apply_rotary_emb_qwen(use_real=False)``)."""
+    if cos.is_complex():
+        x_c = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(x_c * cos.unsqueeze(1)).flatten(3).type_as(x)
+    assert sin is not None
     cos, sin = cos[None, :, None, :], sin[None, :, None, :]
     x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
     x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(3)

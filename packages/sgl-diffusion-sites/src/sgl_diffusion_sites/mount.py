@@ -191,33 +191,34 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
 _PROCESSORS: dict[str, type] = {
     "FluxAttnProcessor": W.MountedFluxAttnProcessor,
     "WanAttnProcessor": W.MountedWanAttnProcessor,
+    "HunyuanVideoAttnProcessor2_0": W.MountedHunyuanVideoAttnProcessor,
+    "QwenDoubleStreamAttnProcessor2_0": W.MountedQwenImageAttnProcessor,
+    "JointAttnProcessor2_0": W.MountedSD3AttnProcessor,
 }
 
 
 def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool,
                       mounts: list[_Mount]) -> None:
-    """Attention processors: RoPE (close mode: QK-norm + RoPE) fused in Flux's processor; others reported."""
+    """Attention processors with a QK-norm: each wrapper's ``plan`` says what it fuses there (RoPE, QK-norm
+    + RoPE, QK-norm, the joint text + image concatenation) or why the processor stays eager."""
     exact = kernels.exact
     for path, m in model.named_modules():
         proc = getattr(m, "processor", None)
         if proc is None or getattr(m, "norm_q", None) is None:
             continue
-        site = Site(path=path, kind="qk_norm_rope", module=type(proc).__name__, status="skipped",
-                    backend=report.backend)
-        report.sites.append(site)
         cls = _PROCESSORS.get(type(proc).__name__) if type(proc).__module__.startswith("diffusers.") else None
+        site = Site(path=path, kind=cls.kind if cls is not None else "qk_norm_rope", module=type(proc).__name__,
+                    status="skipped", backend=report.backend)
+        report.sites.append(site)
         if cls is None:
             site.reason = ("no processor site for this processor yet: its QK-norm (and RoPE and joint text + "
                            "image concat, where it has them) stay eager")
             continue
-        if cls is W.MountedWanAttnProcessor and getattr(m, "is_cross_attention", False):
-            site.reason = "cross-attention: no RoPE here; its QK-norm stays eager"
+        plan = cls.plan(m, exact)
+        if isinstance(plan, str):
+            site.reason = plan
             continue
-        if cls is W.MountedWanAttnProcessor and getattr(m, "add_k_proj", None) is not None:
-            site.reason = "image-conditioned (I2V) attention: no processor site for it yet; RoPE stays eager"
-            continue
-        fuse_norm = cls is W.MountedFluxAttnProcessor and not exact
-        site.ops = ("rope.qk_norm_rope", "rope.apply_rope_qk") if fuse_norm else ("rope.apply_rope_qk",)
+        site.ops = plan
         site.contract = "exact" if exact else "close"
         if exact and verify:
             site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{report.model}.{path}.processor")
