@@ -16,7 +16,16 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
-from .math_triton import ACTS, activate, grid_and_flags, launch_options, math_flags, program_tile, row_offsets
+from .math_triton import (
+    ACTS,
+    activate,
+    grid_and_flags,
+    launch_options,
+    math_flags,
+    program_tile,
+    row_offsets,
+    tile_config,
+)
 
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -46,7 +55,7 @@ def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None, *, f
     ``config`` / ``flat`` / ``fast`` override the launch rule and the math (tuning only)."""
     rows = geom.rows
     plat = tensor_platform(x.device)
-    cfg = config or TileConfig.from_heuristic(geom.D, max(x.element_size(), geom.dtype.itemsize), plat)
+    cfg = config or tile_config(geom.D, max(x.element_size(), geom.dtype.itemsize), 1, plat)
     n1, n2 = rows.inner_sizes()
     grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, flat, fast)
     scalars = (geom.D, n_tiles, n1, n2, *rows.padded(0), *rows.padded(1))
@@ -94,7 +103,7 @@ def _aot(act: str):
         out = []
         for dt, nm in names.items():
             for D, bias in ((12288, False), (13824, True)):
-                cfg = TileConfig.from_heuristic(D, dt.itemsize, platform)
+                cfg = tile_config(D, dt.itemsize, 1, platform)
                 sig = {"X": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
                 sig.update({n: "i32" for n in ("D", "n_tiles", "n1", "n2", "x_s0", "x_s1", "x_s2",
                                                "y_s0", "y_s1", "y_s2")})

@@ -118,7 +118,7 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
     and ``fast`` (approximate ``exp`` for 16-bit outputs, or the math library's).
 
     One row per (op, case, block, num_warps, flat, fast) with time and % of a same-run copy; the
-    winners go into core's ``TileConfig`` heuristic and ``math_triton`` as data.
+    winners go into ``math_triton.tile_config`` and ``math_triton.math_flags`` as data.
     """
     from sgl_diffusion_core import TileConfig, describe, resolve_target
 

@@ -17,7 +17,16 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
-from .math_triton import ACTS, activate, grid_and_flags, launch_options, math_flags, program_tile, row_offsets
+from .math_triton import (
+    ACTS,
+    activate,
+    grid_and_flags,
+    launch_options,
+    math_flags,
+    program_tile,
+    row_offsets,
+    tile_config,
+)
 
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -51,7 +60,7 @@ def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig
     rows = geom.rows
     plat = tensor_platform(first.device)
     widest = max(first.element_size(), geom.dtype.itemsize if packed else second.element_size())
-    cfg = config or TileConfig.from_heuristic(geom.D, widest, plat)
+    cfg = config or tile_config(geom.D, widest, 2, plat)
     n1, n2 = rows.inner_sizes()
     a_st = rows.padded(0)
     b_st = a_st if packed else rows.padded(1)
@@ -118,7 +127,7 @@ def _aot(act: str, packed: bool):
         for dt in dtypes:
             nm = names[dt]
             for D, bias in cases:
-                cfg = TileConfig.from_heuristic(D, dt.itemsize, platform)
+                cfg = tile_config(D, dt.itemsize, 2, platform)
                 sig = {"A": f"*{nm}", "B": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
                 sig.update({n: "i32" for n in ("D", "b_shift", "n_tiles", "n1", "n2", "a_s0", "a_s1", "a_s2",
                                                "b_s0", "b_s1", "b_s2", "y_s0", "y_s1", "y_s2")})

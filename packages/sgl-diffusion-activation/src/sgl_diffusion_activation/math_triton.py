@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import TileConfig, triton_interpret
+from sgl_diffusion_core import TileConfig, next_pow2, triton_interpret
 
 INTERPRET = triton_interpret()
 
@@ -33,10 +33,25 @@ SILU, GELU_TANH, GELU = 0, 1, 2
 ACTS = {"silu": SILU, "gelu_tanh": GELU_TANH, "gelu": GELU}
 
 
+def tile_config(D: int, elem_bytes: int, n_inputs: int, platform: str) -> TileConfig:
+    """The activation kernels' launch rule: 2 KB of each input per program and 32 bytes of input
+    per thread, so a GLU program (two inputs) runs twice the warps of a unary one.
+
+    Measured on one H200, bf16, at FLUX's and Wan's FFN shapes with the flat grid and the fast
+    ``exp`` (docs/benchmarks/activation_tune_h200.json): ``silu_and_mul`` best at 1024 x 4 warps
+    (98.4-98.5% of copy; 2048 x 2, the elementwise rule of core's ``TileConfig``, 94.5-96.3%),
+    ``gelu_tanh`` best at 1024 x 2 warps (95.5-96.2%; 2048 x 2: 91.5-93.2%). ROCm keeps the
+    bytes per lane with 64-wide wavefronts (compiled, not measured).
+    """
+    warp = 64 if platform == "hip" else 32
+    block = min(next_pow2(max(D, 1)), max(2048 // elem_bytes, 16))
+    warps = max(1, min(8, n_inputs * block * elem_bytes // (32 * warp)))
+    return TileConfig(block=block, num_warps=warps)
+
+
 def launch_options(cfg: TileConfig, platform: str) -> dict:
-    """Launch options of a tile configuration. Tiles come from core's ``TileConfig.from_heuristic``
-    per input width (the one launch rule of every elementwise op; GLU reads two inputs per
-    column, like ``gated_residual``): ``activation_bench.tune`` sweeps them on a GPU."""
+    """Launch options of a tile configuration (:func:`tile_config`; ``activation_bench.tune``
+    sweeps them on a GPU)."""
     opts = cfg.launch_options(platform)
     if platform == "cuda":
         opts["enable_reflect_ftz"] = False  # libdevice keeps subnormals (as nvcc's default does)
