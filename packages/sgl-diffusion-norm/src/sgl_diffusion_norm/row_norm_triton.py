@@ -51,11 +51,16 @@ def _affine_modulate(y, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
 @triton.jit
 def _row_values(x_row, u_row, g_row, nr_row, offs, mask,
                 HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr, T1R: tl.constexpr, SUM_DT: tl.constexpr,
-                NR_DT: tl.constexpr, STORE_RES: tl.constexpr):
-    """The row's input values as fp32: x itself, or the gated residual sum (stored when asked)."""
+                NR_DT: tl.constexpr, STORE_RES: tl.constexpr, KEEP: tl.constexpr = False):
+    """The row's input values as fp32: x itself, or the gated residual sum (stored when asked).
+    ``KEEP``: a first pass whose bytes the second pass reads again (kept in L2, ``evict_last``)."""
     if HAS_RES:
-        r = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
-        t = triton_math.widen(tl.load(u_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
+        if KEEP:
+            r = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
+            t = triton_math.widen(tl.load(u_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
+        else:
+            r = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
+            t = triton_math.widen(tl.load(u_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
         if HAS_GATE:
             g = triton_math.widen(tl.load(g_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
             t = triton_math.round_to(g * t, T1R)
@@ -138,9 +143,9 @@ def _row_norm_kernel(
         for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             offs = c * BLOCK + cols
             mask = offs < D
-            if HAS_RES:
+            if HAS_RES:  # the output pass reads residual and update again: keep them in L2
                 x = _row_values(x_row, u_row, g_row, nr_row, offs, mask, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT,
-                                True)
+                                True, True)
             else:
                 x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
             if NORM == 0:
