@@ -45,21 +45,34 @@ class ChannelConfig:
         return _channel_config(C, elem_bytes, channels_last, platform)
 
 
-# Elements per tile (8 KB of bf16). Not tuned on hardware (written without a GPU).
+# Elements per tile (8 KB of bf16).
 _TILE = 4096
-# contiguous layout: bytes of one program's [C, BLOCK_P] slab
+# contiguous layout, chunked path: bytes of one program's [C, BLOCK_P] slab
 _SLAB_BYTES = 32768
 # channels_last rows wider than this are processed in chunks (two passes) instead of one tile
 _MAX_ROW = 2048
+# contiguous layout: a whole [next_pow2(C), BLOCK_P] tile of at most this many elements is read
+# once and written once (one pass from registers); wider channel counts take the two-pass slab.
+_ONE_PASS_TILE = 8192
+_ONE_PASS_MAX_C = 512
 
 
 @functools.cache
 def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
+    """Launch rule. The first H200 run (session 3, docs/benchmarks/channel_rms_norm_bench_h200.json)
+    measured the two-pass slab of the contiguous layout at 66.9-68.5% of copy, i.e. its output
+    pass re-read the slab from DRAM (3 bytes moved per 2): contiguous x with up to 512 channels
+    now takes one pass over a whole ``[next_pow2(C), BLOCK_P]`` register tile (64-position runs
+    per channel at C = 96, 16 at C = 384). channels_last (one pass already) measured 62.3-64.6%;
+    ``channel_rms_norm_sweep`` in tools/gpu sweeps both."""
     warp = 64 if platform == "hip" else 32
     full = next_pow2(max(C, 1))
     if channels_last:
         block_c = min(full, _MAX_ROW)
         block_p = max(1, _TILE // block_c)
+    elif full <= _ONE_PASS_MAX_C:
+        block_c = full
+        block_p = max(8, _ONE_PASS_TILE // full)
     else:
         # runs of up to 256 bytes per channel, and a slab (C x block_p, re-read by the output
         # pass) of at most ~32 KB so the slabs of all resident programs stay in L2

@@ -1,0 +1,96 @@
+"""Sweep the launch of ``channel_rms_norm``'s Triton kernel at the Wan-VAE bench shapes (GPU).
+
+For each case of ``channel_rms_norm_bench`` (contiguous and channels_last_3d, C = 96 and 384):
+one-pass tiles ``[next_pow2(C), BLOCK_P]`` over BLOCK_P and warps, the two-pass slab of the
+first heuristic, and the current default; time (CUDA events, L2 flushed) and % of a same-run
+copy of the same bytes (read x once, write y once). Each configuration's output is checked
+against the default's (same math, so bit-equal) before it is timed.
+
+Usage: ``python3 tools/gpu/channel_rms_norm_sweep.py OUT.json`` (PYTHONPATH holding packages/*/src).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+
+from sgl_diffusion_core import bench, describe, next_pow2
+from sgl_diffusion_norm import channel_rms_norm_bench as cb
+from sgl_diffusion_norm.channel_rms_norm_triton import ChannelConfig, _channel_config, channel_rms_norm
+
+
+def _configs(C: int, channels_last: bool) -> list[ChannelConfig]:
+    full = next_pow2(C)
+    out = [_channel_config(C, 2, channels_last, "cuda")]
+    for block_p in (4, 8, 16, 32, 64, 128):
+        if not 2048 <= full * block_p <= 16384:
+            continue
+        for warps in (4, 8, 16):
+            out.append(ChannelConfig(block_c=full, block_p=block_p, chunks=1, num_warps=warps))
+    if not channels_last:  # the first heuristic's two-pass slab (32 channels x 128 positions)
+        out.append(ChannelConfig(block_c=32, block_p=128, chunks=-(-C // 32), num_warps=8))
+    return list(dict.fromkeys(out))
+
+
+def _sweep_case(name: str, device: torch.device) -> list[dict]:
+    shape, cl = cb.SHAPES[name]
+    x, gamma, bias = cb.make_inputs(shape, cl, torch.bfloat16, device)
+    geom = describe("norm.channel_rms_norm", x, gamma, bias).info["geom"]
+    nbytes = 2 * bench.tensor_bytes(x)
+    _, copy_gbps = bench.copy_bandwidth(nbytes, device)
+    ref = channel_rms_norm(x, gamma, bias, silu=True, geom=geom)
+    rows = []
+    for i, cfg in enumerate(_configs(shape[1], cl)):
+
+        def run(cfg=cfg):
+            return channel_rms_norm(x, gamma, bias, silu=True, geom=geom, config=cfg)
+
+        try:
+            same = torch.equal(run(), ref)
+            t = bench.time_gpu(run, device, rep=30)
+        except Exception as exc:  # a configuration the compiler rejects
+            print(f"{name} {cfg}: failed {type(exc).__name__}: {exc}", flush=True)
+            continue
+        frac = t.gbps(nbytes) / copy_gbps
+        rows.append(
+            {
+                "case": name,
+                "default": i == 0,
+                "block_c": cfg.block_c,
+                "block_p": cfg.block_p,
+                "chunks": cfg.chunks,
+                "num_warps": cfg.num_warps,
+                "median_us": t.median_ms * 1e3,
+                "frac_of_copy": frac,
+                "equal_to_default": same,
+            }
+        )
+        print(
+            f"{name} {'default ' if i == 0 else ''}{cfg}: {t.median_ms * 1e3:.1f} us {100 * frac:.1f}% of copy"
+            f"{'' if same else ' (OUTPUT DIFFERS)'}",
+            flush=True,
+        )
+    return rows
+
+
+def main(path: str) -> None:
+    device = torch.device("cuda")
+    rows = []
+    for name in ("c96", "c96-cl", "c384", "c384-cl"):
+        rows += _sweep_case(name, device)
+    with open(path, "w") as f:
+        json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
+    for name in dict.fromkeys(r["case"] for r in rows):
+        mine = [r for r in rows if r["case"] == name]
+        best = max(mine, key=lambda r: r["frac_of_copy"])
+        dflt = next(r for r in mine if r["default"])
+        print(
+            f"{name}: default {100 * dflt['frac_of_copy']:.1f}%, best {100 * best['frac_of_copy']:.1f}% at "
+            f"{best['block_c']}x{best['block_p']}x{best['chunks']} w{best['num_warps']}"
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "channel_rms_norm_sweep.json")
