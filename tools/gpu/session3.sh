@@ -125,20 +125,22 @@ elif [ "$PART" = 3 ]; then
     snap
     stamp "done"
 elif [ "$PART" = 4 ]; then
-    # the last call: GPU 1 warms the later benchmarks' compile caches, then runs the norm tests
-    # whose failures the first call cut off and sites end to end; GPU 0 benchmarks, in order
+    # the last call: GPU 1 runs the GPU tests the first call cut off or that changed since, then
+    # sites end to end; GPU 0 the benchmarks after the fixes, in order of priority
     G2=$(( NGPU - 1 ))
     {
-        for op in norm.gated_residual_norm_modulate $ACT_OPS norm.channel_rms_norm; do echo "$G2 $op"; done \
-            | timeout 120 xargs -P 4 -L 1 bash -c 'CUDA_VISIBLE_DEVICES=$0 warm "${@}"' > "$OUT/warm.log" 2>&1
-        CUDA_VISIBLE_DEVICES=$G2 timeout 100 python3 -m pytest packages/sgl-diffusion-norm/tests/test_group_norm_silu_gpu.py \
+        CUDA_VISIBLE_DEVICES=$G2 timeout 80 python3 -m pytest packages/sgl-diffusion-norm/tests/test_group_norm_silu_gpu.py \
             -m gpu -k "split_matrix or vae_shapes or chooses" --maxfail=6 -q -rfE --tb=short -p no:cacheprovider \
             > "$OUT/gpu_lane_group_norm_silu.log" 2>&1
-        CUDA_VISIBLE_DEVICES=$G2 timeout 110 python3 -m pytest packages/sgl-diffusion-norm/tests/test_row_norm_gpu.py \
+        CUDA_VISIBLE_DEVICES=$G2 timeout 90 python3 -m pytest packages/sgl-diffusion-norm/tests/test_row_norm_gpu.py \
             packages/sgl-diffusion-norm/tests/test_ln_modulate_gpu.py -m gpu -q -rfE --tb=short -p no:cacheprovider \
             > "$OUT/gpu_lane_row_norm.log" 2>&1
         snap
-        CUDA_VISIBLE_DEVICES=$G2 timeout 200 python3 tools/gpu/sites_e2e.py --out "$OUT/sites_e2e_h200.json" \
+        gpu_tests sgl-diffusion-layout "$G2" 35
+        gpu_tests sgl-diffusion-activation "$G2" 60
+        gpu_tests sgl-diffusion-sites "$G2" 50
+        snap
+        CUDA_VISIBLE_DEVICES=$G2 timeout 120 python3 tools/gpu/sites_e2e.py --out "$OUT/sites_e2e_h200.json" \
             "${@:4}" > "$OUT/sites_e2e.log" 2>&1
         snap
     } &
@@ -147,6 +149,9 @@ elif [ "$PART" = 4 ]; then
     bench norm.gated_residual_norm_modulate 45
     for op in $ACT_OPS; do bench "$op" 30; done
     bench norm.channel_rms_norm 45
+    for op in layout.causal_conv3d_cat_pad layout.nearest_upsample layout.joint_qkv_cat layout.joint_split; do
+        bench "$op" 30
+    done
     timeout 70 python3 tools/gpu/channel_rms_norm_sweep.py "$OUT/channel_rms_norm_sweep_h200.json" \
         > "$OUT/channel_rms_norm_sweep.log" 2>&1
     tail -4 "$OUT/channel_rms_norm_sweep.log"
