@@ -94,3 +94,24 @@ def test_compile_fullgraph(backend, device):
     f = torch.compile(lambda x, c: lay.causal_conv3d_cat_pad(x, c, (1, 1, 1, 1, 2, 0), backend=backend),
                       fullgraph=True, backend="aot_eager")
     testing.assert_exact(f(x, c), ref(x, c, (1, 1, 1, 1, 2, 0)))
+
+
+@pytest.mark.parametrize("case", ["wan", "no-cache", "asym", "crop"])
+@pytest.mark.parametrize("C", [16, 24, 6])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_channels_last_row_path(backend, device, case, C, dtype):
+    """channels_last_3d x and cache (the flat row kernel on triton): 16-byte vectors where C
+    allows them (16 and 24 in bf16), narrower ones otherwise; rows longer than one tile."""
+    from sgl_diffusion_layout import conv_pad_triton as cpt
+
+    torch.manual_seed(C)
+    padding, tc = CASES[case]
+    x = rnd(2, C, 2, 3, 70, dtype=dtype, device=device).contiguous(memory_format=CL)
+    cache = None if tc is None else rnd(2, C, tc, 3, 70, dtype=dtype, device=device).contiguous(memory_format=CL)
+    out = lay.causal_conv3d_cat_pad(x, cache, padding, backend=backend)
+    testing.assert_exact(out, ref(x, cache, padding))
+    assert out.is_contiguous(memory_format=CL)
+    geom = lay.conv_pad_api.describe_causal_conv3d_cat_pad(x, cache, padding).info["geom"]
+    fast = cpt._row_launch(geom[0], geom[1], geom[2], x.element_size(), "cuda")
+    assert fast is not None
+    assert fast[1]["VEC"] == min(16 // x.element_size(), C & -C)  # 16 bytes, or C's power of 2

@@ -36,8 +36,9 @@ OPS: dict[str, tuple[str, str, str]] = {
                       _PERMUTE),
     "joint_split": ("joint", "(txt, img) of the joint attention output: views, or copies with copy=True", _PERMUTE),
     "causal_conv3d_cat_pad": ("conv_pad", "F.pad(torch.cat([cache_x, x], dim=2), padding) of [B, C, T, H, W]",
-                              "one program per output row: the source frame chosen per program, padding "
-                              "zero-filled in the same pass; contiguous and channels_last_3d"),
+                              "channels_last_3d: a flat 1-D copy per output row (b, t, h) shifted by "
+                              "w_left*C, 16-byte accesses; contiguous: a tile per output row; the source frame "
+                              "chosen per program, padding zero-filled in the same pass"),
     "nearest_upsample": ("upsample", "F.interpolate(x, scale_factor=f, mode='nearest'|'nearest-exact'), integer f",
                          "one program per output row, source row by one scalar division, constexpr factors "
                          "inside the tile"),
