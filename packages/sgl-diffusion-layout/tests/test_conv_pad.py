@@ -115,3 +115,17 @@ def test_channels_last_row_path(backend, device, case, C, dtype):
     fast = cpt._row_launch(geom[0], geom[1], geom[2], x.element_size(), "cuda")
     assert fast is not None
     assert fast[1]["VEC"] == min(16 // x.element_size(), C & -C)  # 16 bytes, or C's power of 2
+
+
+@pytest.mark.parametrize("case", ["wan", "no-cache", "crop"])
+@pytest.mark.parametrize("W", [20, 22, 30])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_contiguous_wide_stores(backend, device, case, W, dtype):
+    """Contiguous x whose output row length W + pad is even (the tile kernel stores 2, 4 or
+    8 elements at a time), a strided cache (one source per program either way)."""
+    torch.manual_seed(W)
+    padding, tc = CASES[case]
+    x = rnd(1, 3, 2, 9, W, dtype=dtype, device=device)
+    cache = None if tc is None else rnd(1, 3, 4, 9, W + 2, dtype=dtype, device=device)[:, :, 4 - tc:, :, 1:-1]
+    out = lay.causal_conv3d_cat_pad(x, cache, padding, backend=backend)
+    testing.assert_exact(out, ref(x, cache, padding))

@@ -72,13 +72,14 @@ def _cat_pad_rows_kernel(
 @triton.jit(do_not_specialize=["R1", "R2", "A", "TC", "TX", "HI", "WI", "NTA"])
 def _cat_pad_kernel(
     X, CACHE, OUT,
-    R1, R2, A, N, NTA,
+    R1, R2, A, N_S, NTA,
     TC, TX, HI, WI, CI,
     LO_T, LO_H, LO_W,
     xb, xc, xt, xh, xw,
     cb, cc, ct, ch, cw,
-    BA: tl.constexpr, BN: tl.constexpr, CL: tl.constexpr,
+    BA: tl.constexpr, BN: tl.constexpr, CL: tl.constexpr, SV: tl.constexpr,
 ):
+    N = N_S * SV  # the output row length, passed in units of SV: SV-wide stores
     pid = tl.program_id(0).to(tl.int64)  # 1-D grid: (row, tile of A), a row's tiles adjacent
     ta = pid % NTA
     r = pid // NTA
@@ -107,38 +108,45 @@ def _cat_pad_kernel(
         from_c = from_c & h_ok
         from_x = from_x & h_ok
         hs = tl.where(h_ok, hs, 0)
-        ws = a - LO_W
-        a_ok = (ws >= 0) & (ws < WI) & (a < A)
-        ws = tl.where(a_ok, ws, 0)
-        x_a = X + (b * xb + tx * xt + hs * xh) + ws[:, None] * xw
-        c_a = CACHE + (b * cb + tc * ct + hs * ch) + ws[:, None] * cw
+        ai = a - LO_W
+        a_ok = (ai >= 0) & (ai < WI) & (a < A)
+        x_base = b * xb + tx * xt + hs * xh
+        c_base = b * cb + tc * ct + hs * ch
+        sa = tl.where(from_c, cw, xw)
+        sn = tl.where(from_c, cc, xc)
     else:
-        hs = a - LO_H
-        a_ok = (hs >= 0) & (hs < HI) & (a < A)
-        hs = tl.where(a_ok, hs, 0)
-        x_a = X + (b * xb + c_o * xc + tx * xt) + hs[:, None] * xh
-        c_a = CACHE + (b * cb + c_o * cc + tc * ct) + hs[:, None] * ch
+        ai = a - LO_H
+        a_ok = (ai >= 0) & (ai < HI) & (a < A)
+        x_base = b * xb + c_o * xc + tx * xt
+        c_base = b * cb + c_o * cc + tc * ct
+        sa = tl.where(from_c, ch, xh)
+        sn = tl.where(from_c, cw, xw)
+    # the frame's source chosen once per program: one load per element (padding reads nothing)
+    src = X + x_base
+    if from_c:
+        src = CACHE + c_base
+    src_a = src + (tl.where(a_ok, ai, 0).to(tl.int64) * sa)[:, None]  # int64 products: any view strides
     # per-program source choice folded into the row mask (a vector op, no scalar-vector mix)
-    ax_ok = a_ok & (a < tl.where(from_x, A, 0))
-    ac_ok = a_ok & (a < tl.where(from_c, A, 0))
+    a_ok = a_ok & (a < tl.where(from_c | from_x, A, 0))
     for n0 in range(0, N, BN):
         n = n0 + tl.arange(0, BN)
         st_mask = (a < A)[:, None] & (n < N)[None, :]
         if CL:
             n_ok = n < CI
-            nn = n.to(tl.int64)  # int64 products: any view strides
+            nn = n.to(tl.int64)
         else:
             wsn = n - LO_W
             n_ok = (wsn >= 0) & (wsn < WI)
             nn = tl.where(n_ok, wsn, 0).to(tl.int64)
-        xn = nn * (xc if CL else xw)
-        cn = nn * (cc if CL else cw)
-        # one of the two loads reads memory (the frame's source); padding reads nothing
-        vx = tl.load(x_a + xn[None, :], mask=ax_ok[:, None] & n_ok[None, :], other=0.0,
-                     eviction_policy="evict_first")
-        vc = tl.load(c_a + cn[None, :], mask=ac_ok[:, None] & n_ok[None, :], other=0.0,
-                     eviction_policy="evict_first")
-        tl.store(out_row + a[:, None] * N + n[None, :], tl.where(from_c, vc, vx), mask=st_mask)
+        v = tl.load(src_a + (nn * sn)[None, :], mask=a_ok[:, None] & n_ok[None, :], other=0.0,
+                    eviction_policy="evict_first")
+        tl.store(out_row + a[:, None] * N + n[None, :], v, mask=st_mask)
+
+
+def _store_vec(N, elem_bytes):
+    """The tile kernel's store width in elements: the largest power of 2 up to 16 bytes dividing
+    the output row length (Wan's contiguous W + 2 = 418: 2, 4-byte stores instead of 2-byte)."""
+    return min(max(1, 16 // elem_bytes), N & -N) if N else 1
 
 
 def _row_vec(C, strides, elem_bytes):
@@ -186,9 +194,10 @@ def _prep(geom, x, cache_x):
         else:
             cfg = CopyConfig.from_heuristic(A, N, x.element_size(), plat, _TILE_BYTES)
             nta = triton.cdiv(A, cfg.bm)
-            args = (*scalars[:4], nta, *scalars[4:])
+            sv = _store_vec(N, x.element_size())
+            args = (R1, R2, A, N // sv, nta, *scalars[4:])
             launch = PreparedLaunch(_cat_pad_kernel, (rows * nta,),
-                                    {"BA": cfg.bm, "BN": cfg.bn, "CL": cl}, device=x.device, n_ptrs=3,
+                                    {"BA": cfg.bm, "BN": cfg.bn, "CL": cl, "SV": sv}, device=x.device, n_ptrs=3,
                                     options=cfg.launch_options())
     fmt = torch.channels_last_3d if cl else torch.contiguous_format
     dtype, device = x.dtype, x.device
@@ -221,14 +230,18 @@ def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
         for cl, (A, N) in ((False, (242, 418)), (True, (418, 96)), (True, (210, 384))):
             cfg = CopyConfig.from_heuristic(A, N, dt.itemsize, platform, _TILE_BYTES)
             sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
-            for n in ("R1", "R2", "A", "N", "NTA", "TC", "TX", "HI", "WI", "CI", "LO_T", "LO_H", "LO_W",
+            for n in ("R1", "R2", "A", "N_S", "NTA", "TC", "TX", "HI", "WI", "CI", "LO_T", "LO_H", "LO_W",
                       "xc", "xt", "xh", "xw", "cc", "ct", "ch", "cw"):
                 sig[n] = "i32"
-            sig.update({"xb": "i64", "cb": "i64", "BA": "constexpr", "BN": "constexpr", "CL": "constexpr"})
+            sig.update({"xb": "i64", "cb": "i64", "BA": "constexpr", "BN": "constexpr", "CL": "constexpr",
+                        "SV": "constexpr"})
+            sig = {n: sig[n] for n in _cat_pad_kernel.arg_names}
+            sv = _store_vec(N, dt.itemsize)
             out.append(AotVariant(
                 name=f"causal_conv3d_cat_pad[{nm},{'cl3d' if cl else 'contig'},A={A},N={N},ba={cfg.bm},"
-                     f"bn={cfg.bn},w={cfg.num_warps}]",
-                kernel=_cat_pad_kernel, signature=sig, constexprs={"BA": cfg.bm, "BN": cfg.bn, "CL": cl},
+                     f"bn={cfg.bn},sv={sv},w={cfg.num_warps}]",
+                kernel=_cat_pad_kernel, signature=sig,
+                constexprs={"BA": cfg.bm, "BN": cfg.bn, "CL": cl, "SV": sv},
                 num_warps=cfg.num_warps, options={"enable_fp_fusion": False},
             ))
         for C, H, W in ((96, 240, 416), (384, 120, 208), (5, 6, 19)):
