@@ -1,7 +1,9 @@
 """Triton backend of ``nearest_upsample`` (integer factors): ``out[..., i, j] = x[..., i // f, j // g]``.
 
-One program per output row in memory order (contiguous: ``(n, c[, d])`` with an ``(h, w)``
-tile; channels_last(_3d): ``(n[, d], h)`` with a ``(w, c)`` tile); the source row is found
+One program per output row tile in memory order (contiguous: row ``(n, c[, d])`` with an
+``(h, w)`` tile; channels_last(_3d): ``(n[, d], h)`` with a ``(w, c)`` tile), on a 1-D grid
+with a row's tiles adjacent (programs that run side by side stream neighbouring bytes; a
+2-D ``(rows, tiles)`` grid put them a row apart); the source row is found
 with one scalar division per program, and inside the tile the factors are ``constexpr``
 (a power of two is a shift). The host checked once per signature that eager's float index
 formula equals ``i // f`` at these sizes (``upsample_api``).
@@ -20,22 +22,24 @@ from .copy_triton import CopyConfig
 _TILE_BYTES = 8192  # 16 KB tiles spilled registers on sm_90 (channels_last variants)
 
 
-@triton.jit(do_not_specialize=["R1", "R2", "A"])
+@triton.jit(do_not_specialize=["R1", "R2", "A", "NTA"])
 def _upsample_kernel(
     X, OUT,
-    R1, R2, A, N,
+    R1, R2, A, N, NTA,
     s0, s1, s2, sa, sn,
     F1: tl.constexpr, F2: tl.constexpr, FA: tl.constexpr, FN: tl.constexpr,
     BA: tl.constexpr, BN: tl.constexpr,
 ):
-    r = tl.program_id(0).to(tl.int64)
+    pid = tl.program_id(0).to(tl.int64)  # 1-D grid: (row, tile of A), a row's tiles adjacent
+    ta = pid % NTA
+    r = pid // NTA
     r2 = r % R2
     q = r // R2
     r1 = q % R1
     r0 = q // R1
     src_row = X + (r0 * s0 + (r1 // F1) * s1 + (r2 // F2) * s2)
     out_row = OUT + r * A * N
-    a = tl.program_id(1).to(tl.int64) * BA + tl.arange(0, BA)
+    a = ta * BA + tl.arange(0, BA)
     a_ok = (a < A)[:, None]
     src_a = src_row + (a // FA)[:, None] * sa
     for n0 in range(0, N, BN):
@@ -59,11 +63,12 @@ def _prep(geom, x):
     launch = None
     if rows and A and N:
         F1, F2, FA, FN = factors
+        nta = triton.cdiv(A, cfg.bm)
         launch = PreparedLaunch(
-            _upsample_kernel, (rows, triton.cdiv(A, cfg.bm)),
+            _upsample_kernel, (rows * nta,),
             {"F1": F1, "F2": F2, "FA": FA, "FN": FN, "BA": cfg.bm, "BN": cfg.bn},
             device=x.device, n_ptrs=2, options=cfg.launch_options())
-    scalars = (R1, R2, A, N, *strides)
+    scalars = (R1, R2, A, N, triton.cdiv(A, cfg.bm), *strides)
     dtype, device = x.dtype, x.device
 
     def run(x, scale_factor, mode="nearest"):
@@ -95,7 +100,7 @@ def aot_nearest_upsample(platform: str = "cuda"):
         for label, (A, N), (F1, F2, FA, FN) in cases:
             cfg = CopyConfig.from_heuristic(A, N, dt.itemsize, platform, _TILE_BYTES)
             sig = {"X": f"*{nm}", "OUT": f"*{nm}"}
-            sig.update({n: "i32" for n in ("R1", "R2", "A", "N", "s1", "s2", "sa", "sn")})
+            sig.update({n: "i32" for n in ("R1", "R2", "A", "N", "NTA", "s1", "s2", "sa", "sn")})
             sig["s0"] = "i64"
             const = {"F1": F1, "F2": F2, "FA": FA, "FN": FN, "BA": cfg.bm, "BN": cfg.bn}
             sig.update({n: "constexpr" for n in const})
