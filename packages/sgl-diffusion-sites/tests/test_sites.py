@@ -280,31 +280,100 @@ def test_close_psnr_over_8_steps(name, kernel_backend):
     assert db >= 40.0, f"{name}: PSNR {db:.1f} dB over 8 steps"
 
 
-def test_compile_after_mount_has_no_graph_break_and_runs_the_verified_ops(kernel_backend):
-    """Dynamo captures the mounted Flux whole (``fullgraph=True`` fails on any graph break) with
-    every verified site as its custom op; ``aot_eager`` runs the fake implementations, then the
-    ops, and the result stays torch.equal."""
+def _recording_backend(graphs):
+    """A dynamo backend that keeps each graph's code and runs it through ``aot_eager`` (the ATen ops as
+    traced: no inductor, so exact sites stay bit-exact)."""
     from torch._dynamo.backends.common import aot_autograd
-
-    model, kw, _ = tiny_models.flux()
-    ref = _out(model, kw)
-    report = sites.optimize(model, backend=kernel_backend)
-    _out(model, kw)  # eager call: every signature verified
-    graphs = []
 
     def record(gm, example_inputs):
         graphs.append(gm.code)
         return aot_autograd(fw_compiler=lambda g, _: g)(gm, example_inputs)
 
+    return record
+
+
+# under_compile -> how many of each custom op the compiled graph of the mounted tiny Flux holds (exact mode)
+FLUX_COMPILED_OPS = {
+    # every verified op: 4 adaLN + the double block's 2 norm2 modulations; 4 + 1 gated residuals; RoPE in
+    # both attention processors
+    "fused": {"scale_shift": 6, "gated_residual": 5, "rope": 2},
+    # inductor fuses the elementwise modulations and residuals itself: only RoPE stays a custom op
+    "auto": {"scale_shift": 0, "gated_residual": 0, "rope": 2},
+    "eager": {"scale_shift": 0, "gated_residual": 0, "rope": 0},  # the mount is invisible to compile
+}
+
+
+@pytest.mark.parametrize("under_compile", list(FLUX_COMPILED_OPS))
+def test_compile_after_mount_has_no_graph_break_and_runs_the_policy_ops(under_compile, kernel_backend):
+    """Dynamo captures the mounted Flux whole (``fullgraph=True`` fails on any graph break) with the
+    verified sites' ops as custom ops where the ``under_compile`` policy keeps them and their eager
+    chains elsewhere; ``aot_eager`` runs the graph and the result stays torch.equal."""
+    model, kw, _ = tiny_models.flux()
+    ref = _out(model, kw)
+    report = sites.optimize(model, backend=kernel_backend, under_compile=under_compile)
+    _out(model, kw)  # eager call: every signature verified
+    graphs = []
     torch._dynamo.reset()
     with torch.no_grad():
-        out = torch.compile(model, backend=record, fullgraph=True)(**kw)[0]
+        out = torch.compile(model, backend=_recording_backend(graphs), fullgraph=True)(**kw)[0]
+    assert torch.equal(out, ref) and len(graphs) == 1
+    got = {op: graphs[0].count(f"sgl_diffusion.{op}") for op in FLUX_COMPILED_OPS[under_compile]}
+    assert got == FLUX_COMPILED_OPS[under_compile], got
+    assert report.under_compile == under_compile
+    states = {s.path: s.under_compile() for s in report.mounted}
+    want = {"fused": "fused", "eager": "eager"}.get(under_compile)
+    for path, state in states.items():
+        rope = path.endswith(".attn")
+        assert state == (want or ("fused" if rope else "eager")), (path, state)
+    sites.unmount(model)
+    torch._dynamo.reset()
+
+
+def test_under_compile_in_the_report():
+    """Each mounted site says what torch.compile traces there (the policy per op), in the table and the
+    dict; an unknown policy mounts nothing."""
+    model, _, _ = tiny_models.flux()
+    close = sites.optimize(model, quality="close")  # under_compile="auto" by default
+    assert close.under_compile == "auto" and close.to_dict()["under_compile"] == "auto"
+    by_path = {s.path: s for s in close.sites}
+    block = by_path["transformer_blocks.0"]  # gated residuals (eager under compile) + ln_modulate (kept)
+    assert block.ops == ("modulate.gated_residual", "norm.ln_modulate")
+    assert block.compile_ops == ("norm.ln_modulate",) and block.under_compile() == "partly"
+    assert by_path["transformer_blocks.0.norm1"].under_compile() == "fused"  # ln_modulate beats inductor's
+    assert by_path["single_transformer_blocks.0"].under_compile() == "eager"  # its gated residual only
+    assert by_path["transformer_blocks.0.ff.net.0"].under_compile() == "eager"  # gelu_tanh
+    assert by_path["single_transformer_blocks.0.attn"].compile_ops == ("rope.qk_norm_rope", "rope.apply_rope_qk")
+    d = block.to_dict()
+    assert d["under_compile"] == "partly" and d["compile_ops"] == ["norm.ln_modulate"]
+    text = str(close)
+    assert "under_compile=auto" in text and "norm.ln_modulate fused" in text
+    assert all(s.under_compile() == "-" for s in close.skipped)
+    fused = sites.optimize(model, under_compile="fused")
+    assert {s.under_compile() for s in fused.mounted} == {"fused"}
+    sites.unmount(model)
+    bad = sites.optimize(model, under_compile="sometimes")
+    assert not bad.sites and "under_compile" in bad.notes[0] and not sites.is_mounted(model)
+
+
+@pytest.mark.parametrize("under_compile", ["fused", "auto"])
+def test_compile_whole_hunyuan_video(under_compile, kernel_backend):
+    """The whole mounted HunyuanVideo compiles (``fullgraph=True``). Its first double block's image
+    residual is a transposed view, which no kernel takes: eagerly those two gated residuals run their eager
+    chain, and while dynamo traces they trace it too (instead of failing in the op's fake implementation);
+    every other residual stays the custom op under ``"fused"``."""
+    model, kw, _ = tiny_models.hunyuan_video()
+    ref = _out(model, kw)
+    report = sites.optimize(model, backend=kernel_backend, under_compile=under_compile)
+    _out(model, kw)  # verifies every signature
+    graphs = []
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = torch.compile(model, backend=_recording_backend(graphs), fullgraph=True)(**kw)[0]
     assert torch.equal(out, ref) and len(graphs) == 1
     code = graphs[0]
-    n_modulate = sum(s.kind in ("adaln_zero", "adaln_continuous") for s in report.mounted) + 2  # + 2 norm2 chains
-    assert code.count("sgl_diffusion.scale_shift") == n_modulate
-    assert code.count("sgl_diffusion.gated_residual") == 5  # 4 in the double block, 1 in the single block
-    assert code.count("sgl_diffusion.rope") == 2  # the rope custom op, once per attention processor
+    assert code.count("sgl_diffusion.gated_residual") == (5 - 2 if under_compile == "fused" else 0)
+    assert code.count("sgl_diffusion.rope") == 2 and code.count("sgl_diffusion.joint_qkv_cat") == 1
+    assert {s.gate_state() for s in report.mounted} == {"verified"}
     sites.unmount(model)
     torch._dynamo.reset()
 
@@ -313,11 +382,7 @@ def test_compile_after_mount_has_no_graph_break_and_runs_the_verified_ops(kernel
 def test_compile_hunyuan_video_processors_in_place_rope(quality, kernel_backend):
     """The HunyuanVideo processors rotate (and in close mode normalize) rows of q and k in place,
     views of their own projections; dynamo captures each processor whole and the compiled result is
-    torch.equal to the mounted eager one. (The whole mounted HunyuanVideo does not compile yet: the
-    first double block's transposed residual reaches ``gated_residual``, whose fake implementation
-    rejects it.)"""
-    from torch._dynamo.backends.common import aot_autograd
-
+    torch.equal to the mounted eager one."""
     model, kw, _ = tiny_models.hunyuan_video()
     paths = ("transformer_blocks.0.attn", "single_transformer_blocks.0.attn")
     calls = {}
@@ -331,15 +396,10 @@ def test_compile_hunyuan_video_processors_in_place_rope(quality, kernel_backend)
         attn = model.get_submodule(path)
         args, kwargs = calls[path]
         graphs = []
-
-        def record(gm, example_inputs, graphs=graphs):
-            graphs.append(gm.code)
-            return aot_autograd(fw_compiler=lambda g, _: g)(gm, example_inputs)
-
         torch._dynamo.reset()
         with torch.no_grad():
             eager = attn(*args, **kwargs)
-            out = torch.compile(attn, backend=record, fullgraph=True)(*args, **kwargs)
+            out = torch.compile(attn, backend=_recording_backend(graphs), fullgraph=True)(*args, **kwargs)
         assert len(graphs) == 1 and all(torch.equal(a, b) for a, b in zip(out, eager)), path
         code = graphs[0]
         assert code.count("sgl_diffusion.rope") == 1  # apply_rope_qk / qk_norm_rope: one op either way

@@ -17,10 +17,12 @@ class Site:
     ops: tuple[str, ...]
     backend: str
     contract: str
+    compile_ops: tuple[str, ...]
     gate: BitExactFusionGate | None
     @property
     def mounted(self) -> bool: ...
     def gate_state(self) -> str: ...
+    def under_compile(self) -> str: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 class MountReport:
@@ -28,6 +30,7 @@ class MountReport:
     quality: str
     verify: bool
     backend: str
+    under_compile: str
     sites: list[Site]
     notes: list[str]
     op_calls: dict[str, list[int]]
@@ -39,9 +42,14 @@ class MountReport:
     def to_dict(self) -> dict[str, Any]: ...
 
 def optimize(
-    model: torch.nn.Module, *, quality: str = "exact", verify: bool = True, backend: str | None = None
+    model: torch.nn.Module,
+    *,
+    quality: str = "exact",
+    verify: bool = True,
+    backend: str | None = None,
+    under_compile: str = "auto",
 ) -> MountReport: ...
 def unmount(model: torch.nn.Module) -> bool: ...
 def is_mounted(model: torch.nn.Module) -> bool: ...
 def mount_report(model: torch.nn.Module) -> MountReport | None: ...
-def mount_plan(source: Any, *, quality: str = "exact") -> MountReport: ...
+def mount_plan(source: Any, *, quality: str = "exact", under_compile: str = "auto") -> MountReport: ...

@@ -18,7 +18,7 @@ import torch
 from sgl_diffusion_core import BitExactFusionGate
 
 from . import wrappers as W
-from .kernels import Kernels
+from .kernels import UNDER_COMPILE, Kernels, compile_ops
 from .report import MountReport, Site
 
 SUPPORTED_MODELS = (
@@ -108,7 +108,7 @@ def _split(path: str) -> tuple[str, str]:
 
 
 def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = True,
-             backend: str | None = None) -> MountReport:
+             backend: str | None = None, under_compile: str = "auto") -> MountReport:
     """Mount the family's fused ops on the sites of a diffusers transformer it recognizes.
 
     quality: ``"exact"`` (default): every mounted site is ``torch.equal`` to the unmounted
@@ -123,15 +123,27 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         eager ``torch`` chain) or a backend name every op is asked for (``"triton"`` runs the
         Triton kernels, under ``TRITON_INTERPRET=1`` on the CPU); an op that cannot serve an
         input with it runs its eager chain there.
+    under_compile: what ``torch.compile`` traces at a mounted site (eager calls are not affected).
+        ``"auto"`` (default): the ops inductor fuses itself (``scale_shift``, ``gated_residual``,
+        ``gelu_tanh``: plain elementwise arithmetic) trace their eager chain, so inductor fuses them
+        with the model's norms and the next residual; the others (RoPE, QK-norm, the one-pass
+        norm + modulate, the joint concatenation) stay custom ops; a site left with none traces its
+        original module. ``"fused"``: every verified op stays a custom op. ``"eager"``: every site
+        traces its original module (the mount is invisible to ``torch.compile``).
 
     Returns a :class:`MountReport` listing every site considered. Never raises for a model
     it does not know: the report says nothing was mounted and why. A model already mounted is
     unmounted first. ``unmount(model)`` restores the original modules.
     """
     name = type(model).__name__
-    report = MountReport(model=name, quality=str(quality), verify=bool(verify), backend=backend or "auto")
+    report = MountReport(model=name, quality=str(quality), verify=bool(verify), backend=backend or "auto",
+                         under_compile=str(under_compile))
     if quality not in ("exact", "close"):
         report.notes.append(f"quality={quality!r} is not 'exact' or 'close': nothing mounted")
+        return report
+    if under_compile not in UNDER_COMPILE:
+        report.notes.append(f"under_compile={under_compile!r} is not one of {', '.join(map(repr, UNDER_COMPILE))}: "
+                            "nothing mounted")
         return report
     if not isinstance(model, torch.nn.Module):
         report.notes.append(f"{name} is not a torch.nn.Module: nothing mounted")
@@ -145,7 +157,7 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         unmount(model)
         report.notes.append("the model was already mounted: unmounted first")
 
-    kernels = Kernels(quality, backend)
+    kernels = Kernels(quality, backend, under_compile)
     report.op_calls = kernels.counts
     exact = quality == "exact"
     mounts: list[_Mount] = []
@@ -164,6 +176,7 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
                 site.reason = rule.skip_reason
                 continue
             site.ops = rule.ops_exact if exact else rule.ops_close
+            site.compile_ops = compile_ops(site.ops, under_compile)
             site.contract = "exact" if exact else "close"
             if exact and verify:
                 site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{name}.{path}")
@@ -219,6 +232,7 @@ def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kern
             site.reason = plan
             continue
         site.ops = plan
+        site.compile_ops = compile_ops(plan, kernels.under_compile)
         site.contract = "exact" if exact else "close"
         if exact and verify:
             site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{report.model}.{path}.processor")
@@ -249,7 +263,7 @@ def mount_report(model: torch.nn.Module) -> MountReport | None:
     return rep if is_mounted(model) else None
 
 
-def mount_plan(source: Any, *, quality: str = "exact") -> MountReport:
+def mount_plan(source: Any, *, quality: str = "exact", under_compile: str = "auto") -> MountReport:
     """What ``optimize`` would mount on a model, without its weights and without running it.
 
     source: a model instance, one of ``SUPPORTED_MODELS`` (built from its default config), a
@@ -264,13 +278,14 @@ def mount_plan(source: Any, *, quality: str = "exact") -> MountReport:
         try:
             model = _build_meta(source)
         except Exception as exc:
-            report = MountReport(model=str(source), quality=str(quality), verify=True, backend="auto")
+            report = MountReport(model=str(source), quality=str(quality), verify=True, backend="auto",
+                                 under_compile=str(under_compile))
             report.notes.append(f"cannot build {source!r} on the meta device: {type(exc).__name__}: {exc}")
             return report
     live = mount_report(model)
     if live is not None:  # leave a mounted model as it is
         return live
-    report = optimize(model, quality=quality)
+    report = optimize(model, quality=quality, under_compile=under_compile)
     unmount(model)
     report.notes.append("plan only: mounted and unmounted again, nothing ran (gates pending)")
     return report

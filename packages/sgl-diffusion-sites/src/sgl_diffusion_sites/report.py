@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from sgl_diffusion_core import BitExactFusionGate, call_signature
+from sgl_diffusion_core import BitExactFusionGate, call_signature, is_compiling
 
 
 def _needs_grad(args: tuple, module: torch.nn.Module | None) -> bool:
@@ -30,7 +30,10 @@ class Site:
     ``reason``: why skipped (empty when mounted); ``ops``: the family ops the mounted path
     calls; ``backend``: the backend asked of them (``"auto"``: each op's own choice);
     ``contract``: ``"exact"`` (``torch.equal`` to the eager module, verified per call
-    signature by ``gate``) or ``"close"`` (the ops' declared tolerances, no gate).
+    signature by ``gate``) or ``"close"`` (the ops' declared tolerances, no gate);
+    ``compile_ops``: the ops of ``ops`` that stay custom ops while ``torch.compile`` traces (the
+    mount's ``under_compile`` policy; the others trace their eager chain). A mounted site with none
+    traces its original module (or processor) under compile; eager calls are not affected.
     """
 
     path: str
@@ -41,6 +44,7 @@ class Site:
     ops: tuple[str, ...] = ()
     backend: str = "auto"
     contract: str = "-"
+    compile_ops: tuple[str, ...] = ()
     gate: BitExactFusionGate | None = field(default=None, repr=False)
 
     @property
@@ -59,14 +63,28 @@ class Site:
             return states.pop()
         return "mixed" if "fallback" in states else "pending"
 
+    def under_compile(self) -> str:
+        """What ``torch.compile`` traces here: ``"fused"`` (every op of the site as its custom op),
+        ``"eager"`` (the original module's chain), ``"partly"`` (``compile_ops`` fused, the rest eager),
+        ``"-"`` (not mounted)."""
+        if not self.mounted:
+            return "-"
+        if not self.compile_ops:
+            return "eager"
+        return "fused" if set(self.compile_ops) == set(self.ops) else "partly"
+
     def run(self, fused: Callable[[], Any], reference: Callable[[], Any], *sig_args: Any,
             module: torch.nn.Module | None = None) -> Any:
         """The site's forward: through its gate (exact, verified per call signature) or fused (no gate).
 
         With autograd recording (grad mode on and an input or a parameter of ``module`` that
-        requires grad) it runs ``reference``: the fused ops have no backward.
+        requires grad) it runs ``reference``: the fused ops have no backward. While
+        ``torch.compile`` traces, a site with no ``compile_ops`` (policy ``under_compile``) traces
+        ``reference``, the original module's chain, so inductor fuses it with its neighbours.
         """
         if torch.is_grad_enabled() and _needs_grad(sig_args, module):
+            return reference()
+        if not self.compile_ops and is_compiling():
             return reference()
         if self.gate is None:
             return fused()
@@ -86,6 +104,8 @@ class Site:
             "backend": self.backend,
             "contract": self.contract,
             "gate": self.gate_state(),
+            "under_compile": self.under_compile(),
+            "compile_ops": list(self.compile_ops),
         }
 
 
@@ -97,6 +117,7 @@ class MountReport:
     quality: str
     verify: bool
     backend: str
+    under_compile: str = "auto"
     sites: list[Site] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # op -> [fused calls, eager-chain calls where the backend could not serve], live (eager mode)
@@ -124,6 +145,7 @@ class MountReport:
             "quality": self.quality,
             "verify": self.verify,
             "backend": self.backend,
+            "under_compile": self.under_compile,
             "mounted": len(self.mounted),
             "skipped": len(self.skipped),
             "notes": list(self.notes),
@@ -133,16 +155,17 @@ class MountReport:
 
     def __str__(self) -> str:
         head = (f"sgl-diffusion-sites: {self.model}, quality={self.quality}, verify={self.verify}, "
-                f"backend={self.backend}: {len(self.mounted)} mounted, {len(self.skipped)} skipped")
+                f"backend={self.backend}, under_compile={self.under_compile}: {len(self.mounted)} mounted, "
+                f"{len(self.skipped)} skipped")
         lines = [head]
         lines += [f"  note: {n}" for n in self.notes]
         if self.op_calls:
             lines.append("  op calls so far (fused / eager chain): " + ", ".join(
                 f"{op} {n[0]}/{n[1]}" for op, n in sorted(self.op_calls.items())))
         if self.sites:
-            cols = ("path", "kind", "status", "contract", "gate", "backend", "ops / reason")
+            cols = ("path", "kind", "status", "contract", "gate", "compile", "backend", "ops / reason")
             rows = [
-                (s.path or "<root>", s.kind, s.status, s.contract, s.gate_state(), s.backend,
+                (s.path or "<root>", s.kind, s.status, s.contract, s.gate_state(), _compile_col(s), s.backend,
                  ", ".join(s.ops) if s.mounted else s.reason)
                 for s in self.sites
             ]
@@ -151,3 +174,9 @@ class MountReport:
             lines.append(fmt.format(*cols))
             lines += [fmt.format(*r) for r in rows]
         return "\n".join(lines)
+
+
+def _compile_col(s: Site) -> str:
+    """The table's ``compile`` column: fused / eager / the ops kept fused."""
+    state = s.under_compile()
+    return ", ".join(s.compile_ops) + " fused" if state == "partly" else state
