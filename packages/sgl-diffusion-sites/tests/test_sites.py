@@ -7,6 +7,7 @@ fallbacks, produced the outputs compared here."""
 from __future__ import annotations
 
 import math
+import shutil
 import warnings
 
 import pytest
@@ -375,6 +376,92 @@ def test_compile_whole_hunyuan_video(under_compile, kernel_backend):
     assert code.count("sgl_diffusion.rope") == 2 and code.count("sgl_diffusion.joint_qkv_cat") == 1
     assert {s.gate_state() for s in report.mounted} == {"verified"}
     sites.unmount(model)
+    torch._dynamo.reset()
+
+
+def test_mount_a_compiled_model_mounts_and_unmount_restores_the_compiled_originals(kernel_backend):
+    """Blocks compiled in place (diffusers' ``compile_repeated_blocks`` sets ``_compiled_call_impl``, a
+    compiled call of the original's own ``_call_impl``): their mounted twins do not inherit it (they
+    would run the original's compiled forward), so the mount runs, the report says the blocks must be
+    compiled again, and unmount puts back the compiled originals exactly."""
+    model, kw, _ = tiny_models.flux()
+    ref = _out(model, kw)
+    model.compile_repeated_blocks(backend="eager")  # diffusers' method (nothing is traced before a call)
+    tree = _tree(model)
+    compiled = {n: m.__dict__["_compiled_call_impl"] for n, m in tree if "_compiled_call_impl" in m.__dict__}
+    assert set(compiled) == {"transformer_blocks.0", "single_transformer_blocks.0"}
+    report = sites.optimize(model, backend=kernel_backend)
+    assert any("had been compiled" in n and "compile_repeated_blocks" in n for n in report.notes), report.notes
+    for path in compiled:
+        assert "_compiled_call_impl" not in model.get_submodule(path).__dict__
+    assert torch.equal(_out(model, kw), ref)  # the twins ran: their gates verified, their ops ran
+    assert {s.gate_state() for s in report.mounted} == {"verified"}, str(report)
+    assert report.op_calls["modulate.gated_residual"][0] == 5
+    assert sites.unmount(model)
+    assert all(a is b for (_, a), (_, b) in zip(_tree(model), tree))
+    assert all(model.get_submodule(n).__dict__["_compiled_call_impl"] is c for n, c in compiled.items())
+    torch._dynamo.reset()
+
+
+def test_mount_a_model_compiled_whole_notes_how_to_verify():
+    """``Module.compile()`` of the model itself or a ``torch.compile`` wrapper: dynamo traces it again
+    with the sites at its next call (module guards); the report says so and how to verify first."""
+    model, _, _ = tiny_models.wan()
+    model.compile(backend="eager")
+    report = sites.optimize(model)
+    assert report.mounted and any("force_eager" in n for n in report.notes), report.notes
+    sites.unmount(model)
+    del model._compiled_call_impl
+    wrapper = torch.compile(model, backend="eager")
+    report = sites.optimize(wrapper)
+    assert report.model == "WanTransformer3DModel" and report.mounted
+    assert any("OptimizedModule" in n for n in report.notes), report.notes
+    assert sites.is_mounted(wrapper) and sites.is_mounted(model) and sites.mount_report(wrapper) is report
+    assert sites.unmount(wrapper) and not sites.is_mounted(model)
+    torch._dynamo.reset()
+
+
+@pytest.mark.skipif(not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")),
+                    reason="inductor on the CPU needs a C++ compiler")
+def test_compile_repeated_blocks_of_a_mounted_model_with_inductor(kernel_backend):
+    """diffusers' ``compile_repeated_blocks`` matches class names exactly and finds no mounted block;
+    ``sites.compile_repeated_blocks`` compiles them (inductor, ``fullgraph=True``): no graph break, the
+    RoPE custom op runs inside the compiled blocks, the output stays within inductor's tolerance of the
+    mounted eager one, and unmount leaves the original blocks uncompiled."""
+    from torch._dynamo.utils import counters
+    from torch.profiler import ProfilerActivity, profile
+
+    model, kw, _ = tiny_models.flux()
+    sites.optimize(model, backend=kernel_backend)
+    with pytest.warns(RuntimeWarning, match="not verified yet"):  # compiled before the eager call
+        sites.compile_repeated_blocks(model, backend="eager")
+    sites.unmount(model)
+    report = sites.optimize(model, backend=kernel_backend)
+    mounted_eager = _out(model, kw)  # verifies every site
+    with pytest.raises(ValueError, match="not found"):
+        model.compile_repeated_blocks(fullgraph=True)
+    torch._dynamo.reset()
+    counters.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        paths = sites.compile_repeated_blocks(model, fullgraph=True)
+    assert paths == ["transformer_blocks.0", "single_transformer_blocks.0"]
+    out = _out(model, kw)  # traced, compiled by inductor
+    assert not counters["graph_break"] and counters["stats"]["unique_graphs"] == 2
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        again = _out(model, kw)
+    ran = {e.key: e.count for e in prof.key_averages() if e.key.startswith("sgl_diffusion::")}
+    assert ran == {"sgl_diffusion::rope": 2}, ran  # RoPE of both blocks; their modulations fused by inductor
+    assert torch.equal(again, out)
+    torch.testing.assert_close(out.float(), mounted_eager.float(), atol=5e-2, rtol=5e-2)
+    db = psnr(out, mounted_eager)
+    print(f"compile_repeated_blocks (inductor) vs mounted eager: PSNR {db:.1f} dB")
+    assert db >= 40.0
+    assert any("compile_repeated_blocks: 2" in n for n in report.notes)
+    sites.unmount(model)
+    assert all("_compiled_call_impl" not in m.__dict__ for m in model.modules())
+    with pytest.raises(ValueError, match="_repeated_blocks"):
+        sites.compile_repeated_blocks(tiny_models.sd3()[0])
     torch._dynamo.reset()
 
 

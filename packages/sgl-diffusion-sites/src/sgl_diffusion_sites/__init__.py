@@ -2,7 +2,8 @@
 
 ``optimize(model, quality="exact")`` replaces the eager chains it recognizes (adaLN norm +
 modulate, gated residuals, activations) by fused ops behind per-site verification gates and
-returns a :class:`MountReport`; ``unmount(model)`` restores the original modules.
+returns a :class:`MountReport`; ``unmount(model)`` restores the original modules;
+``compile_repeated_blocks(model, **compile_kwargs)`` compiles a mounted model regionally.
 
 The surface is lazy (PEP 562): importing this package registers no op, imports no diffusers,
 no backend and no Triton.
@@ -21,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "is_mounted": "mount",
     "mount_report": "mount",
     "mount_plan": "mount",
+    "compile_repeated_blocks": "mount",
     "SUPPORTED_MODELS": "mount",
     "MountReport": "report",
     "Site": "report",

@@ -133,8 +133,18 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
 
     Returns a :class:`MountReport` listing every site considered. Never raises for a model
     it does not know: the report says nothing was mounted and why. A model already mounted is
-    unmounted first. ``unmount(model)`` restores the original modules.
+    unmounted first. ``unmount(model)`` restores the original modules. A module that had been
+    compiled (``Module.compile()``, diffusers' ``compile_repeated_blocks``) is mounted uncompiled
+    (the report says so: compile it again with :func:`compile_repeated_blocks`); ``unmount`` puts
+    the compiled original back. A ``torch.compile(model)`` wrapper is mounted on its ``_orig_mod``.
     """
+    if _unwrap(model) is not model:
+        inner = optimize(_unwrap(model), quality=quality, verify=verify, backend=backend,
+                         under_compile=under_compile)
+        if inner.mounted:
+            inner.notes.append(_compiled_model_note("a torch.compile wrapper (OptimizedModule): mounted on its "
+                                                    "_orig_mod", inner))
+        return inner
     name = type(model).__name__
     report = MountReport(model=name, quality=str(quality), verify=bool(verify), backend=backend or "auto",
                          under_compile=str(under_compile))
@@ -161,6 +171,7 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     report.op_calls = kernels.counts
     exact = quality == "exact"
     mounts: list[_Mount] = []
+    compiled: list[str] = []  # replaced modules that had been compiled
     try:
         found = [(p, m) for p, m in model.named_modules() if p and _rule_for(m) is not None]
         for path, m in found:
@@ -182,6 +193,8 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
                 site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{name}.{path}")
             parent_path, attr = _split(path)
             parent = model.get_submodule(parent_path) if parent_path else model
+            if W.is_compiled(m):
+                compiled.append(path)
             mounted = W.mount_module(m, rule.mixin, site, kernels)
             setattr(parent, attr, mounted)
             mounts.append(_Mount(parent, attr, m, mounted))
@@ -196,9 +209,68 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         report.notes.append(f"mounting failed, nothing left mounted: {type(exc).__name__}: {exc}")
         warnings.warn(f"sgl_diffusion_sites.optimize({name}): {report.notes[-1]}", RuntimeWarning, stacklevel=2)
         return report
+    if compiled:
+        report.notes.append(
+            f"{len(compiled)} mounted module(s) had been compiled (Module.compile / diffusers' "
+            f"compile_repeated_blocks; first: {compiled[0]}): their mounted twins run uncompiled; compile them again "
+            "after one eager call (which verifies the exact sites): sgl_diffusion_sites.compile_repeated_blocks("
+            "model, ...); unmount puts the compiled originals back")
+    if W.is_compiled(model) and report.mounted:
+        report.notes.append(_compiled_model_note("compiled (Module.compile)", report))
     object.__setattr__(model, _STATE_ATTR, mounts)
     object.__setattr__(model, "_sgl_diffusion_sites_report", report)
     return report
+
+
+def _compiled_model_note(what: str, report: MountReport) -> str:
+    note = (f"the model is {what}: dynamo traces it again, with the mounted sites, at its next call "
+            f"(under_compile={report.under_compile!r})")
+    if report.verify and report.quality == "exact":
+        note += ("; the exact sites verify in eager calls only: run one call under "
+                 "torch.compiler.set_stance('force_eager') first, until then they trace their original chain")
+    return note
+
+
+def _block_class_names(model: torch.nn.Module) -> set[str]:
+    return set(getattr(model, "_repeated_blocks", None) or ())
+
+
+def compile_repeated_blocks(model: torch.nn.Module, *args: Any, **kwargs: Any) -> list[str]:
+    """Regional compilation of a diffusers model, mounted or not: ``Module.compile(*args, **kwargs)`` (in
+    place) of every module whose class is named in ``model._repeated_blocks`` — or, for a mounted
+    twin (``Mounted<Class>``), whose original's class is. Arguments go to ``torch.compile`` verbatim
+    (``fullgraph=True``, ``mode=``, ``backend=``, ...).
+
+    diffusers' own ``model.compile_repeated_blocks`` matches class names exactly, so it finds no
+    mounted block. Compile after the mount and after one eager call: exact sites verify in eager
+    calls only (a site still pending when the graph is traced traces its original chain; a warning
+    names how many). ``unmount`` drops the compiled twins and puts the originals back as they were.
+    Returns the paths of the compiled modules; raises ``ValueError`` (as diffusers does) when the
+    model names no repeated blocks or none is found.
+    """
+    names = _block_class_names(model)
+    if not names:
+        raise ValueError(f"{type(model).__name__} names no _repeated_blocks: nothing to compile regionally")
+    paths = []
+    for path, m in model.named_modules():
+        orig = W.original_of(m)
+        if type(m).__name__ in names or (orig is not None and type(orig).__name__ in names):
+            m.compile(*args, **kwargs)
+            paths.append(path)
+    if not paths:
+        raise ValueError(f"no module of the classes {sorted(names)} (mounted or not) in {type(model).__name__}")
+    report = mount_report(model)
+    if report is not None:
+        inside = [s for s in report.mounted if any(s.path == p or s.path.startswith(p + ".") for p in paths)]
+        pending = [s.path for s in inside if s.compile_ops and s.gate is not None and s.gate_state() == "pending"]
+        if pending:
+            warnings.warn(
+                f"sgl_diffusion_sites.compile_repeated_blocks: {len(pending)} mounted site(s) with ops that stay fused "
+                f"under compile are not verified yet (first: {pending[0]}): the compiled graphs trace their original "
+                "chain; run one eager call before the first compiled one", RuntimeWarning, stacklevel=2)
+        how = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+        report.notes.append(f"compile_repeated_blocks: {len(paths)} module(s) compiled: Module.compile({how})")
+    return paths
 
 
 _PROCESSORS: dict[str, type] = {
@@ -242,8 +314,15 @@ def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kern
         site.status = "mounted"
 
 
+def _unwrap(model: Any) -> Any:
+    """The module a ``torch.compile(model)`` wrapper (``OptimizedModule``) holds, else model itself."""
+    inner = model.__dict__.get("_modules", {}).get("_orig_mod") if hasattr(model, "__dict__") else None
+    return inner if type(model).__name__ == "OptimizedModule" and isinstance(inner, torch.nn.Module) else model
+
+
 def unmount(model: torch.nn.Module) -> bool:
     """Put back every original module ``optimize`` replaced; True when something was mounted."""
+    model = _unwrap(model)
     mounts: list[_Mount] | None = getattr(model, _STATE_ATTR, None)
     if not mounts:
         return False
@@ -254,12 +333,12 @@ def unmount(model: torch.nn.Module) -> bool:
 
 
 def is_mounted(model: torch.nn.Module) -> bool:
-    return bool(getattr(model, _STATE_ATTR, None))
+    return bool(getattr(_unwrap(model), _STATE_ATTR, None))
 
 
 def mount_report(model: torch.nn.Module) -> MountReport | None:
     """The report of the last ``optimize`` on this model (gate states are live), or None."""
-    rep: Any = getattr(model, "_sgl_diffusion_sites_report", None)
+    rep: Any = getattr(_unwrap(model), "_sgl_diffusion_sites_report", None)
     return rep if is_mounted(model) else None
 
 

@@ -6,6 +6,12 @@ without running ``__init__`` and shares the original's ``__dict__`` entries (the
 ``isinstance`` checks, ``state_dict`` keys, ``.to()``, hooks and parameter identity are
 unchanged, and ``unmount`` puts the original object back. The mixin's ``forward`` is the
 fused form; ``self._sgl_ref(...)`` is the original class's ``forward`` (the eager chain).
+
+Not shared: ``_compiled_call_impl``, which ``Module.compile()`` (and diffusers'
+``compile_repeated_blocks``) set on the original. It is ``torch.compile`` of the original's bound
+``_call_impl``: a twin that kept it would run the original's compiled forward, never its own. The
+twin starts uncompiled (``compile_repeated_blocks`` of this package compiles it again); the
+original keeps its compiled forward, which ``unmount`` puts back with it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ def mount_module(original: torch.nn.Module, mixin: type, site: Site, kernels: Ke
     cls = mounted_class(type(original), mixin)
     w = cls.__new__(cls)
     w.__dict__.update(original.__dict__)
+    w.__dict__.pop("_compiled_call_impl", None)  # the original's compiled forward (see the module doc)
     # plain attributes, not registered submodules: the original stays out of the module tree
     object.__setattr__(w, "_sgl_original", original)
     object.__setattr__(w, "_sgl_site", site)
@@ -43,6 +50,11 @@ def mount_module(original: torch.nn.Module, mixin: type, site: Site, kernels: Ke
 
 def original_of(module: torch.nn.Module) -> torch.nn.Module | None:
     return module.__dict__.get("_sgl_original")
+
+
+def is_compiled(module: torch.nn.Module) -> bool:
+    """Whether ``Module.compile()`` was called on this module (its calls run a compiled forward)."""
+    return module.__dict__.get("_compiled_call_impl") is not None
 
 
 class _Mounted:
