@@ -12,11 +12,17 @@ CPU; the median and p20 / p80 of ``--reps`` calls after ``--warmup`` calls) for 
 - ``compile``: the unmounted model, regionally compiled: diffusers' ``compile_repeated_blocks(
   fullgraph=True)`` (``torch.compile`` of every block class named in ``model._repeated_blocks``, in
   place). The first call (tracing + inductor) is timed apart as ``compile_s``.
-- ``compile_exact`` / ``compile_close``: mount, one eager call (verifies the gates), then
-  ``torch._dynamo.reset()`` and the same regional compilation of the mounted blocks (diffusers'
-  method finds blocks by exact class name and a mounted block is a ``Mounted<Class>`` subclass, so
-  this script compiles every module whose class or a base class is named in ``_repeated_blocks``:
-  the same modules, the same ``Module.compile`` call). ``compile_close`` runs only when listed.
+- ``compile_exact`` / ``compile_close``: mount (``optimize(model, quality=..., under_compile=
+  --under-compile)``), one eager call (verifies the gates), then ``torch._dynamo.reset()`` and the
+  same regional compilation of the mounted blocks through ``sgl_diffusion_sites.compile_repeated_blocks(
+  model, fullgraph=True)`` (diffusers' method finds blocks by exact class name and a mounted block is a
+  ``Mounted<Class>`` subclass; the helper compiles the same modules with the same ``Module.compile``
+  call). ``--under-compile`` (default ``auto``) is the mount's policy for what dynamo traces at a
+  site: ``auto`` traces the elementwise modulations and gated residuals as their eager chains (inductor
+  fuses them with the norms around them) and keeps RoPE / QK-norm / the one-pass norm + modulate as
+  custom ops; ``fused`` keeps every verified op; ``eager`` traces the original modules. Each mounted
+  variant records it (``under_compile``, and per site in ``mount.under_compile_sites``).
+  ``compile_close`` runs only when listed.
 
 Every variant is wrapped: an error is recorded (``status: error``) and the next variant runs.
 Between variants the model is unmounted, its compiled call wrappers are dropped and dynamo is
@@ -335,6 +341,9 @@ def mount_summary(report: Any) -> dict[str, Any]:
     return {
         "quality": d["quality"],
         "backend": d["backend"],
+        "under_compile": d["under_compile"],
+        # what dynamo traces at the mounted sites: fused / partly / eager (the policy per op)
+        "under_compile_sites": dict(Counter(s.under_compile() for s in report.mounted)),
         "mounted": d["mounted"],
         "skipped": d["skipped"],
         "by_kind": report.by_kind(),
@@ -349,6 +358,7 @@ def mount_summary(report: Any) -> dict[str, Any]:
 def _print_mount(summary: dict[str, Any]) -> None:
     kinds = ", ".join(f"{k} {v['mounted']}/{v['mounted'] + v['skipped']}" for k, v in summary["by_kind"].items())
     log(f"  mounted {summary['mounted']}, skipped {summary['skipped']} ({kinds}); gates {summary['gates']}")
+    log(f"  under_compile={summary['under_compile']}: sites {summary['under_compile_sites']}")
     if summary["not_verified"]:
         log(f"  NOT verified (fallback / mixed / pending): {summary['not_verified'][:8]}")
     calls = ", ".join(f"{op} {n['fused']}/{n['eager']}" for op, n in summary["op_calls"].items())
@@ -364,25 +374,19 @@ def regional_compile(model: torch.nn.Module, mounted: bool, mode: str | None) ->
     kw: dict[str, Any] = {"fullgraph": True}
     if mode:
         kw["mode"] = mode
-    if not mounted and hasattr(model, "compile_repeated_blocks"):
+    if not mounted:
         model.compile_repeated_blocks(**kw)
         return f"diffusers compile_repeated_blocks({kw})"
-    names = set(getattr(model, "_repeated_blocks", None) or [])
-    if not names:
-        raise RuntimeError(f"{type(model).__name__} names no _repeated_blocks")
-    n = 0
-    for m in model.modules():
-        if any(c.__name__ in names for c in type(m).__mro__):
-            m.compile(**kw)
-            n += 1
-    if not n:
-        raise RuntimeError(f"no module of the classes {sorted(names)} (or a subclass) in the model")
-    return f"Module.compile({kw}) of the {n} modules whose class or a base class is in _repeated_blocks"
+    import sgl_diffusion_sites as sites
+
+    paths = sites.compile_repeated_blocks(model, **kw)
+    return f"sgl_diffusion_sites.compile_repeated_blocks({kw}): {len(paths)} modules"
 
 
 def uncompile(model: torch.nn.Module) -> None:
-    """Drop every ``Module.compile`` wrapper (a mounted twin copies its original's ``__dict__``, so a
-    compiled original would make its twin call the original's compiled forward)."""
+    """Drop every ``Module.compile`` wrapper: the ``compile`` variant compiles the original blocks in
+    place (a mounted twin never inherits it: ``optimize`` notes such blocks and mounts them uncompiled,
+    and ``unmount`` drops the compiled twins)."""
     for m in model.modules():
         m.__dict__.pop("_compiled_call_impl", None)
 
@@ -432,6 +436,7 @@ class Bench:
     reps: int
     warmup: int
     compile_mode: str | None
+    under_compile: str = "auto"
 
 
 def run_eager(b: Bench) -> dict[str, Any]:
@@ -442,7 +447,7 @@ def run_eager(b: Bench) -> dict[str, Any]:
 def _mounted(b: Bench, quality: str) -> dict[str, Any]:
     import sgl_diffusion_sites as sites
 
-    report = sites.optimize(b.model, quality=quality)
+    report = sites.optimize(b.model, quality=quality, under_compile=b.under_compile)
     if not report.mounted:
         raise RuntimeError(f"nothing mounted: {report.notes}")
     first, first_s = wall_call(b.model, b.kw, b.device)  # exact: verifies every gate
@@ -468,9 +473,10 @@ def _compiled(b: Bench, quality: str | None) -> dict[str, Any]:
     rec: dict[str, Any] = {}
     report = None
     if quality is not None:
-        report = sites.optimize(b.model, quality=quality)
+        report = sites.optimize(b.model, quality=quality, under_compile=b.under_compile)
         if not report.mounted:
             raise RuntimeError(f"nothing mounted: {report.notes}")
+        rec["under_compile"] = b.under_compile
         _, verify_s = wall_call(b.model, b.kw, b.device)  # eager: verifies every gate before tracing
         rec["eager_verify_call_s"] = round(verify_s, 3)
     reset_dynamo()
@@ -598,7 +604,7 @@ def bench_model(spec: ModelSpec, args: argparse.Namespace, device: torch.device,
         rec["mem_after_ref_gb"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
     results.write()
 
-    b = Bench(model, kw, ref, device, reps, args.warmup, args.compile_mode)
+    b = Bench(model, kw, ref, device, reps, args.warmup, args.compile_mode, args.under_compile)
     eager_ms: float | None = None
     compile_guess_s = 120.0 if device.type == "cuda" else 60.0
     for v in args.variants:
@@ -723,6 +729,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--budget-s", type=float, default=540.0, help="skip variants past this many s (0: never)")
     p.add_argument("--compile-mode", default=None, help="torch.compile mode (default: None, the default mode)")
     p.add_argument("--cast-all", action="store_true", help="cast every tensor to bf16 (no _keep_in_fp32_modules)")
+    p.add_argument(
+        "--under-compile",
+        default="auto",
+        choices=("auto", "fused", "eager"),
+        help="optimize(under_compile=...) of the mounted variants: what dynamo traces at a site (default auto)",
+    )
     args = p.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
