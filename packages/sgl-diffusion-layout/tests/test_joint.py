@@ -82,21 +82,3 @@ def test_compile_fullgraph(backend, device):
     got = torch.compile(f, fullgraph=True, backend="aot_eager")(*img, *txt)
     for g, w in zip(got, f(*img, *txt)):
         testing.assert_exact(g, w)
-
-
-@pytest.mark.parametrize("Si,St,H,Dh", [(37, 5, 38, 64), (5, 3, 4, 16), (4, 2, 24, 128)])
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_cat_contiguous_flattened(backend, device, Si, St, H, Dh, dtype):
-    """Contiguous q/k/v: each (tensor, batch) part is one contiguous run, copied as flat rows
-    (``collapse_contiguous``; SD3.5's 38 x 64 head tile ran 38 of 64 rows); tails masked."""
-    from sgl_diffusion_layout.copy_triton import collapse_contiguous
-    from sgl_diffusion_layout.joint_api import describe_joint_qkv_cat
-
-    torch.manual_seed(Si)
-    img = tuple(rnd(2, Si, H, Dh, dtype=dtype, device=device) for _ in range(3))
-    txt = tuple(rnd(2, St, H, Dh, dtype=dtype, device=device) for _ in range(3))
-    out = lay.joint_qkv_cat(*img, *txt, backend=backend)
-    testing.assert_exact(out, lay.joint_qkv_cat_reference(*img, *txt))
-    for g, _, _ in describe_joint_qkv_cat(*img, *txt).info["geom"][1]:
-        flat = collapse_contiguous(g, out.element_size())
-        assert flat.M == 1 and flat.N > g.N and flat.R2 * flat.N == g.R2 * g.M * g.N

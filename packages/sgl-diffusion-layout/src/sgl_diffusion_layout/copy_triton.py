@@ -143,34 +143,12 @@ def _gather_kernel(
         tl.store(dst_m + n[None, :], x, mask=mask)
 
 
-def collapse_contiguous(g: PermuteGeom, elem_bytes: int) -> PermuteGeom:
-    """The same copy with its ``(r2, m, n)`` block flattened when that block is contiguous on
-    every side (``joint_qkv_cat`` of contiguous q/k/v: one run of ``S*H*Dh`` elements per
-    tensor and batch): rows of ``N'`` elements, ``N'`` the largest power of two dividing the
-    block up to 4 KB, and ``M = 1``. A ``[BM, BN]`` head tile of SD3.5's ``38 x 64`` ran 38
-    of 64 rows (``next_pow2``); flattened, every lane moves data. Unchanged where the block
-    is not contiguous, or where ``N'`` would be shorter than ``N``."""
-    if g.empty:
-        return g
-    mn = g.M * g.N
-    if any(st[3] != g.N or st[2] != mn for st in (*g.src, *g.dst)):
-        return g
-    total = g.R2 * mn
-    n2 = min(total & -total, max(16, 4096 // elem_bytes))
-    if n2 <= g.N:
-        return g
-    src = tuple((st[0], st[1], n2, n2) for st in g.src)
-    dst = tuple((st[0], st[1], n2, n2) for st in g.dst)
-    return PermuteGeom(g.R0, g.R1, total // n2, 1, n2, src, dst)
-
-
 def permute_launches(g: PermuteGeom, device: torch.device, dtype: torch.dtype):
     """A callable ``(srcs, dsts) -> None`` copying each ``srcs[j]`` into ``dsts[j]`` (one launch
     when the tensors share their strides, else one per tensor); a no-op when empty."""
     nt = len(g.src)
     if g.empty:
         return lambda srcs, dsts: None
-    g = collapse_contiguous(g, dtype.itemsize)
     plat = tensor_platform(device)
     cfg = CopyConfig.for_permute(g.R2, g.M, g.N, dtype.itemsize, plat)
     nb2 = triton.cdiv(g.R2, cfg.br)

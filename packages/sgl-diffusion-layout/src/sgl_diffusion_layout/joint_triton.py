@@ -49,10 +49,8 @@ joint_split = backend_from_prepare(_prep_split, 1)
 
 
 def aot_joint_qkv_cat(platform: str = "cuda"):
-    """Head tiles of FLUX / Qwen-Image (24 x 128) and SD3.5 Large (38 x 64) (strided q/k/v), and
-    the flat rows contiguous q/k/v take (``collapse_contiguous``: 4 KB, SD3.5's 333 text tokens 256 B)."""
-    return copy_aot_variants(platform, "joint_qkv_cat", {"flux": (24, 128), "sd35l": (38, 64), "flat": (1, 2048),
-                                                         "flat-sd35l-txt": (1, 128)})
+    """Head tiles of FLUX / Qwen-Image (24 x 128) and SD3.5 Large (38 x 64)."""
+    return copy_aot_variants(platform, "joint_qkv_cat", {"flux": (24, 128), "sd35l": (38, 64)})
 
 
 def aot_joint_split(platform: str = "cuda"):
