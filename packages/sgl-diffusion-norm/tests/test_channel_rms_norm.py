@@ -8,9 +8,9 @@ the sum of squares) cannot hide in the contract tolerance.
 Shape grid (CPU lane, Triton interpreter):
   C = 1     degenerate: x / max(|x|, eps) * gamma
   C = 6     one register tile in both layouts
-  C = 96    Wan-VAE width: one [128, positions] register tile in both layouts (32 masked lanes)
+  C = 96    Wan-VAE width: contiguous -> 3 channel chunks of 32 (two-pass path); channels_last one tile
   C = 200   not a multiple of the chunk (masked last chunk), channels_last tile 256 with 56 masked lanes
-  C = 2100  wider than one tile in both layouts: the two-pass chunked paths (contiguous: above 512)
+  C = 2100  channels_last wider than one tile (chunked in that layout too)
   spatial 3 x 5 x 7 = 105 positions: not a multiple of BLOCK_P (masked tail); T = 1 / H = 1 size-1 dims
 """
 

@@ -59,17 +59,24 @@ def _check_all(x, G, w, b, eps=1e-6):
     """The contract (close to the fp32 chain), the VAE's bf16 chain, and, so that a failure says
     which side is off, every result against the fp64 formula (one bf16 rounding unit + fp32 slack
     for the kernel); all comparisons are reported at once."""
-    out = norm.group_norm_silu(x, G, w, b, eps=eps)
+    out = norm.group_norm_silu(x, G, w, b, eps=eps, backend="triton")
     ref = norm.group_norm_silu_reference(x, G, w, b, eps=eps)
     eager = F.silu(F.group_norm(x, G, w, b, eps))
     assert out.stride() == x.stride()
     atol, rtol = _tol(x.dtype)
     t = _truth(x, G, w, b, eps)
-    checks = [_worst("triton vs the fp32 chain (contract)", out, ref, atol, rtol),
-              _worst("triton vs the bf16 eager chain", out, eager, atol, rtol),
-              _worst("triton vs fp64 (one bf16 unit + 1e-5)", out, t, 1e-5, 2.0**-8 + 1e-5)]
-    info = [_worst("fp32 chain vs fp64", ref, t, 1e-5, 2.0**-8 + 1e-5)[1],
-            _worst("bf16 eager chain vs fp64", eager, t, 1e-5, 2.0**-8 + 1e-5)[1]]
+    # The bf16 eager chain (what a bf16 VAE runs today) rounds twice, after the norm and after
+    # SiLU, and sits up to 2 bf16 units off fp64 (session 3, H200: worst ratio 33-40 against the
+    # 1-unit bound below), so it cannot be a reference at the contract's 1-unit tolerance: the
+    # kernel is held to the fp32 chain (the contract) and to fp64, and must be at least as
+    # accurate as the bf16 eager chain.
+    eager_vs_fp64 = _worst("bf16 eager chain vs fp64", eager, t, 1e-5, 2.0**-8 + 1e-5)
+    ours_vs_fp64 = _worst("triton vs fp64 (one bf16 unit + 1e-5)", out, t, 1e-5, 2.0**-8 + 1e-5)
+    checks = [_worst("triton vs the fp32 chain (contract)", out, ref, atol, rtol), ours_vs_fp64,
+              (ours_vs_fp64[0] / max(eager_vs_fp64[0], 1.0), "triton no less accurate than the bf16 eager chain "
+               f"(worst ratios vs fp64: ours {ours_vs_fp64[0]:.3g}, eager {eager_vs_fp64[0]:.3g})")]
+    info = [_worst("fp32 chain vs fp64", ref, t, 1e-5, 2.0**-8 + 1e-5)[1], eager_vs_fp64[1],
+            _worst("triton vs the bf16 eager chain", out, eager, atol, rtol)[1]]
     failed = [m for r, m in checks if not r <= 1.0]
     assert not failed, "\n".join(failed + ["(for reference)"] + [m for r, m in checks if r <= 1.0] + info)
 

@@ -62,7 +62,8 @@ def test_chooses_triton_on_gpu():
     from sgl_diffusion_core import explain
 
     assert explain(OP, x, sc, sh, exact=False).chosen == "triton"
-    assert explain(OP, x, sc, sh).chosen != "triton"  # the default is exact: never the close kernel
+    assert explain(OP, x, sc, sh).chosen == "triton"  # close by default (specs.py: the exact kernel is slow)
+    assert explain(OP, x, sc, sh, exact=True).chosen == "triton_exact"
 
 
 def test_more_than_2_31_elements():

@@ -51,35 +51,33 @@ _TILE = 4096
 _SLAB_BYTES = 32768
 # channels_last rows wider than this are processed in chunks (two passes) instead of one tile
 _MAX_ROW = 2048
-# contiguous layout: a whole [next_pow2(C), BLOCK_P] tile of at most this many elements is read
-# once and written once (one pass from registers); wider channel counts take the two-pass slab.
-_ONE_PASS_TILE = 8192
-_ONE_PASS_MAX_C = 512
 
 
 @functools.cache
 def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
-    """Launch rule. The first H200 run (session 3, docs/benchmarks/channel_rms_norm_bench_h200.json)
-    measured the two-pass slab of the contiguous layout at 66.9-68.5% of copy, i.e. its output
-    pass re-read the slab from DRAM (3 bytes moved per 2): contiguous x with up to 512 channels
-    now takes one pass over a whole ``[next_pow2(C), BLOCK_P]`` register tile (64-position runs
-    per channel at C = 96, 16 at C = 384). channels_last (one pass already) measured 62.3-64.6%;
-    ``channel_rms_norm_sweep`` in tools/gpu sweeps both."""
+    """Launch rule, from a sweep on one H200 (session 3, bf16, Wan-VAE shapes; tools/gpu/
+    channel_rms_norm_sweep.py, docs/benchmarks/channel_rms_norm_sweep_h200.json):
+
+    * contiguous: the two-pass slab of the first rule (8 warps) stays. At C = 96 (32 channels x
+      128 positions x 3 chunks) it was the best of 13 tiles, 68.3% of copy; at C = 384 its
+      128 x 32 x 3 slab ran 66.9% in the session's bench, the sweep's 32 x 128 x 12 58.1%. One
+      pass over a whole ``[next_pow2(C), BLOCK_P]`` register tile reached 61.0% / 54.6% at best.
+    * channels_last: one tile of whole channel rows with 4 warps (four 16-byte accesses per
+      thread): 74.1% at C = 96, 75.0% at C = 384; the 8 warps of the first rule gave 64.3% / 62.1%.
+    """
     warp = 64 if platform == "hip" else 32
     full = next_pow2(max(C, 1))
     if channels_last:
         block_c = min(full, _MAX_ROW)
         block_p = max(1, _TILE // block_c)
-    elif full <= _ONE_PASS_MAX_C:
-        block_c = full
-        block_p = max(8, _ONE_PASS_TILE // full)
     else:
         # runs of up to 256 bytes per channel, and a slab (C x block_p, re-read by the output
         # pass) of at most ~32 KB so the slabs of all resident programs stay in L2
         block_p = max(32, min(256 // elem_bytes, next_pow2(_SLAB_BYTES // (max(C, 1) * elem_bytes) + 1) // 2))
         block_c = min(full, max(1, _TILE // block_p))
     chunks = -(-max(C, 1) // block_c)
-    warps = max(1, min(8, block_c * block_p * elem_bytes // (16 * warp * 2)))
+    per_thread = 4 if channels_last else 2  # 16-byte accesses per thread
+    warps = max(1, min(8, block_c * block_p * elem_bytes // (16 * warp * per_thread)))
     return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps)
 
 
