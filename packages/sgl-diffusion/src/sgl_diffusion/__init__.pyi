@@ -150,6 +150,7 @@ from sgl_diffusion_rope import rope_3d_reference as rope_3d_reference
 from sgl_diffusion_sites import SUPPORTED_MODELS as SUPPORTED_MODELS
 from sgl_diffusion_sites import MountReport as MountReport
 from sgl_diffusion_sites import Site as Site
+from sgl_diffusion_sites import compile_repeated_blocks as compile_repeated_blocks
 from sgl_diffusion_sites import is_mounted as is_mounted
 from sgl_diffusion_sites import mount_plan as mount_plan
 from sgl_diffusion_sites import mount_report as mount_report
@@ -231,6 +232,7 @@ __all__ = [
     "causal_conv3d_cat_pad_reference",
     "channel_rms_norm",
     "channel_rms_norm_reference",
+    "compile_repeated_blocks",
     "default_device",
     "describe",
     "device_arch",

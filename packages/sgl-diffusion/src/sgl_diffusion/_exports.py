@@ -203,6 +203,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "MountReport",
         "Site",
         "SUPPORTED_MODELS",
+        "compile_repeated_blocks",
     ),
 }
 
