@@ -3,8 +3,9 @@
 For each case of ``channel_rms_norm_bench`` (contiguous and channels_last_3d, C = 96 and 384):
 one-pass tiles ``[next_pow2(C), BLOCK_P]`` over BLOCK_P and warps, the two-pass slab of the
 first heuristic, and the current default; time (CUDA events, L2 flushed) and % of a same-run
-copy of the same bytes (read x once, write y once). Each configuration's output is checked
-against the default's (same math, so bit-equal) before it is timed.
+copy of the same bytes (read x once, write y once). Each configuration's output is compared
+with the default's and a difference flagged (the channel sum's order follows the tile, so a
+few last-bit differences are expected; the tests hold every path to the contract).
 
 Usage: ``python3 tools/gpu/channel_rms_norm_sweep.py OUT.json`` (PYTHONPATH holding packages/*/src).
 """
@@ -16,12 +17,18 @@ import sys
 
 import torch
 
-from sgl_diffusion_core import bench, describe, next_pow2
-from sgl_diffusion_norm import channel_rms_norm_bench as cb
-from sgl_diffusion_norm.channel_rms_norm_triton import ChannelConfig, _channel_config, channel_rms_norm
+from sgl_diffusion_core import bench, describe, next_pow2, resolve_target
+
+# the backend's own launch rule and entry point, loaded like the registry loads targets
+_KERNEL = "sgl_diffusion_norm.channel_rms_norm_triton"
+ChannelConfig = resolve_target(f"{_KERNEL}:ChannelConfig")
+_channel_config = resolve_target(f"{_KERNEL}:_channel_config")
+channel_rms_norm = resolve_target(f"{_KERNEL}:channel_rms_norm")
+SHAPES = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:SHAPES")
+make_inputs = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:make_inputs")
 
 
-def _configs(C: int, channels_last: bool) -> list[ChannelConfig]:
+def _configs(C: int, channels_last: bool) -> list:
     full = next_pow2(C)
     out = [_channel_config(C, 2, channels_last, "cuda")]
     for block_p in (4, 8, 16, 32, 64, 128):
@@ -35,8 +42,8 @@ def _configs(C: int, channels_last: bool) -> list[ChannelConfig]:
 
 
 def _sweep_case(name: str, device: torch.device) -> list[dict]:
-    shape, cl = cb.SHAPES[name]
-    x, gamma, bias = cb.make_inputs(shape, cl, torch.bfloat16, device)
+    shape, cl = SHAPES[name]
+    x, gamma, bias = make_inputs(shape, cl, torch.bfloat16, device)
     geom = describe("norm.channel_rms_norm", x, gamma, bias).info["geom"]
     nbytes = 2 * bench.tensor_bytes(x)
     _, copy_gbps = bench.copy_bandwidth(nbytes, device)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import sgl_diffusion_layout as lay
-from sgl_diffusion_core import UnsupportedInputError, testing
+from sgl_diffusion_core import UnsupportedInputError, resolve_target, testing
 
 OP = "layout.causal_conv3d_cat_pad"
 CL = torch.channels_last_3d
@@ -102,8 +102,6 @@ def test_compile_fullgraph(backend, device):
 def test_channels_last_row_path(backend, device, case, C, dtype):
     """channels_last_3d x and cache (the flat row kernel on triton): 16-byte vectors where C
     allows them (16 and 24 in bf16), narrower ones otherwise; rows longer than one tile."""
-    from sgl_diffusion_layout import conv_pad_triton as cpt
-
     torch.manual_seed(C)
     padding, tc = CASES[case]
     x = rnd(2, C, 2, 3, 70, dtype=dtype, device=device).contiguous(memory_format=CL)
@@ -112,7 +110,8 @@ def test_channels_last_row_path(backend, device, case, C, dtype):
     testing.assert_exact(out, ref(x, cache, padding))
     assert out.is_contiguous(memory_format=CL)
     geom = lay.conv_pad_api.describe_causal_conv3d_cat_pad(x, cache, padding).info["geom"]
-    fast = cpt._row_launch(geom[0], geom[1], geom[2], x.element_size(), "cuda")
+    row_launch = resolve_target("sgl_diffusion_layout.conv_pad_triton:_row_launch")  # the backend's launch rule
+    fast = row_launch(geom[0], geom[1], geom[2], x.element_size(), "cuda")
     assert fast is not None
     assert fast[1]["VEC"] == min(16 // x.element_size(), C & -C)  # 16 bytes, or C's power of 2
 
