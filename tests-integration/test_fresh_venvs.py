@@ -488,13 +488,16 @@ for name in sd.__all__:
     except Exception as e:
         unresolved[name] = f"{type(e).__name__}: {e}"
 providers = {}
+# a name core exports and a domain re-exports (IndexOutOfRangeError) is provided by core
+core_all = set(importlib.import_module("sgl_diffusion_core").__all__) if "sgl_diffusion_core" in P["family"] else set()
 for pkg in P["family"]:
     if pkg == "sgl_diffusion":
         continue
     mod = importlib.import_module(pkg)
     for name in getattr(mod, "__all__", []):
         if name in sd.__all__ and name != "__version__":
-            providers.setdefault(pkg, []).append(name)
+            if pkg == "sgl_diffusion_core" or name not in core_all:
+                providers.setdefault(pkg, []).append(name)
             if getattr(sd, name) is not getattr(mod, name):
                 not_same.append(f"{pkg}.{name}")
 res.update(unresolved=unresolved, not_same=not_same, providers=providers, after_touch=fam(),
