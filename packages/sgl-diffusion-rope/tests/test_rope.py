@@ -277,6 +277,21 @@ def test_errors(device):
         rope.qk_norm_rope(x, x, None, None, cos, sin, norm="group")
     with pytest.raises(UnsupportedInputError, match="k must match q"):
         rope.apply_rope_qk(x, x[:, :4], cos, sin)
+    # in place: an expanded view (stride 0 over heads) or q and k the same tensor would rotate
+    # some elements twice; a fused-QKV view (disjoint slices of one tensor) is fine
+    expanded = x[:, :, :1].expand(2, 5, 3, 16)
+    with pytest.raises(UnsupportedInputError, match="expanded or overlapping"):
+        rope.apply_rope(expanded, cos, sin, inplace=True)
+    assert rope.apply_rope(expanded, cos, sin).shape == expanded.shape  # out of place: allowed
+    overlapping = torch.randn(2 * 5 * 3 * 8 + 8, device=device).as_strided((2, 5, 3, 16), (120, 24, 8, 1))
+    with pytest.raises(UnsupportedInputError, match="expanded or overlapping"):
+        rope.apply_rope(overlapping, cos, sin, inplace=True)
+    with pytest.raises(UnsupportedInputError, match="the same tensor"):
+        rope.apply_rope_qk(x, x, cos, sin, inplace=True)
+    with pytest.raises(UnsupportedInputError, match="the same tensor"):
+        rope.qk_norm_rope(x, x, None, None, cos, sin, inplace=True)
+    q, k, _ = torch.randn(2, 5, 3, 3, 16, device=device).unbind(2)
+    assert rope.can_use_apply_rope_qk(q, k, cos, sin, inplace=True)
     assert rope.can_use_apply_rope(x, cos, sin)
     assert not rope.can_use_apply_rope("x", cos, sin)
     verdicts = explain("rope.apply_rope", x, cos, sin)
