@@ -5,7 +5,8 @@
 #          row-norm lane, sites after the processor sites / under_compile / compile helper)
 #          then sites end to end under_compile=auto vs fused (issue 7's compile + mounted target).
 #   GPU 0: the benchmarks of changed launches: GLU activations (1024 x 4 warps), channel_rms_norm
-#          (sweep-chosen rule), ln_modulate exact, gated_residual_norm_modulate.
+#          (sweep-chosen rule), ln_modulate exact, gated_residual_norm_modulate and its launch
+#          sweep (the default spills on sm_90: tools/gpu/gated_norm_sweep.py says why).
 # Usage on the device machine, from the repo root: bash tools/gpu/next_session.sh SHA OUT
 set -uo pipefail
 SHA="$1"
@@ -50,5 +51,7 @@ for op in activation.silu_and_mul activation.gelu_tanh_and_mul; do bench "$op" 9
 bench norm.channel_rms_norm 90
 bench norm.ln_modulate 120 --cases flux,wan,hunyuan
 bench norm.gated_residual_norm_modulate 60
+timeout 150 python3 tools/gpu/gated_norm_sweep.py "$OUT/gated_norm_sweep_h200.json" > "$OUT/gated_norm_sweep.log" 2>&1
+tail -n 2 "$OUT/gated_norm_sweep.log"
 wait
 snap
