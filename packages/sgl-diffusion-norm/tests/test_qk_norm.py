@@ -223,7 +223,10 @@ def test_unsupported_inputs(device):
     _assert_unsupported("k_weight must be a contiguous [Dh]", q, k, None, torch.randn(128, device=device)[::2])
     _assert_unsupported("dtype torch.int32", q.to(torch.int32), k)
     _assert_unsupported("must be a torch.Tensor", q, 1.0)
-    _assert_unsupported("elements overlap", q[:, :1].expand(1, 4, 3, 64), k, inplace=True)
+    _assert_unsupported("expanded or overlapping", q[:, :1].expand(1, 4, 3, 64), k, inplace=True)
+    # heads half overlapping (head stride 32 < Dh = 64): no zero stride, still written twice in place
+    halves = torch.randn(2 * 3 * 32 + 32, device=device).as_strided((1, 2, 3, 64), (192, 96, 32, 1))
+    _assert_unsupported("expanded or overlapping", halves, k, inplace=True)
     _assert_unsupported("same address", q, q, inplace=True)
     other = torch.device("meta") if device.type == "cpu" else torch.device("cpu")
     _assert_unsupported("all tensors must be on one device", q, k.to(other))

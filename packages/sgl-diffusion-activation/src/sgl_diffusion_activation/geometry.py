@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sgl_diffusion_core import InputDesc, check_tensors, device_arch, tensor_platform
+from sgl_diffusion_core import InputDesc, check_tensors, device_arch, tensor_platform, writable_problem
 
 # Leading dims a Triton kernel can index after coalescing; more is served by the torch backend.
 MAX_ROW_DIMS = 3
@@ -78,17 +78,6 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         out.append(acc)
         acc *= max(n, 1)
     return tuple(reversed(out))
-
-
-def rows_disjoint(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """No two elements of a tensor with a contiguous last dim share memory (sufficient test)."""
-    extent = shape[-1] if shape else 1
-    dims = sorted((st, n) for n, st in zip(shape[:-1], strides[:-1]) if n > 1)
-    for st, n in dims:
-        if st < extent:
-            return False
-        extent = st * (n - 1) + extent
-    return True
 
 
 @dataclass(frozen=True)
@@ -173,7 +162,7 @@ def describe_elementwise(
             problems.append(f"out has shape {list(out.shape)}; the result has shape {list(out_shape)}")
         elif out.dtype != dtype:
             problems.append(f"out has dtype {out.dtype}; the result has dtype {dtype} (eager type promotion)")
-        elif _last_dim_ok("out", out, problems) and not rows_disjoint(out_shape, tuple(out.stride())):
+        elif _last_dim_ok("out", out, problems) and writable_problem("out", out):
             problems.append(f"out (strides {list(out.stride())}) has rows that share memory (an expanded view?)")
     if problems:
         return desc

@@ -22,7 +22,10 @@ from .modulation import (
     describe_rows,
     mod_layout,
     row_geometry,
+    rows_disjoint,
+    same_memory,
     same_rows,
+    writable_problem,
 )
 from .ops import (
     Dispatcher,
@@ -125,9 +128,12 @@ __all__ = [
     "register_op",
     "resolve_target",
     "row_geometry",
+    "rows_disjoint",
+    "same_memory",
     "same_rows",
     "select_impl",
     "tensor_platform",
     "tensor_sig",
     "triton_interpret",
+    "writable_problem",
 ]

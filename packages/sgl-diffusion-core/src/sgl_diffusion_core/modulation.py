@@ -45,6 +45,40 @@ class RowGeometry:
         return self.B * self.S
 
 
+def rows_disjoint(sizes: tuple[int, ...], strides: tuple[int, ...], extent: int) -> bool:
+    """No two rows of ``extent`` contiguous elements, indexed by ``sizes`` / ``strides`` (the
+    leading dims, any order), share memory. A sufficient test: sorted by stride, each dim must
+    step past everything the smaller ones span. What an in-place or ``out=`` write checks."""
+    for st, n in sorted((st, n) for n, st in zip(sizes, strides) if n > 1):
+        if st < extent:
+            return False
+        extent = st * (n - 1) + extent
+    return True
+
+
+def writable_problem(name: str, t: torch.Tensor) -> str | None:
+    """Why writing into ``t`` (last dim contiguous) would write some element twice, or None."""
+    if t.numel() == 0 or t.dim() == 0 or rows_disjoint(tuple(t.shape[:-1]), tuple(t.stride()[:-1]), t.shape[-1]):
+        return None
+    return (f"{name} (shape {list(t.shape)}, strides {list(t.stride())}) is an expanded or overlapping view: "
+            "writing into it would write some elements twice")
+
+
+def same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``a`` and ``b`` start at the same address (the same tensor, or views sharing at least their
+    first element): an in-place op on both would write that memory twice. While tracing (fake
+    tensors, ``torch.compile``) only identity is known."""
+    if a is b:
+        return True
+    from torch._subclasses.fake_tensor import is_fake
+
+    if is_fake(a) or is_fake(b) or a.device.type == "meta" or torch.compiler.is_compiling():
+        return False
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    return a.data_ptr() == b.data_ptr()
+
+
 def check_tensors(tensors: dict[str, object], device: torch.device | None, problems: list[str]) -> list[str]:
     """Type, device and float-dtype checks for named optional tensors; returns their dtype names."""
     dtypes: list[str] = []

@@ -17,6 +17,7 @@ from sgl_diffusion_core import (
     mod_layout,
     register_custom_op,
     resolve_target,
+    rows_disjoint,
     same_rows,
     select_impl,
 )
@@ -51,7 +52,7 @@ def chain_dtypes(
 
 def inplace_problem(residual: torch.Tensor, r: RowGeometry) -> str | None:
     """Why ``residual`` cannot be written in place (rows that alias), or None."""
-    if _rows_disjoint(r):
+    if rows_disjoint((r.B, r.S), (r.sb, r.ss), r.D):
         return None
     return (f"residual (strides {list(residual.stride())}) has rows that share memory (an expanded "
             "view?): an in-place write would alias itself")
@@ -76,13 +77,6 @@ def describe_gated_residual(
     desc.info = {"geom": Geometry(r, u, gl, t1, out, inplace) if not problems else None,
                  "empty": residual.numel() == 0}
     return desc
-
-
-def _rows_disjoint(g: RowGeometry) -> bool:
-    """Rows of ``[B, S, D]`` never overlap (samples-major or tokens-major memory order)."""
-    b_major = (g.S == 1 or g.ss >= g.D) and (g.B == 1 or g.sb >= (g.S - 1) * g.ss + g.D)
-    s_major = (g.B == 1 or g.sb >= g.D) and (g.S == 1 or g.ss >= (g.B - 1) * g.sb + g.D)
-    return b_major or s_major
 
 
 def _empty(geom: Geometry):

@@ -19,8 +19,10 @@ from sgl_diffusion_core import (
     is_compiling,
     register_custom_op,
     resolve_target,
+    same_memory,
     select_impl,
     tensor_platform,
+    writable_problem,
 )
 
 OP = "norm.qk_norm"
@@ -64,18 +66,6 @@ def _heads(name: str, t: torch.Tensor, problems: list[str]) -> HeadGeometry | No
     return HeadGeometry(B, S, H, t.stride(0), t.stride(1), t.stride(2), tuple(t.shape))
 
 
-def _overlaps(t: torch.Tensor) -> bool:
-    """A zero stride over a dim of size > 1: writing in place would write one element twice."""
-    return any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride()))
-
-
-def _is_fake(t: torch.Tensor) -> bool:
-    """Fake tensors (torch.compile tracing, opcheck) have no real address to compare."""
-    from torch._subclasses.fake_tensor import is_fake
-
-    return is_fake(t)
-
-
 def describe_qk_norm(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -117,10 +107,10 @@ def describe_qk_norm(
                             f"strides {list(w.stride())}")
     if inplace:
         for name, t in tensors.items():
-            if _overlaps(t):
-                problems.append(f"inplace=True: {name} has a zero stride over a dim of size > 1 (strides "
-                                f"{list(t.stride())}), so its elements overlap; pass inplace=False")
-        if q.numel() and k.numel() and not _is_fake(q) and q.data_ptr() == k.data_ptr():
+            why = writable_problem(name, t)
+            if why:
+                problems.append(f"inplace=True: {why}; pass inplace=False")
+        if same_memory(q, k):
             problems.append("inplace=True: q and k start at the same address; they must be distinct tensors")
     desc.info = {"geom": None if problems else Geometry(gq, gk, D, norm, bool(inplace)),
                  "empty": q.numel() == 0 and k.numel() == 0}

@@ -18,8 +18,10 @@ from sgl_diffusion_core import (
     device_arch,
     is_compiling,
     register_custom_op,
+    same_memory,
     select_impl,
     tensor_platform,
+    writable_problem,
 )
 
 LAYOUTS = ("bshd", "bhsd")
@@ -74,38 +76,6 @@ class Geometry:
     exact: bool  # the kernel's per-op rounding mode (chosen by the selected backend's contract)
     t: torch.dtype  # dtype of the eager chain's intermediates (promote(x, table))
     out: torch.dtype
-
-
-def _rows_disjoint(shape: tuple[int, ...], strides: tuple[int, ...], extent: int) -> bool:
-    """No two (b, s, h) rows of ``extent`` contiguous elements share memory (sufficient test:
-    sorted by stride, each dim must step past everything the smaller ones span)."""
-    for st, n in sorted((st, n) for n, st in zip(shape, strides) if n > 1):
-        if st < extent:
-            return False
-        extent = st * (n - 1) + extent
-    return True
-
-
-def _check_writable(name: str, x: torch.Tensor, h: Heads | None, problems: list[str]) -> None:
-    """In place, every element of x must have its own address (an expanded or self-overlapping
-    view would be rotated more than once, or raced on)."""
-    if h is None or x.numel() == 0:
-        return
-    if torch._debug_has_internal_overlap(x) == 1 or not _rows_disjoint(
-            (x.shape[0], x.shape[1], x.shape[2]), (x.stride(0), x.stride(1), x.stride(2)), x.shape[3]):
-        problems.append(f"inplace=True needs every element of {name} at its own address; {name} (shape "
-                        f"{list(x.shape)}, strides {list(x.stride())}) is an expanded or overlapping view")
-
-
-def _same_memory(q: torch.Tensor, k: torch.Tensor) -> bool:
-    if q is k:
-        return True
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    tracing = isinstance(q, FakeTensor) or isinstance(k, FakeTensor) or torch.compiler.is_compiling()
-    if tracing or q.device.type == "meta":
-        return False  # no real addresses while tracing: identity only
-    return q.data_ptr() == k.data_ptr() and q.stride() == k.stride() and q.shape == k.shape
 
 
 def _heads(name: str, x: torch.Tensor, layout: str, problems: list[str]) -> Heads | None:
@@ -184,12 +154,14 @@ def describe_rope(
             problems.append(f"k has dtype {k.dtype}, q has {q.dtype}: q and k must share one dtype")
     if inplace and out_layout != layout:
         problems.append(f"inplace=True cannot change the layout ({layout!r} -> {out_layout!r})")
-    if inplace:
-        _check_writable("q", q, qh, problems)
-        if k is not None:
-            _check_writable("k", k, kh, problems)
-            if _same_memory(q, k):
-                problems.append("inplace=True with q and k the same tensor: each would be rotated twice")
+    if inplace:  # every element written once: no self-overlapping view, q and k not one tensor
+        for name, t in (("q", q), ("k", k)):
+            why = None if t is None else writable_problem(name, t)
+            if why:
+                problems.append(f"inplace=True: {why}")
+        if k is not None and same_memory(q, k):
+            problems.append("inplace=True with q and k starting at the same address (the same tensor?): "
+                            "their shared elements would be rotated twice")
     layouts: list[str] = [layout if out_layout == layout else f"{layout}->{out_layout}"]
 
     # rotary width and angle source
