@@ -37,9 +37,9 @@ def _act_kernel(
     x_s0, x_s1, x_s2,
     y_s0, y_s1, y_s2,
     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, NDIM: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
-    FLAT: tl.constexpr, FAST: tl.constexpr,
+    FAST: tl.constexpr,
 ):
-    r, tile = program_tile(n_tiles, FLAT)
+    r, tile = program_tile(n_tiles)
     x_row, y_row, _ = row_offsets(r, n1, n2, x_s0, x_s1, x_s2, y_s0, y_s1, y_s2, 0, 0, 0, NDIM)
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
@@ -49,15 +49,14 @@ def _act_kernel(
     tl.store(Y + y_row + cols, triton_math.narrow(activate(s, ACT, FAST), OUT), mask=mask)
 
 
-def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None, *, flat: bool | None = None,
-            fast: bool | None = None):
+def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None, *, fast: bool | None = None):
     """A runner ``(x, bias, out) -> result`` for one call signature (``geom`` from ``describe_*``).
-    ``config`` / ``flat`` / ``fast`` override the launch rule and the math (tuning only)."""
+    ``config`` / ``fast`` override the launch rule and the math (tuning only)."""
     rows = geom.rows
     plat = tensor_platform(x.device)
     cfg = config or tile_config(geom.D, max(x.element_size(), geom.dtype.itemsize), 1, plat)
     n1, n2 = rows.inner_sizes()
-    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, flat, fast)
+    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, fast)
     scalars = (geom.D, n_tiles, n1, n2, *rows.padded(0), *rows.padded(1))
     launch = PreparedLaunch(
         _act_kernel,
@@ -107,7 +106,7 @@ def _aot(act: str):
                 sig = {"X": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
                 sig.update({n: "i32" for n in ("D", "n_tiles", "n1", "n2", "x_s0", "x_s1", "x_s2",
                                                "y_s0", "y_s1", "y_s2")})
-                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FLAT", "FAST")})
+                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FAST")})
                 const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
                          **math_flags(dt)}
                 opts = launch_options(cfg, platform)

@@ -114,10 +114,12 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
          ops: tuple[str, ...] = ("silu_and_mul", "gelu_tanh"), progress=print,
          blocks: tuple[int, ...] = (1024, 2048, 4096), warps: tuple[int, ...] = (1, 2, 4, 8)) -> list[dict]:
     """Sweep the Triton backend's launch at the bench shapes (GPU tuning aid): tile ``block`` x
-    ``num_warps``, grid order (``flat``: a row's tiles adjacent, or the 2-D ``(rows, tiles)`` grid)
-    and ``fast`` (approximate ``exp`` for 16-bit outputs, or the math library's).
+    ``num_warps`` and ``fast`` (approximate ``exp`` for 16-bit outputs, or the math library's).
+    (Session 3's sweep also compared the 2-D ``(rows, tiles)`` grid with the 1-D one the kernels
+    now use: its best was 2.3-5.8 points of copy below the 1-D grid's best,
+    docs/benchmarks/activation_tune_h200.json.)
 
-    One row per (op, case, block, num_warps, flat, fast) with time and % of a same-run copy; the
+    One row per (op, case, block, num_warps, fast) with time and % of a same-run copy; the
     winners go into ``math_triton.tile_config`` and ``math_triton.math_flags`` as data.
     """
     from sgl_diffusion_core import TileConfig, describe, resolve_target
@@ -136,23 +138,21 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
                 for nw in warps:
                     if block // (32 * nw) < 4 or block > 2 * D:
                         continue
-                    for flat in (True, False):
-                        for fast in ((True, False) if dtype != torch.float32 else (False,)):
-                            cfg = TileConfig(block=block, num_warps=nw)
-                            tag = f"{op} {name} block={block} warps={nw} flat={int(flat)} fast={int(fast)}"
-                            try:
-                                def run(c=cfg, x=x, g=geom, f=launch, fl=flat, fa=fast):
-                                    return f(x, None, None, geom=g, config=c, flat=fl, fast=fa)
+                    for fast in ((True, False) if dtype != torch.float32 else (False,)):
+                        cfg = TileConfig(block=block, num_warps=nw)
+                        tag = f"{op} {name} block={block} warps={nw} fast={int(fast)}"
+                        try:
+                            def run(c=cfg, x=x, g=geom, f=launch, fa=fast):
+                                return f(x, None, None, geom=g, config=c, fast=fa)
 
-                                t = bench.time_gpu(run, device, rep=40)
-                            except Exception as exc:  # a configuration the compiler rejects
-                                progress(f"{tag}: failed {type(exc).__name__}")
-                                continue
-                            gbps = t.gbps(nbytes)
-                            rows.append({"op": op, "case": name, "block": block, "num_warps": nw, "flat": flat,
-                                         "fast": fast, "median_us": t.median_ms * 1e3, "gbps": gbps,
-                                         "frac_of_copy": gbps / copy_gbps})
-                            progress(f"{tag}: {t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s "
-                                     f"{100 * gbps / copy_gbps:.1f}% of copy")
+                            t = bench.time_gpu(run, device, rep=40)
+                        except Exception as exc:  # a configuration the compiler rejects
+                            progress(f"{tag}: failed {type(exc).__name__}")
+                            continue
+                        gbps = t.gbps(nbytes)
+                        rows.append({"op": op, "case": name, "block": block, "num_warps": nw, "fast": fast,
+                                     "median_us": t.median_ms * 1e3, "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
+                        progress(f"{tag}: {t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s "
+                                 f"{100 * gbps / copy_gbps:.1f}% of copy")
             del x
     return rows

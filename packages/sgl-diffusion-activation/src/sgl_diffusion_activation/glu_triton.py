@@ -39,9 +39,9 @@ def _glu_kernel(
     b_s0, b_s1, b_s2,
     y_s0, y_s1, y_s2,
     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, NDIM: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
-    FLAT: tl.constexpr, FAST: tl.constexpr,
+    FAST: tl.constexpr,
 ):
-    r, tile = program_tile(n_tiles, FLAT)
+    r, tile = program_tile(n_tiles)
     a_row, b_row, y_row = row_offsets(r, n1, n2, a_s0, a_s1, a_s2, b_s0, b_s1, b_s2, y_s0, y_s1, y_s2, NDIM)
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
@@ -54,9 +54,9 @@ def _glu_kernel(
 
 
 def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig | None = None, *,
-            flat: bool | None = None, fast: bool | None = None):
+            fast: bool | None = None):
     """A runner for one call signature: packed ``(x, bias, out)``, split ``(a, b, out)``.
-    ``config`` / ``flat`` / ``fast`` override the launch rule and the math (tuning only)."""
+    ``config`` / ``fast`` override the launch rule and the math (tuning only)."""
     rows = geom.rows
     plat = tensor_platform(first.device)
     widest = max(first.element_size(), geom.dtype.itemsize if packed else second.element_size())
@@ -65,7 +65,7 @@ def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig
     a_st = rows.padded(0)
     b_st = a_st if packed else rows.padded(1)
     y_st = rows.padded(len(rows.strides) - 1)  # the output's strides come last
-    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, flat, fast)
+    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, fast)
     scalars = (geom.D, geom.D if packed else 0, n_tiles, n1, n2, *a_st, *b_st, *y_st)
     launch = PreparedLaunch(
         _glu_kernel,
@@ -131,7 +131,7 @@ def _aot(act: str, packed: bool):
                 sig = {"A": f"*{nm}", "B": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
                 sig.update({n: "i32" for n in ("D", "b_shift", "n_tiles", "n1", "n2", "a_s0", "a_s1", "a_s2",
                                                "b_s0", "b_s1", "b_s2", "y_s0", "y_s1", "y_s2")})
-                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FLAT", "FAST")})
+                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FAST")})
                 const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
                          **math_flags(dt)}
                 opts = launch_options(cfg, platform)

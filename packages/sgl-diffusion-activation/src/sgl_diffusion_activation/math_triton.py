@@ -129,39 +129,38 @@ def activate(s, ACT: tl.constexpr, FAST: tl.constexpr):
         return 0.5 * s * _erfc(-0.7071067811865476 * s)
 
 
-# Grid order and math of every activation kernel (tuning overrides: ``prepare(flat=, fast=)``).
-FLAT_GRID = True
+# One program per (row, column tile) on a 1-D grid with a row's tiles adjacent, so programs
+# running side by side stream neighbouring bytes. In the H200 sweep (activation_tune_h200.json)
+# the best 1-D launch beat the best 2-D (rows, tiles) one by 2.3-5.8 points of copy bandwidth
+# (at the chosen tiles by 2.3-6.2; at a few others the 2-D grid was up to 1.3 points ahead).
 MAX_GRID = 2**31 - 1
 
 
-def math_flags(dtype: torch.dtype, flat: bool | None = None, fast: bool | None = None) -> dict:
-    """Constexprs ``FLAT`` (1-D grid, a row's tiles adjacent) and ``FAST`` (approximate ``exp``,
-    for 16-bit outputs only: see :func:`activate`)."""
-    return {"FLAT": FLAT_GRID if flat is None else flat,
-            "FAST": dtype != torch.float32 if fast is None else fast}
+def math_flags(dtype: torch.dtype, fast: bool | None = None) -> dict:
+    """Constexpr ``FAST``: approximate ``exp``, for 16-bit outputs only (see :func:`activate`);
+    ``fast`` overrides it (tuning only)."""
+    return {"FAST": dtype != torch.float32 if fast is None else fast}
 
 
-def grid_and_flags(rows: int, D: int, cfg: TileConfig, dtype: torch.dtype, flat: bool | None,
+def grid_and_flags(rows: int, D: int, cfg: TileConfig, dtype: torch.dtype,
                    fast: bool | None) -> tuple[tuple[int, ...], int, dict]:
-    """(grid, tiles per row, constexprs) of one launch."""
+    """(grid, tiles per row, constexprs) of one launch. ``rows * tiles`` stays far below the grid's
+    2**31 limit for any tensor that fits a GPU (rows < 2**31, and several tiles per row need
+    rows of at least 512 elements); the check names the case anyway."""
+    from sgl_diffusion_core import UnsupportedInputError
+
     n_tiles = triton.cdiv(D, cfg.block)
-    consts = math_flags(dtype, flat, fast)
-    if consts["FLAT"] and rows * n_tiles > MAX_GRID:
-        consts["FLAT"] = False  # rows alone fit grid dim 0 (geometry's limit); tiles go to dim 1
-    return ((rows * n_tiles,) if consts["FLAT"] else (rows, n_tiles)), n_tiles, consts
+    if rows * n_tiles > MAX_GRID:
+        raise UnsupportedInputError(f"{rows} rows x {n_tiles} column tiles exceed the launch grid ({MAX_GRID})")
+    return (rows * n_tiles,), n_tiles, math_flags(dtype, fast)
 
 
 @triton.jit
-def program_tile(n_tiles, FLAT: tl.constexpr):
-    """(row, column tile) of this program. ``FLAT``: a 1-D grid of ``rows * n_tiles`` programs
-    with a row's tiles adjacent, so programs running side by side stream neighbouring bytes
-    (one int32 division per program); else the 2-D grid ``(rows, n_tiles)``."""
-    if FLAT:
-        pid = tl.program_id(0)
-        r = pid // n_tiles
-        return r, pid - r * n_tiles
-    else:
-        return tl.program_id(0), tl.program_id(1)
+def program_tile(n_tiles):
+    """(row, column tile) of this program on the 1-D grid (one int32 division per program)."""
+    pid = tl.program_id(0)
+    r = pid // n_tiles
+    return r, pid - r * n_tiles
 
 
 @triton.jit
