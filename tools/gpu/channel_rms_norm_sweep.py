@@ -45,41 +45,15 @@ def _sweep_case(name: str, device: torch.device) -> list[dict]:
     shape, cl = SHAPES[name]
     x, gamma, bias = make_inputs(shape, cl, torch.bfloat16, device)
     geom = describe("norm.channel_rms_norm", x, gamma, bias).info["geom"]
-    nbytes = 2 * bench.tensor_bytes(x)
-    _, copy_gbps = bench.copy_bandwidth(nbytes, device)
     ref = channel_rms_norm(x, gamma, bias, silu=True, geom=geom)
-    rows = []
-    for i, cfg in enumerate(_configs(shape[1], cl)):
 
-        def run(cfg=cfg):
-            return channel_rms_norm(x, gamma, bias, silu=True, geom=geom, config=cfg)
+    def run_for(cfg):
+        return lambda: channel_rms_norm(x, gamma, bias, silu=True, geom=geom, config=cfg)
 
-        try:
-            same = torch.equal(run(), ref)
-            t = bench.time_gpu(run, device, rep=30)
-        except Exception as exc:  # a configuration the compiler rejects
-            print(f"{name} {cfg}: failed {type(exc).__name__}: {exc}", flush=True)
-            continue
-        frac = t.gbps(nbytes) / copy_gbps
-        rows.append(
-            {
-                "case": name,
-                "default": i == 0,
-                "block_c": cfg.block_c,
-                "block_p": cfg.block_p,
-                "chunks": cfg.chunks,
-                "num_warps": cfg.num_warps,
-                "median_us": t.median_ms * 1e3,
-                "frac_of_copy": frac,
-                "equal_to_default": same,
-            }
-        )
-        print(
-            f"{name} {'default ' if i == 0 else ''}{cfg}: {t.median_ms * 1e3:.1f} us {100 * frac:.1f}% of copy"
-            f"{'' if same else ' (OUTPUT DIFFERS)'}",
-            flush=True,
-        )
-    return rows
+    def check(out):
+        return None if torch.equal(out, ref) else "output differs from the default's in the last bits"
+
+    return bench.sweep(name, _configs(shape[1], cl), run_for, 2 * bench.tensor_bytes(x), device, check=check)
 
 
 def main(path: str) -> None:
@@ -89,14 +63,7 @@ def main(path: str) -> None:
         rows += _sweep_case(name, device)
     with open(path, "w") as f:
         json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
-    for name in dict.fromkeys(r["case"] for r in rows):
-        mine = [r for r in rows if r["case"] == name]
-        best = max(mine, key=lambda r: r["frac_of_copy"])
-        dflt = next(r for r in mine if r["default"])
-        print(
-            f"{name}: default {100 * dflt['frac_of_copy']:.1f}%, best {100 * best['frac_of_copy']:.1f}% at "
-            f"{best['block_c']}x{best['block_p']}x{best['chunks']} w{best['num_warps']}"
-        )
+    print("\n".join(bench.sweep_summary(rows)))
 
 
 if __name__ == "__main__":

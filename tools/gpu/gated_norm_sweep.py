@@ -50,34 +50,18 @@ def _sweep_case(name: str, device: torch.device) -> list[dict]:
     spec = next(s for s in REGISTRY.specs("norm.gated_residual_norm_modulate") if s.backend == "triton")
     atol, rtol = spec.contract.tolerance(torch.bfloat16)
     geom = describe("norm.gated_residual_norm_modulate", *args).info["geom"]
+
+    def run_for(cfg):
+        run = prepare_gated(geom, *args, None, None, config=cfg)
+        return lambda: run(*args, None, None, 1e-6, 1.0)
+
+    def check(result):  # a wrong result is not a candidate: raise, and the sweep skips it
+        out, new = result
+        testing.assert_exact(new, ref_new)
+        testing.assert_close(out, ref_out, atol=atol, rtol=rtol)
+
     nbytes = 4 * r.numel() * r.element_size() + 3 * D * mod.element_size()
-    _, copy_gbps = bench.copy_bandwidth(nbytes, device)
-    rows = []
-    for i, cfg in enumerate(_configs(D)):
-        try:
-            run = prepare_gated(geom, *args, None, None, config=cfg)
-            out, new = run(*args, None, None, 1e-6, 1.0)
-            testing.assert_exact(new, ref_new)
-            testing.assert_close(out, ref_out, atol=atol, rtol=rtol)
-            t = bench.time_gpu(lambda run=run: run(*args, None, None, 1e-6, 1.0), device, rep=30)
-        except Exception as exc:  # a configuration the compiler rejects, or a wrong result
-            print(f"{name} {cfg}: failed {type(exc).__name__}: {str(exc)[:200]}", flush=True)
-            continue
-        frac = t.gbps(nbytes) / copy_gbps
-        rows.append(
-            {
-                "case": name,
-                "default": i == 0,
-                **dataclasses.asdict(cfg),
-                "median_us": t.median_ms * 1e3,
-                "frac_of_copy": frac,
-            }
-        )
-        print(
-            f"{name} {'default ' if i == 0 else ''}{cfg}: {t.median_ms * 1e3:.1f} us {100 * frac:.1f}% of copy",
-            flush=True,
-        )
-    return rows
+    return bench.sweep(name, _configs(D), run_for, nbytes, device, check=check)
 
 
 def main(path: str) -> None:
@@ -87,16 +71,7 @@ def main(path: str) -> None:
         rows += _sweep_case(name, device)
     with open(path, "w") as f:
         json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
-    for name in SHAPES:
-        mine = [r for r in rows if r["case"] == name]
-        if mine:
-            best = max(mine, key=lambda r: r["frac_of_copy"])
-            dflt = next((r for r in mine if r["default"]), None)
-            print(
-                f"{name}: default {100 * dflt['frac_of_copy'] if dflt else float('nan'):.1f}%, best "
-                f"{100 * best['frac_of_copy']:.1f}% at block {best['block']} x {best['chunks']}, "
-                f"{best['num_warps']} warps, unroll {best['unroll']}, cap {best['max_registers']}"
-            )
+    print("\n".join(bench.sweep_summary(rows)))
 
 
 if __name__ == "__main__":

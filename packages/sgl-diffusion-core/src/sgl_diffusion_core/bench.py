@@ -9,8 +9,8 @@ import platform as _platform
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +212,46 @@ def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[
                 if r.get("case") == case.name and "median_us" in r:
                     r["speedup_of_ours"] = r["median_us"] / ours["median_us"]
     return rec
+
+
+def sweep(case: str, configs: Sequence[Any], run_for: Callable[[Any], Callable[[], Any]], nbytes: int,
+          device: torch.device, *, check: Callable[[Any], str | None] | None = None, rep: int = 30,
+          progress: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Time one kernel under several launch configurations at one shape (a GPU tuning aid).
+
+    ``configs[0]`` is the current default. ``run_for(cfg)`` returns a zero-argument launch;
+    ``check(result)`` may return a note (a mismatch) that goes into the row. One same-run copy
+    of ``nbytes`` is the reference. A configuration that fails to compile or run is reported
+    and skipped. Rows: ``case``, ``default``, the configuration's fields, ``median_us``,
+    ``frac_of_copy``, ``note``.
+    """
+    _, copy_gbps = copy_bandwidth(nbytes, device)
+    rows: list[dict[str, Any]] = []
+    for i, cfg in enumerate(configs):
+        try:
+            run = run_for(cfg)
+            note = check(run()) if check is not None else None
+            t = time_gpu(run, device, rep=rep)
+        except Exception as exc:  # a configuration the compiler rejects, or a launch that fails
+            progress(f"{case} {cfg}: failed {type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        frac = t.gbps(nbytes) / copy_gbps
+        fields = asdict(cfg) if is_dataclass(cfg) else {"config": repr(cfg)}
+        rows.append({"case": case, "default": i == 0, **fields, "median_us": t.median_ms * 1e3,
+                     "frac_of_copy": frac, "note": note})
+        progress(f"{case} {'default ' if i == 0 else ''}{cfg}: {t.median_ms * 1e3:.1f} us {100 * frac:.1f}% of copy"
+                 + (f" ({note})" if note else ""))
+    return rows
+
+
+def sweep_summary(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per case of :func:`sweep` rows: the default's and the best configuration's % of copy."""
+    lines = []
+    for case in dict.fromkeys(r["case"] for r in rows):
+        mine = [r for r in rows if r["case"] == case]
+        best = max(mine, key=lambda r: r["frac_of_copy"])
+        dflt = next((r for r in mine if r["default"]), None)
+        cfg = {k: v for k, v in best.items() if k not in ("case", "default", "median_us", "frac_of_copy", "note")}
+        default = "-" if dflt is None else f"{100 * dflt['frac_of_copy']:.1f}%"
+        lines.append(f"{case}: default {default}, best {100 * best['frac_of_copy']:.1f}% at {cfg}")
+    return lines

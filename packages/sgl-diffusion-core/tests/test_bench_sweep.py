@@ -1,0 +1,33 @@
+"""``bench.sweep``: one row per configuration that runs (failures reported and skipped), the
+check's note kept, the first configuration marked the default; ``sweep_summary`` names the best."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from sgl_diffusion_core import bench
+
+
+@dataclass(frozen=True)
+class Cfg:
+    block: int
+
+
+def test_sweep_rows_failures_and_summary():
+    x = torch.randn(64)
+    seen = []
+
+    def run_for(cfg):
+        if cfg.block == 3:
+            raise RuntimeError("the compiler rejects it")
+        return lambda: x * cfg.block
+
+    rows = bench.sweep("case", [Cfg(1), Cfg(2), Cfg(3)], run_for, 2 * x.numel() * 4, torch.device("cpu"),
+                       check=lambda out: None if torch.equal(out, x) else "differs", progress=seen.append)
+    assert [(r["block"], r["default"], r["note"]) for r in rows] == [(1, True, None), (2, False, "differs")]
+    assert all(r["median_us"] > 0 and r["frac_of_copy"] > 0 for r in rows)
+    assert any("failed RuntimeError" in line for line in seen)
+    (line,) = bench.sweep_summary(rows)
+    assert line.startswith("case: default ") and "'block':" in line
