@@ -102,3 +102,20 @@ def test_dispatcher_checked_returns_the_description_or_raises():
         d.checked(torch.tensor(1.0))
     with pytest.raises(UnsupportedInputError, match="x must be 1-D"):
         d.validate(torch.tensor(1.0))
+
+
+def test_dispatcher_per_call_check_runs_on_cached_plans():
+    """What the plan key cannot see (addresses) is checked on every call, cached plan or not."""
+    seen = []
+
+    def per_call(x, **options):
+        seen.append(options)
+        return "x is poisoned" if bool(x[0] < 0) else None
+
+    d = Dispatcher(OP, describe_demo, bind=_bind, empty=None, per_call=per_call)
+    x = torch.ones(3)
+    DESCRIBED.clear()
+    assert d.plan((x,), options=(("factor", 3),))(x, 3).tolist() == [3.0] * 3
+    with pytest.raises(UnsupportedInputError, match=r"test.dispatch: unsupported input:\n  - x is poisoned"):
+        d.plan((-x,), options=(("factor", 3),))  # same signature: the cached plan, still checked
+    assert len(DESCRIBED) == 1 and seen == [{"factor": 3}, {"factor": 3}]

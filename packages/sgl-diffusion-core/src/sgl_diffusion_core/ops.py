@@ -112,17 +112,22 @@ class Dispatcher:
     bind(fn, geom) -> runner, for a backend function without a ``prepare`` attribute.
     empty(geom) -> runner that returns the empty result; ``None`` when the op's backends
         serve empty inputs themselves (``info["empty"]`` is then not consulted).
+    per_call(*tensors, **options) -> problem or None: a check of what the plan key cannot see
+        (addresses: q and k the same memory), run on every call, cached plan or not; keep it
+        cheap. ``describe`` should report the same problem for ``can_use_*`` / ``explain``.
     A backend function may carry ``fn.prepare(geom, *tensors) -> runner`` to precompute its
     launch (see ``PreparedLaunch``). Runners take the op's tensors then its scalars,
     positionally, in the op's own order.
     """
 
     def __init__(self, op_id: str, describe: Callable[..., Any], *, bind: Callable[..., Any],
-                 empty: Callable[..., Any] | None, limit: int = 4096) -> None:
+                 empty: Callable[..., Any] | None, limit: int = 4096,
+                 per_call: Callable[..., str | None] | None = None) -> None:
         self.op_id = op_id
         self._describe = describe
         self._bind = bind
         self._empty = empty
+        self._per_call = per_call
         self._plans = PlanCache(limit)
 
     def plan(self, tensors: tuple, backend: str | None = None, exact: bool | None = None,
@@ -150,6 +155,12 @@ class Dispatcher:
                 plan = prepare(geom, *tensors) if prepare is not None else self._bind(fn, geom)
             if key is not None:
                 self._plans.put(key, plan)
+        if self._per_call is not None:
+            why = self._per_call(*tensors, **dict(options))
+            if why:
+                from .errors import UnsupportedInputError
+
+                raise UnsupportedInputError(f"{self.op_id}: unsupported input:\n  - {why}")
         return plan
 
     def validate(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> None:

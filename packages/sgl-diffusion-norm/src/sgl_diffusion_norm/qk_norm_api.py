@@ -110,8 +110,9 @@ def describe_qk_norm(
             why = writable_problem(name, t)
             if why:
                 problems.append(f"inplace=True: {why}; pass inplace=False")
-        if same_memory(q, k):
-            problems.append("inplace=True: q and k start at the same address; they must be distinct tensors")
+        why = _aliasing(q, k)
+        if why:
+            problems.append(why)
     desc.info = {"geom": None if problems else Geometry(gq, gk, D, norm, bool(inplace)),
                  "empty": q.numel() == 0 and k.numel() == 0}
     return desc
@@ -135,12 +136,21 @@ def _bind(fn, geom: Geometry):
     return run
 
 
+def _aliasing(q: torch.Tensor, k: torch.Tensor, *_: object) -> str | None:
+    """In place, q and k must not start at the same address: checked on every call (the plan
+    cache keys on shapes and strides, not addresses) through the Dispatcher's ``per_call``."""
+    if same_memory(q, k):
+        return "inplace=True: q and k start at the same address; they must be distinct tensors"
+    return None
+
+
 def _make_dispatcher(norm: str, inplace: bool) -> Dispatcher:
     return Dispatcher(
         OP,
         lambda q, k, qw, kw: describe_qk_norm(q, k, qw, kw, norm=norm, inplace=inplace),
         bind=_bind,
         empty=_empty_runner,
+        per_call=_aliasing if inplace else None,
     )
 
 

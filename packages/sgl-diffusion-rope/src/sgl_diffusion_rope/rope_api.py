@@ -78,6 +78,15 @@ class Geometry:
     out: torch.dtype
 
 
+def _aliasing(q: torch.Tensor, k: torch.Tensor | None, *_: object, inplace: bool = False, **__: object) -> str | None:
+    """In place, q and k must not start at the same address: checked on every call (the plan
+    cache keys on shapes and strides, not addresses) through the Dispatcher's ``per_call``."""
+    if inplace and k is not None and same_memory(q, k):
+        return ("inplace=True with q and k starting at the same address (the same tensor?): their shared "
+                "elements would be rotated twice")
+    return None
+
+
 def _heads(name: str, x: torch.Tensor, layout: str, problems: list[str]) -> Heads | None:
     if x.dim() != 4:
         problems.append(f"{name} must be 4-D [B, S, H, Dh] (layout='bshd') or [B, H, S, Dh] (layout='bhsd'), "
@@ -159,9 +168,9 @@ def describe_rope(
             why = None if t is None else writable_problem(name, t)
             if why:
                 problems.append(f"inplace=True: {why}")
-        if k is not None and same_memory(q, k):
-            problems.append("inplace=True with q and k starting at the same address (the same tensor?): "
-                            "their shared elements would be rotated twice")
+        why = _aliasing(q, k, inplace=inplace)
+        if why:
+            problems.append(why)
     layouts: list[str] = [layout if out_layout == layout else f"{layout}->{out_layout}"]
 
     # rotary width and angle source
@@ -348,7 +357,7 @@ def _bind(fn, geom: Geometry):
     return run
 
 
-_dispatch = {op: Dispatcher(f"rope.{op}", describe_rope, bind=_bind, empty=_empty)
+_dispatch = {op: Dispatcher(f"rope.{op}", describe_rope, bind=_bind, empty=_empty, per_call=_aliasing)
              for op in ("apply_rope", "apply_rope_qk", "rope_3d", "qk_norm_rope")}
 
 
