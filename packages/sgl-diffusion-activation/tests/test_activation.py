@@ -361,3 +361,39 @@ def test_bench_cases_build(device, monkeypatch, op):
         assert case.providers[name]().shape == (4, 64)
     with pytest.raises(ValueError, match="unknown activation bench case"):
         list(activation_bench.silu_cases(device, names=["nope"]))
+
+
+@pytest.mark.parametrize("D", [1, 7, 24, 96, 1000])
+def test_glu_flat_and_tile_kernels_agree(device, D):
+    """Contiguous rows take the flat kernel (one flat output index, programs spanning rows);
+    strided rows the (row, column tile) one. Forced onto the same input, both give the same bits,
+    including when a flat program covers the end of one row and the start of the next."""
+    if not triton_interpret() and device.type == "cpu":
+        pytest.skip("the Triton backend runs on CPU only under TRITON_INTERPRET=1")
+    from sgl_diffusion_core import describe, resolve_target
+
+    torch.manual_seed(D)
+    launch = resolve_target("sgl_diffusion_activation.glu_triton:silu_and_mul")
+    for x in (rnd(37, 2 * D, dtype=torch.bfloat16, device=device),
+              rnd(5, 2 * D + 3, dtype=torch.float32, device=device)[:, 1:2 * D + 1]):
+        geom = describe("activation.silu_and_mul", x).info["geom"]
+        assert geom.rows.ndim == 1
+        flat = launch(x, geom=geom, kernel="flat")
+        tiles = launch(x, geom=geom, kernel="tiles")
+        testing.assert_exact(flat, tiles)
+        contract_check("silu_and_mul", "triton", flat, act.silu_and_mul_reference(x))
+    rows3 = rnd(2, 3, 4, 2 * D, dtype=torch.bfloat16, device=device)[:, ::2]
+    with pytest.raises(ValueError, match="coalesce to one dim"):
+        launch(rows3, geom=describe("activation.silu_and_mul", rows3).info["geom"], kernel="flat")
+
+
+def test_glu_flat_kernel_offsets_widen_at_2_pow_31():
+    """The flat kernel indexes in int32 while every offset it forms stays below 2**31, in int64
+    from there (Wan's FFN input, 75600 x 27648, is 2.09e9 elements: just under)."""
+    from sgl_diffusion_core import resolve_target
+
+    wide = resolve_target("sgl_diffusion_activation.glu_triton:_flat_wide")
+    assert not wide(75600, 13824, (27648, 27648, 13824), 13824, 1024)
+    assert wide(80000, 13824, (27648, 27648, 13824), 13824, 1024)
+    assert wide(2**31 // 64, 64, (64, 64, 64), 0, 1024)  # the output index itself
+    assert not wide(1000, 64, (128, 128, 64), 64, 1024)

@@ -53,25 +53,87 @@ def _glu_kernel(
     tl.store(Y + y_row + cols, triton_math.narrow(activate(a, ACT, FAST) * b, OUT), mask=mask)
 
 
+@triton.jit
+def _glu_flat_kernel(
+    A, B, BIAS, Y,
+    n_out, b_shift, a_rs, b_rs, y_rs,
+    D: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
+    FAST: tl.constexpr, WIDE: tl.constexpr, RUN: tl.constexpr,
+):
+    """The same math over the flat output index ``o`` of rows with one stride each (the rows
+    coalesce to one dim: every contiguous input). No program straddles padding at a row's end,
+    and ``o // D`` by the constant ``D`` is a multiply and a shift; ``WIDE`` (int64 offsets)
+    where an offset can reach 2**31."""
+    if WIDE:
+        o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n_out
+    row = o // D
+    # runs of RUN (the largest power of two dividing D, up to 16) flat indices stay in one row,
+    # start at a multiple of RUN and are contiguous there: what the vectorizer needs to know
+    cols = tl.max_contiguous(tl.multiple_of(o % D, RUN), RUN)
+    a = triton_math.widen(tl.load(A + row * a_rs + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
+    b = triton_math.widen(tl.load(B + row * b_rs + b_shift + cols, mask=mask, other=0.0,
+                                  eviction_policy="evict_first"))
+    if HAS_BIAS:
+        a += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
+        b += triton_math.widen(tl.load(BIAS + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
+    tl.store(Y + row * y_rs + cols, triton_math.narrow(activate(a, ACT, FAST) * b, OUT), mask=mask)
+
+
+def flat_config(elem_bytes: int, platform: str) -> TileConfig:
+    """The flat kernel's launch: the activation rule's tile at any row width (2 KB of each input
+    per program), since a program's elements may span rows."""
+    return tile_config(1 << 30, elem_bytes, 2, platform)
+
+
+def _run(D: int, block: int) -> int:
+    """Length of the runs of flat indices that share a row and start at a multiple of it: the
+    largest power of two dividing ``D`` (and ``block``), at most 16."""
+    return min(D & -D, block, 16)
+
+
+def _flat_wide(rows: int, D: int, strides: tuple[int, ...], b_shift: int, block: int) -> bool:
+    """Whether an element offset of the flat kernel can reach 2**31 (then it indexes in int64)."""
+    return max(rows * D + block, (rows - 1) * max(strides) + b_shift + D + block) >= 2**31
+
+
 def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig | None = None, *,
-            fast: bool | None = None):
+            fast: bool | None = None, kernel: str | None = None):
     """A runner for one call signature: packed ``(x, bias, out)``, split ``(a, b, out)``.
-    ``config`` / ``fast`` override the launch rule and the math (tuning only)."""
+    ``config`` / ``fast`` / ``kernel`` (``"flat"`` or ``"tiles"``) override the launch rule, the
+    math and the kernel choice (tuning only).
+
+    Rows that coalesce to one dim (any contiguous input) use the flat kernel; rows over 2-3
+    strided dims the (row, column tile) one."""
     rows = geom.rows
     plat = tensor_platform(first.device)
     widest = max(first.element_size(), geom.dtype.itemsize if packed else second.element_size())
-    cfg = config or tile_config(geom.D, widest, 2, plat)
-    n1, n2 = rows.inner_sizes()
+    b_shift = geom.D if packed else 0
     a_st = rows.padded(0)
     b_st = a_st if packed else rows.padded(1)
     y_st = rows.padded(len(rows.strides) - 1)  # the output's strides come last
-    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, fast)
-    scalars = (geom.D, geom.D if packed else 0, n_tiles, n1, n2, *a_st, *b_st, *y_st)
+    flat = (kernel or ("flat" if rows.ndim == 1 else "tiles")) == "flat"
+    if flat and rows.ndim != 1:
+        raise ValueError("the flat GLU kernel needs rows that coalesce to one dim")
+    if flat:
+        cfg = config or flat_config(widest, plat)
+        n_out = rows.rows * geom.D
+        wide = _flat_wide(rows.rows, geom.D, (a_st[0], b_st[0], y_st[0]), b_shift, cfg.block)
+        kern, grid = _glu_flat_kernel, (triton.cdiv(n_out, cfg.block),)
+        consts = {"D": geom.D, "WIDE": wide, "RUN": _run(geom.D, cfg.block), **math_flags(geom.dtype, fast)}
+        scalars = (n_out, b_shift, a_st[0], b_st[0], y_st[0])
+    else:
+        cfg = config or tile_config(geom.D, widest, 2, plat)
+        n1, n2 = rows.inner_sizes()
+        grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, fast)
+        kern, consts = _glu_kernel, {"NDIM": rows.ndim, **consts}
+        scalars = (geom.D, b_shift, n_tiles, n1, n2, *a_st, *b_st, *y_st)
     launch = PreparedLaunch(
-        _glu_kernel,
+        kern,
         grid,
-        {"ACT": ACTS[act], "HAS_BIAS": geom.has_bias, "NDIM": rows.ndim, "OUT": TL_DTYPES[geom.dtype],
-         "BLOCK": cfg.block, **consts},
+        {"ACT": ACTS[act], "HAS_BIAS": geom.has_bias, "OUT": TL_DTYPES[geom.dtype], "BLOCK": cfg.block, **consts},
         device=first.device,
         n_ptrs=4,
         options=launch_options(cfg, plat),
@@ -135,11 +197,24 @@ def _aot(act: str, packed: bool):
                 const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
                          **math_flags(dt)}
                 opts = launch_options(cfg, platform)
+                extra = {**{k: v for k, v in opts.items() if k not in ("num_warps", "num_stages")},
+                         "enable_fp_fusion": True}
                 out.append(AotVariant(
                     name=f"{name}[{nm},D={D},bias={int(bias)},block={cfg.block},w={cfg.num_warps}]",
-                    kernel=_glu_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-                    options={**{k: v for k, v in opts.items() if k not in ("num_warps", "num_stages")},
-                             "enable_fp_fusion": True},
+                    kernel=_glu_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps, options=extra,
+                ))
+                # the flat kernel (contiguous rows): int32 offsets, and int64 at Wan's width
+                fcfg = flat_config(dt.itemsize, platform)
+                fsig = {"A": f"*{nm}", "B": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
+                fsig.update({n: "i32" for n in ("n_out", "b_shift", "a_rs", "b_rs", "y_rs")})
+                fsig.update({n: "constexpr" for n in ("D", "ACT", "HAS_BIAS", "OUT", "BLOCK", "FAST", "WIDE", "RUN")})
+                fconst = {"D": D, "ACT": ACTS[act], "HAS_BIAS": bias, "OUT": TL_DTYPES[dt], "BLOCK": fcfg.block,
+                          "WIDE": bias, "RUN": _run(D, fcfg.block), **math_flags(dt)}
+                out.append(AotVariant(
+                    name=f"{name}[flat,{nm},D={D},bias={int(bias)},wide={int(bias)},block={fcfg.block},"
+                         f"w={fcfg.num_warps}]",
+                    kernel=_glu_flat_kernel, signature=fsig, constexprs=fconst, num_warps=fcfg.num_warps,
+                    options=extra,
                 ))
         return out
 

@@ -181,6 +181,27 @@ def config_for(D: int, rows: int, dtype: torch.dtype, device: torch.device) -> R
     return RowConfig.from_heuristic(D, dtype.itemsize, plat, arch, n_rows=rows)
 
 
+def gated_config(D: int, elem_bytes: int, platform: str, n_rows: int | None = None) -> RowConfig:
+    """Launch rule of ``gated_residual_norm_modulate``: the row rule with 4 warps and, at 4+ chunks,
+    chunks twice as wide, fully unrolled and uncapped.
+
+    The gated pass holds residual, update and gate per element, so the row rule's launch (2
+    warps, 1024-wide chunks, at D=5120 unrolled under an 80-register cap) spills on sm_90: 284 B
+    (LayerNorm) / 2850 B (RMSNorm) per thread at D=5120, 28 B at D=3072. Measured on one H200,
+    bf16 (docs/benchmarks/gated_norm_sweep_h200.json, % of a same-run copy): Wan (75600 x 5120)
+    2048 x 3 with 4 warps and unroll 3 93.7% (row rule 81.7%, 1024 x 5 with 4 warps 89.2%, 8
+    warps 81.8%); HunyuanVideo (118800 x 3072) 1024 x 3 with 4 warps 98.0% (row rule 96.4%, 8
+    warps 74.0%). A whole row in registers (FLUX, few rows) keeps the row rule (100.1%). ROCm
+    keeps the row rule (compiled, not measured).
+    """
+    base = RowConfig.from_heuristic(D, elem_bytes, platform, n_rows=n_rows)
+    if platform != "cuda" or base.chunks == 1:
+        return base
+    block = base.block * 2 if base.chunks >= 4 else base.block
+    chunks = -(-max(D, 1) // block)
+    return RowConfig(block=block, chunks=chunks, num_warps=4, unroll=chunks if block > base.block else None)
+
+
 def _mod_scalars(lay) -> tuple[int, int, int]:
     return (0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)
 
@@ -235,7 +256,7 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
     for one call signature of ``gated_residual_norm_modulate``. Built without FMA contraction
     (the residual sum must match eager bit for bit)."""
     g, u = geom.residual, geom.update
-    cfg = config or config_for(g.D, g.rows, residual.dtype, residual.device)
+    cfg = config or gated_config(g.D, residual.element_size(), tensor_platform(residual.device), g.rows)
     gl = geom.gate
     scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), u.sb, u.ss,
                *_mod_scalars(gl))
@@ -280,7 +301,8 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     from sgl_diffusion_core import AotVariant
 
     name_dt = _NAMES[dt]
-    cfg = RowConfig.from_heuristic(D, 4 if dt == tl.float32 else 2, platform, n_rows=rows)
+    rule = gated_config if res else RowConfig.from_heuristic
+    cfg = rule(D, 4 if dt == tl.float32 else 2, platform, n_rows=rows)
     sig = {n: f"*{name_dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR")}
     sig.update({n: idx for n in _SCALARS})
     sig.update({"eps": "fp32", "scale_offset": "fp32"})
