@@ -277,7 +277,9 @@ def compile_variant(variant: Any, spec_id: str, target: str, workdir: Path) -> R
             cuda_usage(kernel, res, vdir)
         else:
             rocm_usage(kernel, res)
-        if options.get("enable_fp_fusion") is False:
+        if options.get("enable_fp_fusion") is False and getattr(variant, "explicit_fma", False):
+            res.notes.append("explicit FMAs (tl.fma) by design: the no-FMA check is skipped")
+        elif options.get("enable_fp_fusion") is False:
             # an exact contract: eager PyTorch never fuses separate ops, so neither may we
             fmas = fused_multiply_adds(kernel.asm["ptx" if backend == "cuda" else "amdgcn"], backend)
             if fmas:

@@ -21,3 +21,7 @@ class AotVariant:
     num_warps: int = 4
     num_stages: int = 1
     options: dict[str, Any] = field(default_factory=dict)  # extra compile options, e.g. enable_fp_fusion
+    # an exact kernel (built without fusion) that issues FMAs on purpose (``tl.fma``), where the
+    # eager code it reproduces was compiled with contraction (ATen's LayerNorm Welford): the
+    # compile lane's no-FMA check does not apply to it
+    explicit_fma: bool = False

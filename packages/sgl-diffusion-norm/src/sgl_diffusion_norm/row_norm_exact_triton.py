@@ -56,9 +56,15 @@ _MAX_REDUCE_THREADS = 512  # ATen Reduce.cuh: max threads of a reduction block
 
 
 @triton.jit
-def _fma(a, b, c):
-    """``a * b + c`` rounded once (nvcc's contraction): exact fp64 product, fp64 sum, fp32 rounding."""
-    return (a.to(tl.float64) * b.to(tl.float64) + c.to(tl.float64)).to(tl.float32)
+def _fma(a, b, c, HW: tl.constexpr):
+    """``a * b + c`` rounded once (nvcc's contraction). ``HW``: the hardware's fused multiply-add
+    (``fma.rn.f32`` / ``v_fma_f32``, the instruction nvcc emits); otherwise an exact fp64
+    product, an fp64 sum and one rounding to fp32, which differs from it only when the fp64 sum
+    lands exactly on an fp32 tie and costs fp32 <-> fp64 conversions (a few per element)."""
+    if HW:
+        return tl.fma(a, b, c)
+    else:
+        return (a.to(tl.float64) * b.to(tl.float64) + c.to(tl.float64)).to(tl.float32)
 
 
 @triton.jit
@@ -77,7 +83,7 @@ def _halves(x, R: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
-def _welford_combine(mb, sb, cb, ma, sa, ca, one):
+def _welford_combine(mb, sb, cb, ma, sa, ca, one, HW: tl.constexpr):
     """``cuWelfordCombine(dataB=(mb, sb, cb), dataA=(ma, sa, ca))``."""
     delta = mb - ma
     count = ca + cb
@@ -85,25 +91,25 @@ def _welford_combine(mb, sb, cb, ma, sa, ca, one):
     coef = _div(tl.full(count.shape, 1.0, tl.float32), tl.where(ok, count, 1.0), one)
     na = ca * coef
     nb = cb * coef
-    mean = _fma(na, ma, nb * mb)
-    m2 = _fma((delta * delta) * ca, nb, sa + sb)
+    mean = _fma(na, ma, nb * mb, HW)
+    m2 = _fma((delta * delta) * ca, nb, sa + sb, HW)
     return tl.where(ok, mean, 0.0), tl.where(ok, m2, 0.0), count
 
 
 @triton.jit
-def _welford_halve(m, s, c, one, R: tl.constexpr, N: tl.constexpr):
+def _welford_halve(m, s, c, one, R: tl.constexpr, N: tl.constexpr, HW: tl.constexpr):
     mb, ma = _halves(m, R, N)
     sb, sa = _halves(s, R, N)
     cb, ca = _halves(c, R, N)
-    return _welford_combine(mb, sb, cb, ma, sa, ca, one)
+    return _welford_combine(mb, sb, cb, ma, sa, ca, one, HW)
 
 
 @triton.jit
-def _welford_step(m, s, c, v, ok, rc):
+def _welford_step(m, s, c, v, ok, rc, HW: tl.constexpr):
     """``cuWelfordOnlineSum`` for the threads whose element is valid (``rc = 1 / new_count``)."""
     delta = v - m
-    nm = _fma(delta, rc, m)
-    ns = _fma(delta, v - nm, s)
+    nm = _fma(delta, rc, m, HW)
+    ns = _fma(delta, v - nm, s, HW)
     return tl.where(ok, nm, m), tl.where(ok, ns, s), tl.where(ok, c + 1.0, c)
 
 
@@ -116,47 +122,48 @@ def _slot(x_row, base, lane4, ii, D):
 
 
 @triton.jit
-def _layer_stats(x_row, D, one64, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr):
+def _layer_stats(x_row, D, one64, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
+                 HW: tl.constexpr, UNROLL: tl.constexpr):
     NT: tl.constexpr = WARP * NWARP
     lane4 = tl.arange(0, NT) * 4
     m = tl.zeros([NT], tl.float32)
     s = tl.zeros([NT], tl.float32)
     c = tl.zeros([NT], tl.float32)
-    for k in tl.range(0, CHUNKS):
+    for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
         base = k * 4 * NT
         # 1 / new_count, the same for every thread with a valid element: from a host table of
         # correctly rounded reciprocals (eager's `1.f / count` is an IEEE division)
         # four strided loads (one per vector slot) instead of a [NT, 4] block and a split: the
         # four together read each cache line once, and no layout conversion enters the loop
         v, ok = _slot(x_row, base, lane4, 0, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 0))
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 0), HW)
         v, ok = _slot(x_row, base, lane4, 1, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 1))
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 1), HW)
         v, ok = _slot(x_row, base, lane4, 2, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 2))
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 2), HW)
         v, ok = _slot(x_row, base, lane4, 3, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 3))
+        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 3), HW)
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
     c = tl.reshape(c, [NWARP, WARP])
     # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset
     if WARP >= 64:
-        m, s, c = _welford_halve(m, s, c, one64, NWARP, 64)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 32)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 16)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 8)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 4)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 2)
+        m, s, c = _welford_halve(m, s, c, one64, NWARP, 64, HW)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 32, HW)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 16, HW)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 8, HW)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 4, HW)
+    m, s, c = _welford_halve(m, s, c, one64, NWARP, 2, HW)
     # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1
     m = tl.reshape(m, [1, NWARP])
     s = tl.reshape(s, [1, NWARP])
     c = tl.reshape(c, [1, NWARP])
     if NWARP >= 8:
-        m, s, c = _welford_halve(m, s, c, one64, 1, 8)
+        m, s, c = _welford_halve(m, s, c, one64, 1, 8, HW)
     if NWARP >= 4:
-        m, s, c = _welford_halve(m, s, c, one64, 1, 4)
+        m, s, c = _welford_halve(m, s, c, one64, 1, 4, HW)
     if NWARP >= 2:
-        m, s, c = _welford_halve(m, s, c, one64, 1, 2)
+        m, s, c = _welford_halve(m, s, c, one64, 1, 2, HW)
     mean = tl.sum(tl.reshape(m, [1]), axis=0)
     m2 = tl.sum(tl.reshape(s, [1]), axis=0)
     return mean, m2
@@ -184,11 +191,11 @@ def _columns(x, NT: tl.constexpr):
 
 
 @triton.jit
-def _sum_squares(x_row, D, LANES: tl.constexpr, WARP: tl.constexpr, CHUNKS: tl.constexpr):
+def _sum_squares(x_row, D, LANES: tl.constexpr, WARP: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr):
     # one contiguous 4 * LANES block per chunk (8-byte vector loads for bf16), 4 accumulators per lane
     cols = tl.arange(0, 4 * LANES)
     acc = tl.zeros([4 * LANES], tl.float32)
-    for k in tl.range(0, CHUNKS):
+    for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
         offs = k * 4 * LANES + cols
         v = triton_math.widen(tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy="evict_last"))
         acc += v * v
@@ -234,6 +241,7 @@ def _row_norm_exact_kernel(
     T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
     MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
+    HW_FMA: tl.constexpr, UNROLL: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     b = row // S
@@ -246,11 +254,11 @@ def _row_norm_exact_kernel(
     if NORM == 0:
         NT: tl.constexpr = WARP * NWARP
         CH: tl.constexpr = 4 * NT
-        mean, m2 = _layer_stats(x_row, D, one64, RCP, WARP, NWARP, CHUNKS)
+        mean, m2 = _layer_stats(x_row, D, one64, RCP, WARP, NWARP, CHUNKS, HW_FMA, UNROLL)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
-        total = _sum_squares(x_row, D, LANES, WARP, CHUNKS)
+        total = _sum_squares(x_row, D, LANES, WARP, CHUNKS, UNROLL)
         mean = 0.0
         if MEAN_DIV:
             var = _div(total, d_float, one64)
@@ -258,7 +266,7 @@ def _row_norm_exact_kernel(
             var = total * mean_factor
     rstd = tl.math.rsqrt(var + eps)
     cols = tl.arange(0, CH)
-    for k in tl.range(0, CHUNKS):
+    for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
         offs = k * CH + cols
         mask = offs < D
         v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
@@ -270,11 +278,11 @@ def _row_norm_exact_kernel(
             if HAS_BIAS:
                 bb = triton_math.round_to(triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), P_DT)
             if HAS_W and HAS_BIAS:
-                h = _fma(w, t, bb)
+                h = _fma(w, t, bb, HW_FMA)
             elif HAS_W:
                 h = w * t
             elif HAS_BIAS:
-                h = _fma(rstd, xc, bb)
+                h = _fma(rstd, xc, bb, HW_FMA)
             else:
                 h = t
             h = triton_math.round_to(h, N_DT)
@@ -325,7 +333,11 @@ def mean_factor(rows: int, D: int) -> float:
     return float(f)
 
 
-def launch_constants(geom, weight, bias, platform: str) -> dict:
+def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = None) -> dict:
+    """The kernel's constexprs for one call signature: eager's thread layout (``LANES``, ``WARP``,
+    ``NWARP``, ``CHUNKS``), the chain's dtypes, and two build choices ``tuning`` may override:
+    ``HW_FMA`` (the hardware FMA where nvcc contracts; else the fp64 emulation) and ``UNROLL``
+    (unroll factor of the chunk loops; None: the compiler's choice)."""
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
     if geom.norm == "layer":
@@ -344,6 +356,7 @@ def launch_constants(geom, weight, bias, platform: str) -> dict:
         "T3": TL_DTYPES[ch.t3] if ch.t3 else f32, "OUT": TL_DTYPES[ch.out],
         "MEAN_DIV": platform == "cpu", "ROUND_OFFSET": platform == "cpu",
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": max(1, triton.cdiv(g.D, chunk)),
+        "HW_FMA": True, "UNROLL": None, **(tuning or {}),
     }
 
 
@@ -351,9 +364,10 @@ def _num_warps(const: dict) -> int:
     return max(1, const["LANES"] * const["NWARP"] // const["WARP"]) if const["NORM"] == 1 else const["NWARP"]
 
 
-def prepare(geom, x, scale, shift, weight, bias):
+def prepare(geom, x, scale, shift, weight, bias, tuning: dict | None = None):
     """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out``: the fused kernel once the
-    op's gate verified this call signature, the eager chain otherwise."""
+    op's gate verified this call signature, the eager chain otherwise. ``tuning`` overrides build
+    choices of :func:`launch_constants` (GPU sweeps only)."""
     from sgl_diffusion_core import call_signature
 
     from .row_norm_api import exact_gate
@@ -361,7 +375,7 @@ def prepare(geom, x, scale, shift, weight, bias):
 
     g = geom.x
     plat = tensor_platform(x.device)
-    const = launch_constants(geom, weight, bias, plat)
+    const = launch_constants(geom, weight, bias, plat, tuning)
     mods = tuple(v for lay in (geom.scale, geom.shift) for v in ((0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)))
     scalars = (g.S, g.D, g.sb, g.ss, *mods)
     factor = mean_factor(g.rows, g.D)
@@ -454,5 +468,6 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                     name = (f"row_norm_exact[{names[dt]},{norm},D={D},modulated={modulated},lanes={const['LANES']}"
                             f"x{const['NWARP']},chunks={const['CHUNKS']}]")
                     out.append(AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
-                                          num_warps=_num_warps(const), options={"enable_fp_fusion": False}))
+                                          num_warps=_num_warps(const), options={"enable_fp_fusion": False},
+                                          explicit_fma=const["NORM"] == 0 and const["HW_FMA"]))
     return out

@@ -1,0 +1,91 @@
+"""Sweep the build choices of the exact row-norm kernel at FLUX, Wan and HunyuanVideo (GPU).
+
+Why: session 3 measured the exact kernels far below copy bandwidth (rms_norm 71/85/91%,
+rms_modulate 70/57/91%, layer_norm 12-18%). Two suspects, both build choices of
+``row_norm_exact_triton.launch_constants``:
+
+* ``UNROLL``: the chunk loops were not unrolled, so one warp per row (RMSNorm's layout,
+  eager's own) keeps one 8-byte load per thread in flight (26-40 registers on sm_90);
+* ``HW_FMA``: LayerNorm's Welford steps reproduced nvcc's contracted ``a * b + c`` by an fp64
+  product and sum (conversions to and from fp64 for every element) instead of the FMA
+  instruction nvcc itself emits.
+
+Each configuration runs the kernel alone (no gate) and must be ``torch.equal`` to the eager
+chain (a mismatch is flagged in the row's note); time (CUDA events, L2 flushed) and % of a
+same-run copy of the bench's bytes. Usage: ``python3 tools/gpu/exact_norm_sweep.py OUT.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+
+import sgl_diffusion_norm as norm
+from sgl_diffusion_core import bench, describe, resolve_target
+
+prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+_inputs = resolve_target("sgl_diffusion_norm.row_norm_bench:_inputs")
+OPS = {  # op -> (op id, modulated)
+    "rms_norm": ("norm.rms_norm", False),
+    "rms_modulate": ("norm.rms_modulate", True),
+    "layer_norm": ("norm.layer_norm", False),
+    "ln_modulate": ("norm.ln_modulate", True),
+}
+
+
+def _configs(op: str, D: int) -> list[dict]:
+    if op.startswith("rms"):
+        chunks = -(-D // 128)
+        return [{}, {"UNROLL": 4}, {"UNROLL": 8}, {"UNROLL": chunks}]
+    chunks = -(-D // 512)
+    out = [{}, {"HW_FMA": False}]
+    for unroll in (2, chunks):
+        out.append({"UNROLL": unroll})
+    return out
+
+
+class Cfg(dict):  # a readable repr for bench.sweep's rows
+    def __repr__(self):
+        return ",".join(f"{k}={v}" for k, v in self.items()) or "default"
+
+
+def _sweep(op: str, name: str, device: torch.device) -> list[dict]:
+    op_id, modulated = OPS[op]
+    (B, S, D), x, mod, w = _inputs(name, torch.bfloat16, device)
+    if modulated:
+        sc, sh = mod[:, 1:2], mod[:, 0:1]
+        weight = w if op == "rms_modulate" else None
+        args, kw = (x, sc, sh), ({"weight": w} if weight is not None else {})
+        tensors = (x, sc, sh, weight, None)
+    else:
+        args, kw, tensors = (x, w), {}, (x, None, None, w, None)
+    ref = getattr(norm, f"{op}_reference")(*args, **kw)
+    geom = describe(op_id, *args, **kw).info["geom"]
+
+    def run_for(cfg):
+        run = prepare(geom, *tensors, tuning=dict(cfg))
+        return lambda: run.fused(*tensors, 1e-6, 1.0)
+
+    def check(out):
+        return None if torch.equal(out, ref) else "NOT torch.equal to the eager chain"
+
+    nbytes = bench.tensor_bytes(x, ref, w) + (2 * D * mod.element_size() if modulated else 0)
+    return bench.sweep(f"{op} {name}", [Cfg(c) for c in _configs(op, D)], run_for, nbytes, device, check=check)
+
+
+def main(path: str) -> None:
+    device = torch.device("cuda")
+    rows = []
+    for op in OPS:
+        for name in ("flux", "wan", "hunyuan"):
+            rows += _sweep(op, name, device)
+            torch.cuda.empty_cache()
+            with open(path, "w") as f:
+                json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
+    print("\n".join(bench.sweep_summary(rows)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "exact_norm_sweep.json")
