@@ -1,8 +1,12 @@
 """joint_qkv_cat / joint_split are torch.equal to torch.cat / slicing on every backend.
 
 Shapes: S_img=6, S_txt=3 (and S_txt=0, S_img=0 edge cases), H=3, Dh=40 (masked tail);
-image tensors as views of a fused QKV projection, text tensors contiguous (two launches
-with different strides).
+image tensors as views of a fused QKV projection, text tensors contiguous (two parts with
+different strides). Launch choices of the Triton backend (test_*_launch_choices): the rows
+kernel flat (contiguous rows) and by rows (fused-projection views; Dh=64 gives 16-element
+units where bf16 needs none smaller), its fallback to the permutation copy (Dh=40: bf16
+rows of 120 elements have no 32-byte unit), explicit tiles that leave a partial last tile,
+and the permutation copy asked for by its config.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import pytest
 import torch
 
 import sgl_diffusion_layout as lay
-from sgl_diffusion_core import UnsupportedInputError, testing
+from sgl_diffusion_core import UnsupportedInputError, describe, resolve_target, testing
 
 OP = "layout.joint_qkv_cat"
 
@@ -82,3 +86,64 @@ def test_compile_fullgraph(backend, device):
     got = torch.compile(f, fullgraph=True, backend="aot_eager")(*img, *txt)
     for g, w in zip(got, f(*img, *txt)):
         testing.assert_exact(g, w)
+
+
+_TRITON = "sgl_diffusion_layout.joint_triton"
+_COPY = "sgl_diffusion_layout.copy_triton"
+
+
+def _launch_configs():
+    rows, copy = resolve_target(f"{_COPY}:RowsConfig"), resolve_target(f"{_COPY}:CopyConfig")
+    return [None, rows(br=4, bk=32, num_warps=2), rows(br=2, bk=64, num_warps=1), copy(bm=4, bn=64, num_warps=2)]
+
+
+@pytest.mark.parametrize("H,Dh", [(3, 40), (6, 64), (1, 16)])
+@pytest.mark.parametrize("img_view,txt_view", [(False, False), (True, False), (True, True)])
+def test_cat_launch_choices(backend, device, H, Dh, img_view, txt_view):
+    if backend != "triton":
+        pytest.skip("launch choices of the Triton backend")
+    cat = resolve_target(f"{_TRITON}:joint_qkv_cat")
+    torch.manual_seed(H * Dh)
+    B, Si, St = 2, 11, 5
+
+    def make(S, view):
+        if view:
+            proj = rnd(B, S, 3, H, Dh, device=device)
+            return tuple(proj[:, :, j] for j in range(3))
+        return tuple(rnd(B, S, H, Dh, device=device) for _ in range(3))
+
+    img, txt = make(Si, img_view), make(St, txt_view)
+    for text_first in (True, False):
+        args = (*img, *txt, text_first)
+        geom = describe(OP, *args).info["geom"]
+        want = lay.joint_qkv_cat_reference(*img, *txt, text_first=text_first)
+        for cfg in _launch_configs():
+            try:
+                got = cat(*args, geom=geom, config=cfg)
+            except ValueError:  # a rows tile that cannot serve these strides says so
+                assert cfg is not None and hasattr(cfg, "bk") and (img_view or txt_view)
+                continue
+            testing.assert_exact(got, want)
+
+
+@pytest.mark.parametrize("H,Dh", [(3, 40), (6, 64)])
+@pytest.mark.parametrize("view", [False, True])
+def test_split_launch_choices(backend, device, H, Dh, view):
+    if backend != "triton":
+        pytest.skip("launch choices of the Triton backend")
+    split = resolve_target(f"{_TRITON}:joint_split")
+    torch.manual_seed(Dh)
+    out = rnd(2, 13, 2, H, Dh, device=device)[:, :, 1] if view else rnd(2, 13, H, Dh, device=device)
+    for text_first in (True, False):
+        args = (out, 4, 9, text_first, True)
+        geom = describe("layout.joint_split", *args).info["geom"]
+        want = lay.joint_split_reference(out, 4, 9, text_first=text_first, copy=True)
+        for cfg in _launch_configs():
+            try:
+                got = split(*args, geom=geom, config=cfg)
+            except ValueError:
+                assert cfg is not None and hasattr(cfg, "bk") and view
+                continue
+            for g, w in zip(got, want):
+                testing.assert_exact(g, w)
+                assert g.is_contiguous()

@@ -82,3 +82,24 @@ def test_compile_fullgraph(backend, device):
     f = torch.compile(lambda x: lay.nearest_upsample(x, (1, 2, 2), backend=backend), fullgraph=True,
                       backend="aot_eager")
     testing.assert_exact(f(x), F.interpolate(x, scale_factor=(1, 2, 2)))
+
+
+@pytest.mark.parametrize("dim,sf", [(4, 2), (5, 2), (5, (2, 3, 1))])
+@pytest.mark.parametrize("fmt", ["contiguous", "channels_last"])
+def test_launch_choices(backend, device, dim, sf, fmt):
+    """The Triton backend's kernels (replicating input tiles, the default; per output row, the
+    previous one) and a tile that leaves partial tiles in both dims."""
+    if backend != "triton":
+        pytest.skip("launch choices of the Triton backend")
+    from sgl_diffusion_core import describe, resolve_target
+
+    up = resolve_target("sgl_diffusion_layout.upsample_triton:nearest_upsample")
+    cfg = resolve_target("sgl_diffusion_layout.upsample_triton:UpsampleConfig")
+    torch.manual_seed(dim)
+    x = rnd(*((2, 5, 7, 13) if dim == 4 else (1, 5, 3, 5, 13)), device=device)
+    if fmt == "channels_last":
+        x = x.contiguous(memory_format=FMT[dim])
+    want = F.interpolate(x, scale_factor=sf, mode="nearest")
+    geom = describe(OP, x, sf, "nearest").info["geom"]
+    for c in (None, cfg(ba=2, bn=8, num_warps=1), cfg(ba=4, bn=16, num_warps=2, replicate=False)):
+        testing.assert_exact(up(x, sf, "nearest", geom=geom, config=c), want)

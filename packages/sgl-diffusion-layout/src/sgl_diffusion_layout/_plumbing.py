@@ -80,9 +80,12 @@ class LayoutOp:
 def backend_from_prepare(prep: Callable[..., Any], n_tensors: int) -> Callable[..., Any]:
     """A backend function ``fn(*args, geom)`` from ``prep(geom, *tensors) -> runner`` (the op's first
     ``n_tensors`` arguments); ``fn.prepare`` is ``prep`` itself, which the Dispatcher calls once per
-    signature (the one-off call path runs both steps)."""
+    signature (the one-off call path runs both steps). ``config`` reaches ``prep`` as a keyword
+    where given (a launch sweep's choice)."""
 
-    def fn(*args: Any, geom: Any) -> Any:
+    def fn(*args: Any, geom: Any, config: Any = None) -> Any:
+        if config is not None:  # a launch choice (only the preps that take one: a sweep passes it)
+            return prep(geom, *args[:n_tensors], config=config)(*args)
         return prep(geom, *args[:n_tensors])(*args)
 
     fn.prepare = prep

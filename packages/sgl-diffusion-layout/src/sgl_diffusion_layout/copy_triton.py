@@ -20,6 +20,7 @@ offsets are int64 (the program ids are widened before any multiplication).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -143,14 +144,15 @@ def _gather_kernel(
         tl.store(dst_m + n[None, :], x, mask=mask)
 
 
-def permute_launches(g: PermuteGeom, device: torch.device, dtype: torch.dtype):
+def permute_launches(g: PermuteGeom, device: torch.device, dtype: torch.dtype, cfg: CopyConfig | None = None):
     """A callable ``(srcs, dsts) -> None`` copying each ``srcs[j]`` into ``dsts[j]`` (one launch
-    when the tensors share their strides, else one per tensor); a no-op when empty."""
+    when the tensors share their strides, else one per tensor); a no-op when empty. ``cfg``:
+    the launch (default ``CopyConfig.for_permute``; a sweep passes others)."""
     nt = len(g.src)
     if g.empty:
         return lambda srcs, dsts: None
     plat = tensor_platform(device)
-    cfg = CopyConfig.for_permute(g.R2, g.M, g.N, dtype.itemsize, plat)
+    cfg = cfg or CopyConfig.for_permute(g.R2, g.M, g.N, dtype.itemsize, plat)
     nb2 = triton.cdiv(g.R2, cfg.br)
     shared = len(set(g.src)) == 1 and len(set(g.dst)) == 1
     groups = [tuple(range(nt))] if shared else [(j,) for j in range(nt)]
@@ -201,6 +203,203 @@ def gather_launches(g: GatherGeom, device: torch.device, dtype: torch.dtype):
             launch(*ss, *dd, idx, *scalars)
 
     return run
+
+
+# --- contiguous rows into contiguous destinations (the joint ops) --------------------------------
+
+
+@dataclass(frozen=True)
+class RowsConfig:
+    """A ``[BR, BK]`` tile per program of ``_rows_kernel``: BR units of BK contiguous elements."""
+
+    br: int
+    bk: int
+    num_warps: int
+
+    @classmethod
+    def from_heuristic(cls, K: int, flat: bool, elem_bytes: int, platform: str,
+                       tile_bytes: int = 16384) -> RowsConfig:
+        """``bk``: the largest power of two dividing the row length ``K`` (a unit never straddles
+        two source rows), at most 2 KB; when every part is flat (contiguous source rows) any
+        unit works and it is 1 KB. ``br`` units fill ``tile_bytes`` (16 KB: 8 KB tiles per
+        program were the ceiling of the per-row grid at SD3.5's 128-byte heads), about four
+        16-byte accesses per thread."""
+        warp = 64 if platform == "hip" else 32
+        cap = 2048 // elem_bytes
+        bk = min(cap // 2, max(1, tile_bytes // elem_bytes)) if flat else min(cap, K & -K)
+        br = max(1, tile_bytes // (bk * elem_bytes))
+        warps = max(1, min(8, br * bk * elem_bytes // (16 * warp * 4)))
+        return cls(br, bk, warps)
+
+    def launch_options(self) -> dict:
+        return {"num_warps": self.num_warps, "num_stages": 1}
+
+
+@dataclass(frozen=True)
+class RowsPart:
+    """Part of a rows copy: per batch ``b`` (B of them), ``S`` source rows of ``K`` contiguous
+    elements at ``soff + b * sb + s * ss`` go to ``doff + b * db + s * K`` (+ ``j * dsj`` for the
+    ``j``-th tensor), all in elements."""
+
+    S: int
+    ss: int
+    sb: int
+    soff: int
+    db: int
+    doff: int
+
+
+def _lowbit(v: int) -> int:
+    """The largest power of two dividing ``v`` (any, for 0)."""
+    return v & -v if v else 1 << 30
+
+
+def rows_plan(parts: tuple[RowsPart, RowsPart], B: int, K: int, dsj: int, nt: int, elem_bytes: int,
+              platform: str, cfg: RowsConfig | None = None):
+    """``(grid, constexprs, options, scalars)`` of one ``_rows_kernel`` launch copying both parts
+    of ``nt`` tensors, or ``None`` where the kernel cannot serve (a unit of at least 32 bytes
+    must divide ``K`` unless every source row is contiguous, B at most 65535, the unit count
+    within int32). A part whose source rows are contiguous (``ss == K``) is copied flat, in
+    units that ignore row boundaries; otherwise a row is ``K // BK`` units."""
+    if B > 65535 or K <= 0 or any(p.S < 0 for p in parts):
+        return None
+    flat = [p.ss == K or p.S <= 1 for p in parts]
+    cfg = cfg or RowsConfig.from_heuristic(K, all(flat), elem_bytes, platform)
+    bk = cfg.bk
+    if not all(flat) and (K % bk or bk * elem_bytes < 32):
+        return None
+    per_part, nbs = [], []
+    for p, fl in zip(parts, flat):
+        lim = p.S * K
+        nc, ss, units = (1, bk, -(-lim // bk)) if fl else (K // bk, p.ss, p.S * (K // bk))
+        if units + cfg.br >= 2**31:
+            return None
+        nbs.append(-(-units // cfg.br))
+        per_part.append((nc, ss, p.sb, p.soff, lim, p.db, p.doff))
+    # VEC: a power of two (16-byte accesses at most) dividing every element offset the kernel
+    # forms, so that it can state their alignment (the pointers' own is checked per launch)
+    g = dsj
+    for pp in per_part:
+        for v in pp[1:]:
+            g = math.gcd(g, v)
+    vec = min(16 // elem_bytes, bk, _lowbit(g))
+    if nbs[0] + nbs[1] == 0 or B == 0:
+        return "empty"
+    grid = (nbs[0] + nbs[1], B, nt)
+    const = {"BR": cfg.br, "BK": bk, "NT": nt, "VEC": vec}
+    scalars = (nbs[0], *per_part[0], *per_part[1], dsj)
+    return grid, const, cfg.launch_options(), scalars
+
+
+_ROWS_SCALARS = ["NB0", "nc0", "ss0", "sb0", "soff0", "lim0", "db0", "doff0",
+                 "nc1", "ss1", "sb1", "soff1", "lim1", "db1", "doff1", "dsj"]
+
+
+@triton.jit(do_not_specialize=_ROWS_SCALARS)
+def _rows_kernel(
+    S0, S1, S2, S3, S4, S5, D0, D1,
+    NB0,
+    nc0, ss0, sb0, soff0, lim0, db0, doff0,
+    nc1, ss1, sb1, soff1, lim1, db1, doff1,
+    dsj,
+    BR: tl.constexpr, BK: tl.constexpr, NT: tl.constexpr, VEC: tl.constexpr,
+):
+    # program -> (part, block of BR units) on axis 0, batch on axis 1, tensor j on axis 2.
+    # No argument is specialized (a new sequence length must not recompile); every offset is a
+    # multiple of VEC (the host checked) and `// VEC * VEC` restates it for the compiler, which
+    # then proves 16-byte alignment.
+    pid = tl.program_id(0)
+    b = tl.program_id(1).to(tl.int64)
+    j = tl.program_id(2)
+    if pid < NB0:
+        blk = pid
+        nc = nc0.to(tl.int32)
+        ss = ss0.to(tl.int64) // VEC * VEC
+        sb = sb0.to(tl.int64) // VEC * VEC
+        soff = soff0.to(tl.int64) // VEC * VEC
+        lim = lim0.to(tl.int64)
+        db = db0.to(tl.int64) // VEC * VEC
+        doff = doff0.to(tl.int64) // VEC * VEC
+        src = S0
+        if NT > 1:
+            if j == 1:
+                src = S1
+            elif j == 2:
+                src = S2
+        dst = D0
+    else:
+        blk = pid - NB0
+        nc = nc1.to(tl.int32)
+        ss = ss1.to(tl.int64) // VEC * VEC
+        sb = sb1.to(tl.int64) // VEC * VEC
+        soff = soff1.to(tl.int64) // VEC * VEC
+        lim = lim1.to(tl.int64)
+        db = db1.to(tl.int64) // VEC * VEC
+        doff = doff1.to(tl.int64) // VEC * VEC
+        src = S3
+        if NT > 1:
+            if j == 1:
+                src = S4
+            elif j == 2:
+                src = S5
+        dst = D1
+    dsj = dsj.to(tl.int64) // VEC * VEC
+    u0 = blk * BR  # int32: the host bounded the unit count
+    # elements left in this part, bounded by the tile (int32 from here)
+    rem = tl.minimum(lim - u0.to(tl.int64) * BK, BR * BK).to(tl.int32) // VEC * VEC
+    u = u0 + tl.arange(0, BR)  # one int32 division per unit row, none per element
+    row = u // nc
+    src_u = src + (soff + b * sb + row.to(tl.int64) * ss + ((u - row * nc) * BK).to(tl.int64))[:, None]
+    dst_0 = dst + (doff + j.to(tl.int64) * dsj + b * db + u0.to(tl.int64) * BK)
+    offs = tl.arange(0, BR)[:, None] * BK + tl.arange(0, BK)[None, :]
+    mask = offs < rem
+    x = tl.load(src_u + tl.arange(0, BK)[None, :], mask=mask, eviction_policy="evict_first")
+    tl.store(dst_0 + offs, x, mask=mask)
+
+
+def rows_launch(parts: tuple[RowsPart, RowsPart], B: int, K: int, dsj: int, nt: int, device: torch.device,
+                dtype: torch.dtype, cfg: RowsConfig | None = None):
+    """A callable ``(srcs6, dsts2) -> None`` (``srcs6``: part 0's ``nt`` sources, then part 1's,
+    padded to three each; ``dsts2``: part 0's and part 1's destination), or ``None`` where
+    ``rows_plan`` says the kernel cannot serve."""
+    plan = rows_plan(parts, B, K, dsj, nt, dtype.itemsize, tensor_platform(device), cfg)
+    if plan is None:
+        return None
+    if plan == "empty":
+        return lambda srcs, dsts: None
+    grid, const, options, scalars = plan
+    launch = PreparedLaunch(_rows_kernel, grid, const, device=device, n_ptrs=8, options=options)
+
+    def run(srcs, dsts):
+        launch(*srcs, *dsts, *scalars)
+
+    return run
+
+
+def rows_aot_variants(platform: str, op: str, shapes: dict[str, tuple[int, bool]], nts: tuple[int, ...] = (1, 3)):
+    """AOT variants of ``_rows_kernel`` as ``op`` launches it: per dtype, per named ``(K, flat)``."""
+    from sgl_diffusion_core import AotVariant
+
+    out = []
+    for dt, name in _NAMES.items():
+        for label, (K, flat) in shapes.items():
+            cfg = RowsConfig.from_heuristic(K, flat, dt.itemsize, platform)
+            for nt in nts:
+                sig = {p: f"*{name}" for p in ("S0", "S1", "S2", "S3", "S4", "S5", "D0", "D1")}
+                sig["NB0"] = "i32"
+                for i in "01":
+                    sig.update({f"{n}{i}": "i32" for n in ("nc", "ss")})
+                    sig.update({f"{n}{i}": "i64" for n in ("sb", "soff", "lim", "db", "doff")})
+                sig["dsj"] = "i64"
+                const = {"BR": cfg.br, "BK": cfg.bk, "NT": nt, "VEC": 16 // dt.itemsize}
+                sig.update({n: "constexpr" for n in const})
+                out.append(AotVariant(
+                    name=f"{op}:rows_kernel[{name},{label},K={K},flat={flat},nt={nt},br={cfg.br},bk={cfg.bk},"
+                         f"w={cfg.num_warps}]",
+                    kernel=_rows_kernel, signature=sig, constexprs=const,
+                    num_warps=cfg.num_warps, options={"enable_fp_fusion": False},
+                ))
+    return out
 
 
 _NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}

@@ -1,18 +1,63 @@
-"""Triton backend of the joint-attention layout ops: the strided permutation copy of
-``copy_triton`` (text part and image part of q, k and v: two launches of three tensors)."""
+"""Triton backend of the joint-attention layout ops.
+
+Where every source keeps a token's heads contiguous (``H * Dh`` elements: contiguous tensors
+and views of a fused ``[B, S, 3, H, Dh]`` projection), the text and image parts of q, k and v
+go in one launch of ``copy_triton``'s rows kernel: a 1-D program grid over 16 KB tiles of
+the contiguous destination, no per-token programs, no masked head lanes (SD3.5's 38 heads
+of 64 filled a 64-head tile to 59%), and no views sliced per call (the offsets are
+arguments). Other strides take the strided permutation copy (one launch per part).
+
+A ``config`` argument picks the launch (a sweep compares them): ``None`` (the default rule
+above), a ``RowsConfig`` (the rows kernel with that tile) or a ``CopyConfig`` (the
+permutation copy, one launch per part, the previous default).
+"""
 
 from __future__ import annotations
 
 import torch
 
 from ._plumbing import backend_from_prepare
-from .copy_triton import copy_aot_variants, permute_launches
+from .copy_triton import (
+    CopyConfig,
+    RowsConfig,
+    RowsPart,
+    copy_aot_variants,
+    permute_launches,
+    rows_aot_variants,
+    rows_launch,
+)
 
 
-def _prep_cat(geom, img_q, img_k, img_v, txt_q, txt_k, txt_v):
-    shape, parts = geom  # parts: (PermuteGeom, which ("txt" | "img"), sequence offset)
+def _rows_cat(geom, device, dtype, cfg):
+    """The rows launch of joint_qkv_cat, or None (a part's heads are not contiguous in a token,
+    q, k, v of one part differ in strides, or the kernel's limits)."""
+    shape, parts = geom
+    _, B, S, H, Dh = shape
+    K = H * Dh
+    rparts = []
+    for g, _which, off in parts:
+        if len(set(g.src)) != 1 or (g.R2 > 0 and H > 1 and g.src[0][3] != Dh):
+            return None
+        _, sb, ss, _ = g.src[0]
+        rparts.append(RowsPart(S=g.R2, ss=ss, sb=sb, soff=0, db=S * K, doff=off * K))
+    return rows_launch(tuple(rparts), B, K, B * S * K, 3, device, dtype, cfg)
+
+
+def _prep_cat(geom, img_q, img_k, img_v, txt_q, txt_k, txt_v, config=None):
+    shape, parts = geom  # parts: (PermuteGeom, which ("txt" | "img"), sequence offset): txt, then img
     device, dtype = img_q.device, img_q.dtype
-    launches = [(permute_launches(g, device, dtype), which, off) for g, which, off in parts]
+    rows = None if isinstance(config, CopyConfig) else _rows_cat(geom, device, dtype, config)
+    if rows is None and isinstance(config, RowsConfig):
+        raise ValueError(f"joint_qkv_cat: the rows kernel cannot serve these strides ({config})")
+    if rows is not None:
+        def run(img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first=True):
+            out = torch.empty(shape, dtype=dtype, device=device)
+            rows((txt_q, txt_k, txt_v, img_q, img_k, img_v), (out, out))
+            return out
+
+        return run
+
+    launches = [(permute_launches(g, device, dtype, config), which, off) for g, which, off in parts]
 
     def run(img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first=True):
         out = torch.empty(shape, dtype=dtype, device=device)
@@ -24,14 +69,38 @@ def _prep_cat(geom, img_q, img_k, img_v, txt_q, txt_k, txt_v):
     return run
 
 
-def _prep_split(geom, out):
+def _rows_split(parts, device, dtype, cfg):
+    (g0, off0, shape0), (g1, off1, _) = parts
+    B, _, H, Dh = shape0
+    K = H * Dh
+    _, sb, ss, sh = g0.src[0]
+    if H > 1 and sh != Dh:
+        return None
+    rparts = tuple(RowsPart(S=g.R2, ss=ss, sb=sb, soff=off * ss, db=g.R2 * K, doff=0) for g, off, _ in parts)
+    return rows_launch(rparts, B, K, 0, 1, device, dtype, cfg)
+
+
+def _prep_split(geom, out, config=None):
     parts = geom  # ((PermuteGeom, offset, shape), ...) in memory order; () for copy=False
     if not parts:
         from .joint_torch import joint_split as views
 
         return lambda out, s_txt, s_img, text_first=True, copy=False: views(out, s_txt, s_img, text_first)
     device, dtype = out.device, out.dtype
-    launches = [(permute_launches(g, device, dtype), off, shape) for g, off, shape in parts]
+    rows = None if isinstance(config, CopyConfig) else _rows_split(parts, device, dtype, config)
+    if rows is None and isinstance(config, RowsConfig):
+        raise ValueError(f"joint_split: the rows kernel cannot serve these strides ({config})")
+    shapes = [shape for _, _, shape in parts]
+    if rows is not None:
+        def run(out, s_txt, s_img, text_first=True, copy=False):
+            a = torch.empty(shapes[0], dtype=dtype, device=device)
+            b = torch.empty(shapes[1], dtype=dtype, device=device)
+            rows((out,) * 6, (a, b))
+            return (a, b) if text_first else (b, a)
+
+        return run
+
+    launches = [(permute_launches(g, device, dtype, config), off, shape) for g, off, shape in parts]
 
     def run(out, s_txt, s_img, text_first=True, copy=False):
         res = []
@@ -49,9 +118,15 @@ joint_split = backend_from_prepare(_prep_split, 1)
 
 
 def aot_joint_qkv_cat(platform: str = "cuda"):
-    """Head tiles of FLUX / Qwen-Image (24 x 128) and SD3.5 Large (38 x 64)."""
-    return copy_aot_variants(platform, "joint_qkv_cat", {"flux": (24, 128), "sd35l": (38, 64)})
+    """Head tiles of FLUX / Qwen-Image (24 x 128) and SD3.5 Large (38 x 64) for the permutation
+    copy; the rows kernel at their row lengths, flat (contiguous q, k, v) and by rows (views of a
+    fused projection)."""
+    return (copy_aot_variants(platform, "joint_qkv_cat", {"flux": (24, 128), "sd35l": (38, 64)})
+            + rows_aot_variants(platform, "joint_qkv_cat", {"flux": (3072, False), "sd35l": (2432, False),
+                                                            "flat": (2432, True)}, nts=(3,)))
 
 
 def aot_joint_split(platform: str = "cuda"):
-    return copy_aot_variants(platform, "joint_split", {"flux": (24, 128), "sd35l": (38, 64)}, nts=(1,))
+    return (copy_aot_variants(platform, "joint_split", {"flux": (24, 128), "sd35l": (38, 64)}, nts=(1,))
+            + rows_aot_variants(platform, "joint_split", {"flux": (3072, False), "sd35l": (2432, False),
+                                                          "flat": (2432, True)}, nts=(1,)))

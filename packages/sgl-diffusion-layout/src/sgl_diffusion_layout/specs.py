@@ -21,6 +21,8 @@ _TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))
 _PERMUTE = "strided permutation copy: one program per destination row, a [BM, BN] tile of 16-byte accesses"
 _GATHER = ("row gather: the index read once per program, padding rows zero-filled (out-of-range rows of an "
            "unchecked call NaN-filled) in the same pass")
+_ROWS = ("contiguous-rows copy: both parts (and q, k, v) in one launch, 16 KB tiles of the contiguous output on "
+         "a 1-D grid, 16-byte accesses; head-strided inputs take the strided permutation copy")
 OPS: dict[str, tuple[str, str, str]] = {
     "ulysses_pack_qkv": ("ulysses", "q, k, v [B, S, H, Dh] -> one [W, B*S, H/W, 3*Dh] send buffer", _PERMUTE),
     "ulysses_unpack_qkv": ("ulysses", "received [W, B*Sl, Hl, 3*Dh] -> q, k, v [B, W*Sl, Hl, Dh]", _PERMUTE),
@@ -33,15 +35,15 @@ OPS: dict[str, tuple[str, str, str]] = {
     "varlen_pack_qkv": ("varlen", "t.reshape(B*S, H, Dh).index_select(0, indices) for q, k, v", _GATHER),
     "varlen_scatter": ("varlen", "packed [nnz, H, Dh] -> [B, S, H, Dh], zeros at padding", _GATHER),
     "joint_qkv_cat": ("joint", "img/txt q, k, v -> one [3, B, S_txt+S_img, H, Dh] buffer (torch.cat along S)",
-                      _PERMUTE),
-    "joint_split": ("joint", "(txt, img) of the joint attention output: views, or copies with copy=True", _PERMUTE),
+                      _ROWS),
+    "joint_split": ("joint", "(txt, img) of the joint attention output: views, or copies with copy=True", _ROWS),
     "causal_conv3d_cat_pad": ("conv_pad", "F.pad(torch.cat([cache_x, x], dim=2), padding) of [B, C, T, H, W]",
                               "channels_last_3d: a flat 1-D copy per output row (b, t, h) shifted by "
                               "w_left*C, 16-byte accesses; contiguous: a tile per output row; the source frame "
                               "chosen per program, padding zero-filled in the same pass"),
     "nearest_upsample": ("upsample", "F.interpolate(x, scale_factor=f, mode='nearest'|'nearest-exact'), integer f",
-                         "one program per output row, source row by one scalar division, constexpr factors "
-                         "inside the tile"),
+                         "one program per input row tile: loaded once, stored at every output position it feeds "
+                         "(constexpr factor loops), source row by scalar divisions per program"),
 }
 
 
