@@ -1,5 +1,9 @@
 """Sweep the build choices of the exact row-norm kernel at FLUX, Wan and HunyuanVideo (GPU).
 
+Session 4's first sweep chose full unrolling (RMSNorm; LayerNorm up to 6 chunks) and the
+hardware FMA; this one compares RMSNorm rows per program (FLUX's 4608 one-warp programs fill
+1.09 waves of 32 resident programs per SM) and the output loop's unroll on its own.
+
 Why: session 3 measured the exact kernels far below copy bandwidth (rms_norm 71/85/91%,
 rms_modulate 70/57/91%, layer_norm 12-18%). Two suspects, both build choices of
 ``row_norm_exact_triton.launch_constants``:
@@ -37,13 +41,9 @@ OPS = {  # op -> (op id, modulated)
 
 def _configs(op: str, D: int) -> list[dict]:
     if op.startswith("rms"):
-        chunks = -(-D // 128)
-        return [{}, {"UNROLL": 4}, {"UNROLL": 8}, {"UNROLL": chunks}]
+        return [{}, {"ROWS": 2}, {"ROWS": 4}, {"UNROLL_OUT": 4}, {"UNROLL_OUT": 1}, {"ROWS": 2, "UNROLL_OUT": 4}]
     chunks = -(-D // 512)
-    out = [{}, {"HW_FMA": False}]
-    for unroll in (2, chunks):
-        out.append({"UNROLL": unroll})
-    return out
+    return [{}, {"UNROLL_OUT": 1}, {"UNROLL": chunks, "UNROLL_OUT": 1}, {"UNROLL": 2, "UNROLL_OUT": 2}]
 
 
 class Cfg(dict):  # a readable repr for bench.sweep's rows

@@ -183,3 +183,30 @@ def test_exact_empty(device, shape):
     x = torch.randn(shape, device=device)
     out = norm.layer_norm(x, backend="triton_exact")
     assert out.shape == x.shape
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "rms_modulate", "layer_norm"])
+def test_build_choices_keep_the_bits(op):
+    """The exact kernel's build choices (unroll factors, RMSNorm rows per program, the FMA form)
+    change its speed, never its arithmetic: every choice gives the default's bits, including a
+    last program with fewer rows than ROWS."""
+    from sgl_diffusion_core import describe, resolve_target
+
+    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    torch.manual_seed(11)
+    x = torch.randn(1, 7, 520, dtype=torch.float32)
+    mod = torch.randn(1, 2, 520) * 0.5
+    w = 1 + 0.1 * torch.randn(520)
+    if op == "rms_modulate":
+        args, kw, tensors = (x, mod[:, :1], mod[:, 1:]), {"weight": w}, (x, mod[:, :1], mod[:, 1:], w, None)
+    else:
+        args, kw, tensors = (x, w), {}, (x, None, None, w, None)
+    geom = describe(f"norm.{op}", *args, **kw).info["geom"]
+    ref = prepare(geom, *tensors).fused(*tensors, 1e-6, 1.0)
+    choices = [{"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": 3, "UNROLL_OUT": 2}]
+    choices += [{"HW_FMA": False}] if op == "layer_norm" else [{"ROWS": 2}, {"ROWS": 4, "UNROLL": 1}]
+    for tuning in choices:
+        testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), ref)
+    if op == "layer_norm":
+        with pytest.raises(ValueError, match="one row per program"):
+            prepare(geom, *tensors, tuning={"ROWS": 2})

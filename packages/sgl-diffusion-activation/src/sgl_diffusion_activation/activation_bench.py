@@ -114,11 +114,13 @@ gelu_mul_cases = _make("gelu_mul")
 def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None,
          ops: tuple[str, ...] = ("silu_and_mul", "gelu_tanh"), progress=print,
          blocks: tuple[int, ...] = (1024, 2048, 4096), warps: tuple[int, ...] = (1, 2, 4, 8),
-         kernels: tuple[str, ...] = ("flat", "tiles"), fasts: tuple[bool, ...] = (True, False)) -> list[dict]:
+         kernels: tuple[str, ...] = ("flat", "tiles"), fasts: tuple[bool, ...] = (True, False),
+         evicts: tuple[bool, ...] = (True,)) -> list[dict]:
     """Sweep the Triton backend's launch at the bench shapes (GPU tuning aid): tile ``block`` x
     ``num_warps``, ``fast`` (approximate ``exp`` for 16-bit outputs, or the math library's) and,
     for the GLU forms, the kernel: ``flat`` (one flat output index over rows with one stride)
-    or ``tiles`` (one program per (row, column tile), the kernel of strided rows).
+    or ``tiles`` (one program per (row, column tile), the kernel of strided rows), and ``evict``
+    (``evict_first`` on the GLU's streamed inputs, or the default policy).
     (Session 3's sweep also compared a 2-D ``(rows, tiles)`` grid with the 1-D one: its best was
     2.3-5.8 points of copy below the 1-D grid's best, docs/benchmarks/activation_tune_h200.json.)
 
@@ -138,13 +140,14 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
             geom = describe(f"activation.{op}", x).info["geom"]
             nbytes = x.numel() * x.element_size() + N * D * dtype.itemsize
             _, copy_gbps = bench.copy_bandwidth(nbytes, device)
-            for kernel, block, nw in itertools.product(kernels if packed else ("tiles",), blocks, warps):
+            for kernel, block, nw, evict in itertools.product(kernels if packed else ("tiles",), blocks, warps,
+                                                              evicts if packed else (True,)):
                 if block // (32 * nw) < 4 or (kernel == "tiles" and block > 2 * D):
                     continue
                 for fast in (fasts if dtype != torch.float32 else (False,)):
                     cfg = TileConfig(block=block, num_warps=nw)
-                    tag = f"{op} {name} {kernel} block={block} warps={nw} fast={int(fast)}"
-                    kw = {"kernel": kernel} if packed else {}
+                    tag = f"{op} {name} {kernel} block={block} warps={nw} fast={int(fast)} evict={int(evict)}"
+                    kw = {"kernel": kernel, "evict": evict} if packed else {}
                     try:
                         def run(c=cfg, x=x, g=geom, f=launch, fa=fast, kw=kw):
                             return f(x, None, None, geom=g, config=c, fast=fa, **kw)
@@ -155,7 +158,7 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
                         continue
                     gbps = t.gbps(nbytes)
                     rows.append({"op": op, "case": name, "kernel": kernel, "block": block, "num_warps": nw,
-                                 "fast": fast, "median_us": t.median_ms * 1e3, "gbps": gbps,
+                                 "fast": fast, "evict": evict, "median_us": t.median_ms * 1e3, "gbps": gbps,
                                  "frac_of_copy": gbps / copy_gbps})
                     progress(f"{tag}: {t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s "
                              f"{100 * gbps / copy_gbps:.1f}% of copy")

@@ -31,6 +31,15 @@ from .math_triton import (
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
 
+@triton.jit
+def _load_stream(ptr, mask, EVICT: tl.constexpr):
+    """A streamed input (read once): ``evict_first`` in L2 when ``EVICT``, the default policy otherwise."""
+    if EVICT:
+        return triton_math.widen(tl.load(ptr, mask=mask, other=0.0, eviction_policy="evict_first"))
+    else:
+        return triton_math.widen(tl.load(ptr, mask=mask, other=0.0))
+
+
 @triton.jit(do_not_specialize=["n1", "n2"])
 def _glu_kernel(
     A, B, BIAS, Y,
@@ -39,14 +48,14 @@ def _glu_kernel(
     b_s0, b_s1, b_s2,
     y_s0, y_s1, y_s2,
     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, NDIM: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
-    FAST: tl.constexpr,
+    FAST: tl.constexpr, EVICT: tl.constexpr,
 ):
     r, tile = program_tile(n_tiles)
     a_row, b_row, y_row = row_offsets(r, n1, n2, a_s0, a_s1, a_s2, b_s0, b_s1, b_s2, y_s0, y_s1, y_s2, NDIM)
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
-    a = triton_math.widen(tl.load(A + a_row + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
-    b = triton_math.widen(tl.load(B + b_row + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
+    a = _load_stream(A + a_row + cols, mask, EVICT)
+    b = _load_stream(B + b_row + b_shift + cols, mask, EVICT)
     if HAS_BIAS:
         a += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
         b += triton_math.widen(tl.load(BIAS + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
@@ -58,7 +67,7 @@ def _glu_flat_kernel(
     A, B, BIAS, Y,
     n_out, b_shift, a_rs, b_rs, y_rs,
     D: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
-    FAST: tl.constexpr, WIDE: tl.constexpr, RUN: tl.constexpr,
+    FAST: tl.constexpr, WIDE: tl.constexpr, RUN: tl.constexpr, EVICT: tl.constexpr,
 ):
     """The same math over the flat output index ``o`` of rows with one stride each (the rows
     coalesce to one dim: every contiguous input). No program straddles padding at a row's end,
@@ -73,9 +82,8 @@ def _glu_flat_kernel(
     # runs of RUN (the largest power of two dividing D, up to 16) flat indices stay in one row,
     # start at a multiple of RUN and are contiguous there: what the vectorizer needs to know
     cols = tl.max_contiguous(tl.multiple_of(o % D, RUN), RUN)
-    a = triton_math.widen(tl.load(A + row * a_rs + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
-    b = triton_math.widen(tl.load(B + row * b_rs + b_shift + cols, mask=mask, other=0.0,
-                                  eviction_policy="evict_first"))
+    a = _load_stream(A + row * a_rs + cols, mask, EVICT)
+    b = _load_stream(B + row * b_rs + b_shift + cols, mask, EVICT)
     if HAS_BIAS:
         a += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
         b += triton_math.widen(tl.load(BIAS + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
@@ -100,10 +108,10 @@ def _flat_wide(rows: int, D: int, strides: tuple[int, ...], b_shift: int, block:
 
 
 def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig | None = None, *,
-            fast: bool | None = None, kernel: str | None = None):
+            fast: bool | None = None, kernel: str | None = None, evict: bool = True):
     """A runner for one call signature: packed ``(x, bias, out)``, split ``(a, b, out)``.
-    ``config`` / ``fast`` / ``kernel`` (``"flat"`` or ``"tiles"``) override the launch rule, the
-    math and the kernel choice (tuning only).
+    ``config`` / ``fast`` / ``kernel`` (``"flat"`` or ``"tiles"``) / ``evict`` (``evict_first`` on
+    the streamed inputs) override the launch rule, the math and the kernel choice (tuning only).
 
     Rows that coalesce to one dim (any contiguous input) use the flat kernel; rows over 2-3
     strided dims the (row, column tile) one."""
@@ -133,7 +141,8 @@ def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig
     launch = PreparedLaunch(
         kern,
         grid,
-        {"ACT": ACTS[act], "HAS_BIAS": geom.has_bias, "OUT": TL_DTYPES[geom.dtype], "BLOCK": cfg.block, **consts},
+        {"ACT": ACTS[act], "HAS_BIAS": geom.has_bias, "OUT": TL_DTYPES[geom.dtype], "BLOCK": cfg.block,
+         "EVICT": evict, **consts},
         device=first.device,
         n_ptrs=4,
         options=launch_options(cfg, plat),
@@ -193,9 +202,9 @@ def _aot(act: str, packed: bool):
                 sig = {"A": f"*{nm}", "B": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
                 sig.update({n: "i32" for n in ("D", "b_shift", "n_tiles", "n1", "n2", "a_s0", "a_s1", "a_s2",
                                                "b_s0", "b_s1", "b_s2", "y_s0", "y_s1", "y_s2")})
-                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FAST")})
+                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FAST", "EVICT")})
                 const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
-                         **math_flags(dt)}
+                         "EVICT": True, **math_flags(dt)}
                 opts = launch_options(cfg, platform)
                 extra = {**{k: v for k, v in opts.items() if k not in ("num_warps", "num_stages")},
                          "enable_fp_fusion": True}
@@ -207,9 +216,11 @@ def _aot(act: str, packed: bool):
                 fcfg = flat_config(dt.itemsize, platform)
                 fsig = {"A": f"*{nm}", "B": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
                 fsig.update({n: "i32" for n in ("n_out", "b_shift", "a_rs", "b_rs", "y_rs")})
-                fsig.update({n: "constexpr" for n in ("D", "ACT", "HAS_BIAS", "OUT", "BLOCK", "FAST", "WIDE", "RUN")})
+                fsig.update({n: "constexpr" for n in ("D", "ACT", "HAS_BIAS", "OUT", "BLOCK", "FAST", "WIDE", "RUN",
+                                                       "EVICT")})
                 fconst = {"D": D, "ACT": ACTS[act], "HAS_BIAS": bias, "OUT": TL_DTYPES[dt], "BLOCK": fcfg.block,
-                          "WIDE": bias, "RUN": _run(D, fcfg.block), **math_flags(dt)}
+                          "WIDE": bias, "RUN": _run(D, fcfg.block), "EVICT": True,
+                          **math_flags(dt)}
                 out.append(AotVariant(
                     name=f"{name}[flat,{nm},D={D},bias={int(bias)},wide={int(bias)},block={fcfg.block},"
                          f"w={fcfg.num_warps}]",
