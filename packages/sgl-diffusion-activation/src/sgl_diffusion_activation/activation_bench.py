@@ -115,7 +115,7 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
          ops: tuple[str, ...] = ("silu_and_mul", "gelu_tanh"), progress=print,
          blocks: tuple[int, ...] = (1024, 2048, 4096), warps: tuple[int, ...] = (1, 2, 4, 8),
          kernels: tuple[str, ...] = ("flat", "tiles"), fasts: tuple[bool, ...] = (True, False),
-         evicts: tuple[bool, ...] = (True,)) -> list[dict]:
+         evicts: tuple[bool, ...] = (False,)) -> list[dict]:
     """Sweep the Triton backend's launch at the bench shapes (GPU tuning aid): tile ``block`` x
     ``num_warps``, ``fast`` (approximate ``exp`` for 16-bit outputs, or the math library's) and,
     for the GLU forms, the kernel: ``flat`` (one flat output index over rows with one stride)

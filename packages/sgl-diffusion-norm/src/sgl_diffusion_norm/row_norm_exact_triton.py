@@ -353,7 +353,10 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
     (compiler's choice 71.9 / 84.4 / 91.0%); LayerNorm's Welford loop fully unrolled at 6 chunks
     (D=3072) 35.1 / - / 26.4%, by 2 at 10 chunks (D=5120, where full unrolling measured no gain)
-    18.4%; the hardware FMA 12-18% faster than the fp64 emulation.
+    18.4%; the hardware FMA 12-18% faster than the fp64 emulation. Below 16384 rows (FLUX: 4608
+    one-warp programs fill 1.09 waves of 32 resident programs per SM) RMSNorm takes 2 rows per
+    program: rms_norm 77.7 -> 85.1%, rms_modulate 71.7 -> 81.1% (4 rows: 83.3 / 82.5%); with
+    many rows 2 per program lost 5-20 points (docs/benchmarks/exact_norm_sweep2_h200.json).
     """
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
@@ -375,7 +378,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "T3": TL_DTYPES[ch.t3] if ch.t3 else f32, "OUT": TL_DTYPES[ch.out],
         "MEAN_DIV": platform == "cpu", "ROUND_OFFSET": platform == "cpu",
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks,
-        "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll, "ROWS": 1, **(tuning or {}),
+        "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll,
+        "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1, **(tuning or {}),
     }
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
