@@ -21,3 +21,8 @@ class AotVariant:
     num_warps: int = 4
     num_stages: int = 1
     options: dict[str, Any] = field(default_factory=dict)  # extra compile options, e.g. enable_fp_fusion
+    # arguments a real launch sees as multiples of 16 (pointers 16-byte aligned, extents such as
+    # P = 21 * 240 * 416): Triton specializes them (``tt.divisibility``), which is what lets it emit
+    # 16-byte vector accesses; without the hint the build (and its register / spill report)
+    # is a scalar-access kernel no launch runs
+    divisible_by_16: tuple[str, ...] = ()
