@@ -103,11 +103,14 @@ def _group_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform
 
 
 # stream kernels: tiles of 4096 elements (16 per thread at 8 warps) with the loads of two tiles
-# ahead in flight, and many programs (several tiles each) so that the last wave is a small part
+# ahead in flight, and many programs (several tiles each) so that the last wave is a small part.
+# More statistics programs mean more per-channel partials for the finalize kernel (one program per
+# group: C=192 channels_last at 4096 programs -> 6 x 1365 partials per group, 4 steps of 2048)
 _STREAM_TILE = 4096
 _STREAM_WARPS = 8
 _STREAM_AHEAD = 2
-_STREAM_PROGRAMS = 8192
+_STREAM_PROGRAMS = 4096
+_STREAM_FINALIZE_BLOCK = 2048
 _STREAM_CONTIG_CHANNELS = 4  # contiguous x: channels per tile (runs of 1024 positions, 2 KB bf16)
 _STREAM_CL_CHANNELS = 128  # channels_last x: at most this many channels per tile
 
@@ -131,8 +134,8 @@ def _stream_config(C: int, G: int, elem_bytes: int, channels_last: bool, platfor
     channels_last: 192 of 256), its apply programs load, compute and store one tile each, and its
     2048 statistics programs leave a last wave of a few percent of the SMs' slots. The stream
     kernels keep two tiles of loads in flight per program, use channel blocks that divide C
-    (per-channel partials; the finalize kernel combines a group's channels), and aim for 8192
-    programs per pass."""
+    (per-channel partials; the finalize kernel combines a group's channels), and aim for 4096
+    programs per pass (the last wave ~1/15 of the work)."""
     warp = 64 if platform == "hip" else 32
     cap = _STREAM_CL_CHANNELS if channels_last else _STREAM_CONTIG_CHANNELS
     block_c = _pow2_divisor(C, cap)
@@ -144,7 +147,7 @@ def _stream_config(C: int, G: int, elem_bytes: int, channels_last: bool, platfor
     if platform == "cpu":
         programs, fin = _INTERPRETER_STATS_PROGRAMS, _INTERPRETER_FINALIZE_BLOCK
     else:
-        programs, fin = _STREAM_PROGRAMS, _FINALIZE_BLOCK
+        programs, fin = _STREAM_PROGRAMS, _STREAM_FINALIZE_BLOCK
     return GroupConfig(gpb=0, block_c=block_c, block_p=block_p, num_warps=warps, stats_programs=programs,
                        finalize_block=fin, stream=True, ahead=_STREAM_AHEAD, apply_block_c=block_c,
                        apply_block_p=block_p, apply_warps=warps, apply_programs=programs)
@@ -461,7 +464,7 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
     finalize = PreparedLaunch(
         _gn_finalize_kernel, (g.B * G,),
         {"CG": Cg, "BLOCK_S": min(cfg.finalize_block, next_pow2(n_ent)), "PER_CHANNEL": cfg.stream},
-        device=x.device, n_ptrs=2, options={"num_warps": 4, "num_stages": 1},
+        device=x.device, n_ptrs=2, options={"num_warps": 8 if cfg.finalize_block > 1024 else 4, "num_stages": 1},
     )
     shape, strides, dtype, device = g.shape, g.out_strides, x.dtype, x.device
     span_len = iters * cfg.block_p
@@ -569,7 +572,8 @@ def aot_variants(platform: str = "cuda"):
                 for per_channel in (False, True):
                     out.append(AotVariant(name=f"group_norm_silu.finalize[Cg={Cg},per_channel={per_channel}]",
                                           kernel=_gn_finalize_kernel, signature=sig,
-                                          constexprs={"CG": Cg, "BLOCK_S": _FINALIZE_BLOCK,
-                                                      "PER_CHANNEL": per_channel},
-                                          num_warps=4, options={"enable_fp_fusion": True}))
+                                          constexprs={"CG": Cg, "PER_CHANNEL": per_channel,
+                                                      "BLOCK_S": _STREAM_FINALIZE_BLOCK if per_channel
+                                                      else _FINALIZE_BLOCK},
+                                          num_warps=8 if per_channel else 4, options={"enable_fp_fusion": True}))
     return out
