@@ -11,7 +11,10 @@ every spec with ``aot="module:function"``, calls that function for its list of
 takes no argument, or one: the platform being compiled for (``"cuda"`` or ``"hip"``), so
 that a backend can return the launch configurations it really uses there (warp size 64 on
 ROCm changes block and warp heuristics). Prints one line per variant as it goes, then a
-table of registers, spills, shared memory, stack and compile time.
+table of registers, spills, shared memory, stack and compile time. A variant's
+``divisible_by_16`` names the arguments a real launch sees as multiples of 16 (Triton's
+``tt.divisibility`` specialization, which enables 16-byte vector accesses); without it the
+build is the scalar-access kernel of unaligned arguments.
 
 Resource usage:
   CUDA  registers, static shared memory and stack frame from the cubin (Triton's bundled
@@ -261,8 +264,18 @@ def compile_variant(variant: Any, spec_id: str, target: str, workdir: Path) -> R
         res.num_warps = int(variant.num_warps)
         options = {"num_warps": res.num_warps, "num_stages": int(variant.num_stages)}
         options.update(getattr(variant, "options", None) or {})  # e.g. enable_fp_fusion=False
+        names = list(variant.kernel.arg_names)
+        hinted = set(getattr(variant, "divisible_by_16", ()) or ())
+        unknown = hinted - set(names)
+        if unknown:
+            raise ValueError(f"divisible_by_16 names no parameter of the kernel: {sorted(unknown)}")
+        attrs = {
+            (i,): [["tt.divisibility", 16]]
+            for i, n in enumerate(names)
+            if n in hinted and variant.signature.get(n) != "constexpr"
+        }
         src = triton.compiler.ASTSource(
-            fn=variant.kernel, signature=dict(variant.signature), constexprs=dict(variant.constexprs)
+            fn=variant.kernel, signature=dict(variant.signature), constexprs=dict(variant.constexprs), attrs=attrs
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

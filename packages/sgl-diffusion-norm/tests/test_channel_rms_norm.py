@@ -21,7 +21,15 @@ import torch
 import torch.nn.functional as F
 
 import sgl_diffusion_norm as norm
-from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing, triton_interpret
+from sgl_diffusion_core import (
+    REGISTRY,
+    UnsupportedInputError,
+    describe,
+    explain,
+    resolve_target,
+    testing,
+    triton_interpret,
+)
 
 OP = "norm.channel_rms_norm"
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
@@ -133,6 +141,56 @@ def test_size_one_dims_and_views(backend, device):
     run_both(backend, big[1:, 2:10, 1:3], g)  # batch, channel and frame slices: spatial still merges
     big_cl = to_format(big, True)
     run_both(backend, big_cl[:, 2:10], g, silu=True)  # a channel slice of channels_last_3d (row stride 12)
+
+
+# The Triton kernels under explicit launch configurations (the GPU sweep times the same ones):
+# the v1 rule (one tile / chunked two-pass), the stream kernel with one and two tiles ahead, tiles
+# of 1 / 2 / 3 positions (tile boundaries inside a sample and across samples), a second channel
+# tile of several rows or of one masked row (C a power of two), and a grid aiming at 1 or 3
+# programs (several tiles per program, a last program with fewer tiles).
+def _triton_launch():
+    cfg_cls = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:ChannelConfig")
+    launch = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:channel_rms_norm")
+    split = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:split_channels")
+    return cfg_cls, launch, split
+
+
+def _configs(C, channels_last, cfg_cls, split):
+    a, b = split(C)
+    out = [cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="v1"),
+           cfg_cls.from_heuristic(C, 2, channels_last, "cpu")]
+    for block_p, ahead, programs in ((1, 1, 3), (2, 2, 1), (4, 2, 3), (2, 1, 1)):
+        out.append(cfg_cls(block_c=a, block_p=block_p, chunks=1, num_warps=1, stream=True, block_c2=b,
+                           ahead=ahead, programs=programs))
+    return out
+
+
+@pytest.mark.parametrize("C", [1, 5, 8, 96])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_launch_configs(device, C, channels_last):
+    if "triton" not in testing.runnable_backends(OP, device):
+        pytest.skip("the triton backend does not run here")
+    cfg_cls, launch, split = _triton_launch()
+    torch.manual_seed(C)
+    shape = (2, C, 1, 3, 5) if C < 96 else (2, C, 1, 1, 5)  # 15 / 5 positions per sample, T = 1
+    x = to_format(torch.randn(shape, device=device).to(torch.bfloat16), channels_last)
+    gamma = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
+    bias = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
+    geom = describe(OP, x, gamma, bias).info["geom"]
+    ref = norm.channel_rms_norm_reference(x, gamma, bias, silu=True)
+    atol, rtol = spec("triton").contract.tolerance(x.dtype)
+    for cfg in _configs(C, channels_last, cfg_cls, split):
+        out = launch(x, gamma, bias, silu=True, geom=geom, config=cfg)
+        assert out.stride() == ref.stride(), cfg
+        testing.assert_close(out, ref, atol=atol, rtol=rtol)
+        t, scale = truth(x, gamma, bias, 1e-12, True)
+        assert_within(out, t, 1e-5 * scale, UNIT[out.dtype] + 4e-6)
+
+
+def test_split_channels():
+    _, _, split = _triton_launch()
+    assert split(96) == (64, 32) and split(192) == (128, 64) and split(384) == (256, 128)
+    assert split(100) == (64, 64) and split(128) == (128, 1) and split(1) == (1, 1) and split(7) == (4, 4)
 
 
 def test_zero_input_uses_eps(backend, device):

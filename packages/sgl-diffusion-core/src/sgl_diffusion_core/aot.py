@@ -25,3 +25,8 @@ class AotVariant:
     # eager code it reproduces was compiled with contraction (ATen's LayerNorm Welford): the
     # compile lane's no-FMA check does not apply to it
     explicit_fma: bool = False
+    # arguments a real launch sees as multiples of 16 (pointers 16-byte aligned, extents such as
+    # P = 21 * 240 * 416): Triton specializes them (``tt.divisibility``), which is what lets it emit
+    # 16-byte vector accesses; without the hint the build (and its register / spill report)
+    # is a scalar-access kernel no launch runs
+    divisible_by_16: tuple[str, ...] = ()

@@ -31,17 +31,33 @@ from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_m
 
 @dataclass(frozen=True)
 class ChannelConfig:
+    """``stream=False``: the session-3 kernel (one tile per program; ``chunks > 1``: two passes
+    over a chunked slab). ``stream=True``: the streaming kernel, one pass from a register tile of
+    ``block_c + block_c2`` channels x ``block_p`` positions, several tiles per program (about
+    ``programs`` programs in all) with the next tile's loads issued before the current one is
+    normalized and stored."""
+
     block_c: int
     block_p: int
     chunks: int
     num_warps: int
+    stream: bool = False
+    block_c2: int = 1  # stream: rows of the second tile (masked rows past C cost no memory traffic)
+    ahead: int = 1  # stream: tiles whose loads are in flight while one is normalized (1 or 2)
+    programs: int = 0  # stream: the grid to aim for
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
 
     @classmethod
     def from_heuristic(cls, C: int, elem_bytes: int, channels_last: bool, platform: str,
-                       arch: int | str | None = None) -> ChannelConfig:
+                       arch: int | str | None = None, rule: str = "stream") -> ChannelConfig:
+        """``rule``: ``"stream"`` (the default) or ``"v1"`` (the session-3 rule, kept so that a GPU
+        sweep can compare the two)."""
+        if rule == "v1":
+            return _channel_config_v1(C, elem_bytes, channels_last, platform)
+        if rule != "stream":
+            raise ValueError(f"unknown channel_rms_norm launch rule {rule!r}; known: 'stream', 'v1'")
         return _channel_config(C, elem_bytes, channels_last, platform)
 
 
@@ -54,9 +70,10 @@ _MAX_ROW = 2048
 
 
 @functools.cache
-def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
-    """Launch rule, from a sweep on one H200 (session 3, bf16, Wan-VAE shapes; tools/gpu/
-    channel_rms_norm_sweep.py, docs/benchmarks/channel_rms_norm_sweep_h200.json):
+def _channel_config_v1(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
+    """The session-3 launch rule (``ChannelConfig.from_heuristic(rule="v1")``), from a sweep on one
+    H200 (session 3, bf16, Wan-VAE shapes; tools/gpu/channel_rms_norm_sweep.py,
+    docs/benchmarks/channel_rms_norm_sweep_h200.json):
 
     * contiguous: the two-pass slab of the first rule (8 warps) stays. At C = 96 (32 channels x
       128 positions x 3 chunks) it was the best of 13 tiles, 68.3% of copy; at C = 384 its
@@ -79,6 +96,51 @@ def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str)
     per_thread = 4 if channels_last else 2  # 16-byte accesses per thread
     warps = max(1, min(8, block_c * block_p * elem_bytes // (16 * warp * per_thread)))
     return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps)
+
+
+def split_channels(C: int) -> tuple[int, int]:
+    """The stream kernel's two register tiles: ``(2^a, next_pow2(C - 2^a))`` with ``2^a <= C``
+    the largest power of two (96 -> 64 + 32, 192 -> 128 + 64, 384 -> 256 + 128, 100 -> 64 + 64);
+    a power-of-two C gets one masked row as its second tile."""
+    a = 1 << (max(C, 1).bit_length() - 1)
+    rest = max(C, 1) - a
+    return a, next_pow2(rest) if rest else 1
+
+
+# stream kernel: ~48 elements of a tile per thread and the loads of two tiles ahead in flight.
+# sm_90, bf16, SiLU + bias, 16-byte accesses: 174-219 registers, no spills; with the resident
+# programs that allows, ~48 KB of loads in flight per SM at C = 96 / 192 / 384 in both layouts
+# (the v1 kernels: 18-24 KB, and only while a program is in its load phase)
+_STREAM_PER_THREAD = 48
+_STREAM_AHEAD = 2
+_STREAM_MAX_ROWS = 1024
+_STREAM_PROGRAMS = 1056  # 132 SMs x 8: every resident program loops over several tiles
+_INTERPRETER_STREAM_PROGRAMS = 2  # the CPU lane's small shapes run several tiles per program
+
+
+@functools.cache
+def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
+    """Launch rule of the streaming kernel, written without a GPU (tools/gpu/vae_norm_sweep.py
+    compares it with the v1 rule). Why v1 stays below 85% of copy: each program loads one 6-8 KB
+    tile, reduces it across warps and stores it, so a resident program has loads in flight for
+    only part of its life (latency bound; sm_90: 48-80 registers, no spills, 16-byte accesses).
+    A stream program keeps the next tile's loads in flight while it reduces and stores the
+    current one. The tile holds whole channel rows split into two power-of-two blocks (no quarter
+    of masked lanes at C = 96 / 192 / 384); contiguous x gets runs of at least 32 positions
+    (64 bytes) per channel."""
+    warp = 64 if platform == "hip" else 32
+    a, b = split_channels(C)
+    rows = a + b
+    min_p = 1 if channels_last else 32
+    per_thread = _STREAM_PER_THREAD * 2 // elem_bytes
+    if rows > _STREAM_MAX_ROWS or rows * min_p > per_thread * 8 * warp:
+        return _channel_config_v1(C, elem_bytes, channels_last, platform)
+    block_p = next_pow2(per_thread * 4 * warp // rows + 1) // 2
+    block_p = max(min_p, min(128 if not channels_last else 64, block_p))
+    warps = next_pow2(max(1, min(8, rows * block_p // (per_thread * warp))) + 1) // 2  # a power of two
+    programs = _INTERPRETER_STREAM_PROGRAMS if platform == "cpu" else _STREAM_PROGRAMS
+    return ChannelConfig(block_c=a, block_p=block_p, chunks=1, num_warps=warps, stream=True, block_c2=b,
+                         ahead=_STREAM_AHEAD, programs=programs)
 
 
 @triton.jit
@@ -137,6 +199,89 @@ def _channel_rms_kernel(
             tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _stream_load(X, t, t_end, n_pblk, C, P, sb, sc, sp, c, BLOCK_P: tl.constexpr):
+    """Tile ``t`` (sample ``t // n_pblk``, positions block ``t % n_pblk``), rows ``c``: raw values;
+    nothing is read when ``t >= t_end``."""
+    b = t // n_pblk
+    p = (t - b * n_pblk) * BLOCK_P + tl.arange(0, BLOCK_P).to(tl.int64)
+    mask = (c < C)[:, None] & (p < tl.where(t < t_end, P, 0))[None, :]
+    ptr = X + b * sb + c.to(tl.int64)[:, None] * sc + (p * sp)[None, :]
+    return tl.load(ptr, mask=mask, other=0.0, eviction_policy="evict_first")
+
+
+@triton.jit
+def _stream_store(Y, y, t, t_end, n_pblk, C, P, osb, osc, osp, c, BLOCK_P: tl.constexpr):
+    b = t // n_pblk
+    p = (t - b * n_pblk) * BLOCK_P + tl.arange(0, BLOCK_P).to(tl.int64)
+    mask = (c < C)[:, None] & (p < tl.where(t < t_end, P, 0))[None, :]
+    ptr = Y + b * osb + c.to(tl.int64)[:, None] * osc + (p * osp)[None, :]
+    tl.store(ptr, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _stream_finish(x, inv, g, bias, HAS_BIAS: tl.constexpr, SILU: tl.constexpr):
+    y = x * inv[None, :] * g[:, None]
+    if HAS_BIAS:
+        y = y + bias[:, None]
+    if SILU:
+        y = y / (1.0 + tl.exp(-y))
+    return y
+
+
+@triton.jit(do_not_specialize=["n_pblk", "n_tiles", "iters", "eps"])
+def _channel_rms_stream_kernel(
+    X, G, BIAS, Y,
+    C, P, n_pblk, n_tiles, iters, sb, sc, sp, osb, osc, osp, scale, eps,
+    BLOCK_C: tl.constexpr, BLOCK_C2: tl.constexpr, BLOCK_P: tl.constexpr, AHEAD: tl.constexpr,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
+):
+    """Tiles ``pid * iters ..`` (flattened over samples and position blocks). All channels of a
+    tile are held as two register tiles, rows ``[0, BLOCK_C)`` and ``[BLOCK_C, BLOCK_C + BLOCK_C2)``
+    (C = 96 -> 64 + 32: no masked lanes), so the statistics and the output come from one read.
+    The loads of the tile ``AHEAD`` (1 or 2) ahead are issued before the current tile is reduced,
+    normalized and stored: ``AHEAD`` tiles of loads stay in flight per program (raw values cost half
+    a register per bf16 element) instead of a load / reduce / store sequence."""
+    t = tl.program_id(0).to(tl.int64) * iters
+    t_end = tl.minimum(t + iters, n_tiles)
+    ca = tl.arange(0, BLOCK_C)
+    cb = BLOCK_C + tl.arange(0, BLOCK_C2)
+    ga = tl.load(G + ca, mask=ca < C, other=0.0).to(tl.float32)
+    gb = tl.load(G + cb, mask=cb < C, other=0.0).to(tl.float32)
+    if HAS_BIAS:
+        ba = tl.load(BIAS + ca, mask=ca < C, other=0.0).to(tl.float32)
+        bb = tl.load(BIAS + cb, mask=cb < C, other=0.0).to(tl.float32)
+    else:
+        ba = ga
+        bb = gb
+    xa = _stream_load(X, t, t_end, n_pblk, C, P, sb, sc, sp, ca, BLOCK_P)
+    xb = _stream_load(X, t, t_end, n_pblk, C, P, sb, sc, sp, cb, BLOCK_P)
+    if AHEAD == 2:
+        na = _stream_load(X, t + 1, t_end, n_pblk, C, P, sb, sc, sp, ca, BLOCK_P)
+        nb = _stream_load(X, t + 1, t_end, n_pblk, C, P, sb, sc, sp, cb, BLOCK_P)
+    for _ in tl.range(0, iters):
+        # issue the loads of tile t + AHEAD, then reduce, normalize and store tile t
+        ma = _stream_load(X, t + AHEAD, t_end, n_pblk, C, P, sb, sc, sp, ca, BLOCK_P)
+        mb = _stream_load(X, t + AHEAD, t_end, n_pblk, C, P, sb, sc, sp, cb, BLOCK_P)
+        fa = xa.to(tl.float32)
+        fb = xb.to(tl.float32)
+        ss = tl.sum(fa * fa, axis=0) + tl.sum(fb * fb, axis=0)
+        inv = scale / tl.maximum(tl.sqrt(ss), eps)
+        _stream_store(Y, _stream_finish(fa, inv, ga, ba, HAS_BIAS, SILU), t, t_end, n_pblk, C, P, osb, osc, osp,
+                      ca, BLOCK_P)
+        _stream_store(Y, _stream_finish(fb, inv, gb, bb, HAS_BIAS, SILU), t, t_end, n_pblk, C, P, osb, osc, osp,
+                      cb, BLOCK_P)
+        if AHEAD == 2:
+            xa = na
+            xb = nb
+            na = ma
+            nb = mb
+        else:
+            xa = ma
+            xb = mb
+        t += 1
+
+
 def config_for(geom, dtype: torch.dtype, device: torch.device) -> ChannelConfig:
     plat = tensor_platform(device)
     arch = device_arch(plat, device.index) if plat in ("cuda", "hip") else None
@@ -152,17 +297,28 @@ def prepare(geom, x, gamma, bias, silu=False, config: ChannelConfig | None = Non
     n_pblk = -(-geom.P // cfg.block_p)
     launch_silu = bool(silu)
     launches = {}
-    scalars = (geom.C, geom.P, n_pblk, geom.sb, geom.sc, geom.sp, geom.out_sb, geom.out_sc, geom.out_sp,
-               float(geom.C) ** 0.5)
+    if cfg.stream:
+        n_tiles = geom.B * n_pblk
+        iters = max(1, -(-n_tiles // max(1, cfg.programs)))
+        grid = (-(-n_tiles // iters),)
+        kernel = _channel_rms_stream_kernel
+        consts = {"BLOCK_C": cfg.block_c, "BLOCK_C2": cfg.block_c2, "BLOCK_P": cfg.block_p, "AHEAD": cfg.ahead}
+        scalars = (geom.C, geom.P, n_pblk, n_tiles, iters, geom.sb, geom.sc, geom.sp, geom.out_sb, geom.out_sc,
+                   geom.out_sp, float(geom.C) ** 0.5)
+    else:
+        grid = (geom.B * n_pblk,)
+        kernel = _channel_rms_kernel
+        consts = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
+        scalars = (geom.C, geom.P, n_pblk, geom.sb, geom.sc, geom.sp, geom.out_sb, geom.out_sc, geom.out_sp,
+                   float(geom.C) ** 0.5)
 
     def launch_for(s: bool):
         lf = launches.get(s)
         if lf is None:
             lf = launches[s] = PreparedLaunch(
-                _channel_rms_kernel,
-                (geom.B * n_pblk,),
-                {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks,
-                 "HAS_BIAS": bias is not None, "SILU": s},
+                kernel,
+                grid,
+                {**consts, "HAS_BIAS": bias is not None, "SILU": s},
                 device=x.device,
                 n_ptrs=4,
                 options=cfg.launch_options(tensor_platform(x.device)),
@@ -197,29 +353,47 @@ def channel_rms_norm(
 channel_rms_norm.prepare = prepare
 
 
+# what a Wan-VAE launch sees as multiples of 16: aligned tensors, P = T * H * W, C * P, C = 96 ...
+_DIVISIBLE = ("X", "G", "BIAS", "Y", "P", "sb", "sc", "sp", "osb", "osc", "osp")
+
+
 def aot_variants(platform: str = "cuda"):
     """Wan-VAE channel counts (96, 192, 384, 768; 1024 for HunyuanVideo) in both memory formats,
-    bf16/fp16/fp32, with SiLU and bias (the resblock form) and without."""
+    bf16/fp16/fp32, with SiLU and bias (the resblock form) and without: the default launch rule's
+    kernel and, where it differs, the v1 rule's (the GPU sweep compares both)."""
     from sgl_diffusion_core import AotVariant
 
     out = []
     for dt, esize in (("bf16", 2), ("fp16", 2), ("fp32", 4)):
         for C in (96, 192, 384, 768, 1024):
             for cl in (False, True):
-                cfg = _channel_config(C, esize, cl, platform)
-                full = C != 768
-                idx = "i64" if C == 1024 else "i32"
-                sig = {n: f"*{dt}" for n in ("X", "G", "BIAS", "Y")}
-                sig.update({n: idx for n in ("C", "P", "n_pblk", "sb", "sc", "sp", "osb", "osc", "osp")})
-                sig.update({"scale": "fp32", "eps": "fp32"})
-                sig.update({n: "constexpr" for n in ("BLOCK_C", "BLOCK_P", "CHUNKS", "HAS_BIAS", "SILU")})
-                # the specialization a real launch gets: the unit stride of the layout
-                sig["sc" if cl else "sp"] = "constexpr"
-                sig["osc" if cl else "osp"] = "constexpr"
-                const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks,
-                         "HAS_BIAS": full, "SILU": full, ("sc" if cl else "sp"): 1, ("osc" if cl else "osp"): 1}
-                name = (f"channel_rms_norm[{dt},C={C},{'channels_last' if cl else 'contiguous'},"
-                        f"tile={cfg.block_c}x{cfg.block_p}x{cfg.chunks},w={cfg.num_warps},silu={full},{idx}]")
-                out.append(AotVariant(name=name, kernel=_channel_rms_kernel, signature=sig, constexprs=const,
-                                      num_warps=cfg.num_warps, num_stages=1, options={"enable_fp_fusion": True}))
+                cfgs = [_channel_config(C, esize, cl, platform)]
+                if _channel_config_v1(C, esize, cl, platform) != cfgs[0]:
+                    cfgs.append(_channel_config_v1(C, esize, cl, platform))
+                for cfg in cfgs:
+                    full = C != 768
+                    idx = "i64" if C == 1024 else "i32"
+                    sig = {n: f"*{dt}" for n in ("X", "G", "BIAS", "Y")}
+                    ints = ("C", "P", "n_pblk", "n_tiles", "iters") if cfg.stream else ("C", "P", "n_pblk")
+                    sig.update({n: idx for n in (*ints, "sb", "sc", "sp", "osb", "osc", "osp")})
+                    sig.update({"scale": "fp32", "eps": "fp32"})
+                    if cfg.stream:
+                        const = {"BLOCK_C": cfg.block_c, "BLOCK_C2": cfg.block_c2, "BLOCK_P": cfg.block_p,
+                                 "AHEAD": cfg.ahead}
+                        tile = f"stream {cfg.block_c}+{cfg.block_c2}x{cfg.block_p} ahead {cfg.ahead}"
+                    else:
+                        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
+                        tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
+                    const.update({"HAS_BIAS": full, "SILU": full})
+                    sig.update({n: "constexpr" for n in const})
+                    # the specialization a real launch gets: the unit stride of the layout
+                    unit = ("sc", "osc") if cl else ("sp", "osp")
+                    sig.update({n: "constexpr" for n in unit})
+                    const.update({n: 1 for n in unit})
+                    name = (f"channel_rms_norm[{dt},C={C},{'channels_last' if cl else 'contiguous'},"
+                            f"tile={tile},w={cfg.num_warps},silu={full},{idx}]")
+                    out.append(AotVariant(name=name, kernel=_channel_rms_stream_kernel if cfg.stream else
+                                          _channel_rms_kernel, signature=sig, constexprs=const,
+                                          num_warps=cfg.num_warps, num_stages=1, options={"enable_fp_fusion": True},
+                                          divisible_by_16=_DIVISIBLE))
     return out

@@ -35,20 +35,43 @@ from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_m
 
 @dataclass(frozen=True)
 class GroupConfig:
-    gpb: int  # groups per channel block
-    block_c: int  # next_pow2(gpb * Cg)
+    """``stream=False``: the session-3 kernels (stats tiles of whole groups, ``gpb`` groups per
+    channel block, combined per group in the kernel; one apply tile per program, the same tile).
+    ``stream=True``: the streaming kernels: per-channel statistics partials (channel blocks of
+    ``block_c`` channels need not hold whole groups; the finalize kernel combines the channels of a
+    group), and an apply pass of ``apply_block_c x apply_block_p`` tiles, several per program
+    (about ``apply_programs`` programs); both passes keep the loads of ``ahead`` tiles in flight
+    while they work on the current one."""
+
+    gpb: int  # groups per channel block (v1)
+    block_c: int  # stats channel block: next_pow2(gpb * Cg) (v1), a power of two (stream)
     block_p: int
     num_warps: int
     stats_programs: int = 2048  # how many programs the statistics pass aims for
     finalize_block: int = 1024  # partials combined per step of the finalize kernel
+    stream: bool = False
+    ahead: int = 1  # stream: tiles whose loads are in flight while one is processed (1 or 2)
+    apply_block_c: int = 0  # stream: apply tile
+    apply_block_p: int = 0
+    apply_warps: int = 0
+    apply_programs: int = 0
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
 
+    def apply_launch_options(self, platform: str) -> dict:
+        return {"num_warps": self.apply_warps if self.stream else self.num_warps, "num_stages": 1}
+
     @classmethod
     def from_heuristic(cls, C: int, G: int, elem_bytes: int, channels_last: bool, platform: str,
-                       arch: int | str | None = None) -> GroupConfig:
-        return _group_config(C, G, elem_bytes, channels_last, platform)
+                       arch: int | str | None = None, rule: str = "stream") -> GroupConfig:
+        """``rule``: ``"stream"`` (the default) or ``"v1"`` (the session-3 rule, kept so that a GPU
+        sweep can compare the two)."""
+        if rule == "v1":
+            return _group_config(C, G, elem_bytes, channels_last, platform)
+        if rule != "stream":
+            raise ValueError(f"unknown group_norm_silu launch rule {rule!r}; known: 'stream', 'v1'")
+        return _stream_config(C, G, elem_bytes, channels_last, platform)
 
 
 # Elements per tile and the stats programs to aim for (a few waves on 132 SMs). Not tuned on
@@ -77,6 +100,57 @@ def _group_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform
     if platform == "cpu":
         return GroupConfig(gpb, block_c, block_p, warps, _INTERPRETER_STATS_PROGRAMS, _INTERPRETER_FINALIZE_BLOCK)
     return GroupConfig(gpb, block_c, block_p, warps, _STATS_PROGRAMS, _FINALIZE_BLOCK)
+
+
+# stream kernels: tiles of 4096 elements (16 per thread at 8 warps) with the loads of two tiles
+# ahead in flight, and many programs (several tiles each) so that the last wave is a small part.
+# More statistics programs mean more per-channel partials for the finalize kernel (one program per
+# group: C=192 channels_last at 4096 programs -> 6 x 1365 partials per group, 4 steps of 2048)
+_STREAM_TILE = 4096
+_STREAM_WARPS = 8
+_STREAM_AHEAD = 2
+_STREAM_PROGRAMS = 4096
+_STREAM_FINALIZE_BLOCK = 2048
+_STREAM_CONTIG_CHANNELS = 4  # contiguous x: channels per tile (runs of 1024 positions, 2 KB bf16)
+_STREAM_CL_CHANNELS = 128  # channels_last x: at most this many channels per tile
+
+
+def _pow2_divisor(n: int, cap: int) -> int:
+    """The largest power of two that divides n, at most ``cap`` (1 for odd n)."""
+    d = 1
+    while d * 2 <= cap and n % (d * 2) == 0:
+        d *= 2
+    return d
+
+
+@functools.cache
+def _stream_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: str) -> GroupConfig:
+    """Launch rule of the streaming kernels, written without a GPU (tools/gpu/vae_norm_sweep.py
+    compares it with the v1 rule, which measured 53-66% of the two-pass bound on the H200).
+
+    Why v1 stays low: its statistics loop issues one 8 KB tile and waits for it before the next
+    (no loads in flight while it accumulates; ``num_stages`` does not pipeline loads that feed no
+    dot), its tiles hold whole groups (C = 96 / 192 / 384 contiguous: 12 or 15 of 16 rows live,
+    channels_last: 192 of 256), its apply programs load, compute and store one tile each, and its
+    2048 statistics programs leave a last wave of a few percent of the SMs' slots. The stream
+    kernels keep two tiles of loads in flight per program, use channel blocks that divide C
+    (per-channel partials; the finalize kernel combines a group's channels), and aim for 4096
+    programs per pass (the last wave ~1/15 of the work)."""
+    warp = 64 if platform == "hip" else 32
+    cap = _STREAM_CL_CHANNELS if channels_last else _STREAM_CONTIG_CHANNELS
+    block_c = _pow2_divisor(C, cap)
+    if channels_last and block_c < 8:  # odd channel counts: one masked power-of-two row block
+        block_c = min(next_pow2(C), _STREAM_CL_CHANNELS)
+    tile = _STREAM_TILE * 2 // elem_bytes
+    block_p = max(1, tile // block_c)
+    warps = max(1, min(_STREAM_WARPS, tile * elem_bytes // (16 * warp * 2)))
+    if platform == "cpu":
+        programs, fin = _INTERPRETER_STATS_PROGRAMS, _INTERPRETER_FINALIZE_BLOCK
+    else:
+        programs, fin = _STREAM_PROGRAMS, _STREAM_FINALIZE_BLOCK
+    return GroupConfig(gpb=0, block_c=block_c, block_p=block_p, num_warps=warps, stats_programs=programs,
+                       finalize_block=fin, stream=True, ahead=_STREAM_AHEAD, apply_block_c=block_c,
+                       apply_block_p=block_p, apply_warps=warps, apply_programs=programs)
 
 
 @triton.jit(do_not_specialize=["n_span", "iters"])
@@ -124,19 +198,87 @@ def _gn_stats_kernel(
     tl.store(out + 1, m2_g, mask=gmask)
 
 
+@triton.jit
+def _gn_span_tile(x_rows, i, p0, p_end, sp, cmask, BLOCK_P: tl.constexpr):
+    """Raw tile ``i`` of a span starting at ``p0``; nothing is read at or past ``p_end``."""
+    p = p0 + i * BLOCK_P + tl.arange(0, BLOCK_P).to(tl.int64)
+    return tl.load(x_rows + (p * sp)[None, :], mask=cmask[:, None] & (p < p_end)[None, :], other=0.0,
+                   eviction_policy="evict_first")
+
+
+@triton.jit(do_not_specialize=["n_span", "iters"])
+def _gn_stats_stream_kernel(
+    X, PART,
+    C, P, n_cblk, n_span, iters, sb, sc, sp,
+    BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, AHEAD: tl.constexpr,
+):
+    """Per-channel partials: the program of (sample, channel block, span) reads ``iters`` tiles
+    ``[BLOCK_C, BLOCK_P]`` of its span (the loads of tile i + AHEAD issued before tile i is
+    accumulated), with shifted sums of ``x - K`` and ``(x - K)^2`` (K: the channel's first value
+    in the span), and writes ``(mean, M2)`` of each channel over the span to
+    ``PART[((b * C + c) * n_span + span) * 2 + {0, 1}]``."""
+    pid = tl.program_id(0).to(tl.int64)
+    span = pid % n_span
+    rest = pid // n_span
+    cb = rest % n_cblk
+    b = rest // n_cblk
+    c = cb * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = c < C
+    x_rows = X + b * sb + c.to(tl.int64)[:, None] * sc
+    span_len = iters * BLOCK_P
+    p0 = span * span_len
+    p_end = tl.minimum(P, p0 + span_len)
+    k = tl.load(x_rows + p0 * sp, mask=cmask[:, None], other=0.0).to(tl.float32)  # [BLOCK_C, 1]
+    s1 = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
+    s2 = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
+    x = _gn_span_tile(x_rows, 0, p0, p_end, sp, cmask, BLOCK_P)
+    if AHEAD == 2:
+        xn = _gn_span_tile(x_rows, 1, p0, p_end, sp, cmask, BLOCK_P)
+    for i in tl.range(0, iters):
+        xm = _gn_span_tile(x_rows, i + AHEAD, p0, p_end, sp, cmask, BLOCK_P)
+        p = p0 + i * BLOCK_P + tl.arange(0, BLOCK_P).to(tl.int64)
+        d = tl.where(cmask[:, None] & (p < p_end)[None, :], x.to(tl.float32) - k, 0.0)
+        s1 += d
+        s2 += d * d
+        if AHEAD == 2:
+            x = xn
+            xn = xm
+        else:
+            x = xm
+    n = (p_end - p0).to(tl.float32)  # positions of this span (>= 1)
+    S1 = tl.sum(s1, axis=1)
+    S2 = tl.sum(s2, axis=1)
+    mean_c = tl.sum(k, axis=1) + S1 / n
+    m2_c = tl.maximum(S2 - S1 * (S1 / n), 0.0)
+    out = PART + ((b * C + c) * n_span + span) * 2
+    tl.store(out, mean_c, mask=cmask)
+    tl.store(out + 1, m2_c, mask=cmask)
+
+
 @triton.jit(do_not_specialize=["P", "n_span", "span_len", "eps"])
-def _gn_finalize_kernel(PART, STATS, P, n_span, span_len, eps, CG: tl.constexpr, BLOCK_S: tl.constexpr):
+def _gn_finalize_kernel(PART, STATS, P, n_span, span_len, eps, CG: tl.constexpr, BLOCK_S: tl.constexpr,
+                        PER_CHANNEL: tl.constexpr = False):
+    """One program per (sample, group). Partials per group: ``n_span`` (v1: whole groups, each
+    over ``CG`` channels) or ``CG * n_span`` (``PER_CHANNEL``: the group's channels one after the
+    other, each over one channel)."""
     bg = tl.program_id(0).to(tl.int64)
-    base = PART + bg * n_span * 2
+    if PER_CHANNEL:
+        n_ent = CG * n_span
+        weight = 1.0
+    else:
+        n_ent = n_span
+        weight = CG * 1.0
+    base = PART + bg * n_ent * 2
     n_tot = tl.zeros([], dtype=tl.float32)
     mean = tl.zeros([], dtype=tl.float32)
     m2 = tl.zeros([], dtype=tl.float32)
-    for s0 in tl.range(0, n_span, BLOCK_S):
+    for s0 in tl.range(0, n_ent, BLOCK_S):
         s = s0 + tl.arange(0, BLOCK_S)
-        m = s < n_span
+        m = s < n_ent
         mu = tl.load(base + s * 2, mask=m, other=0.0)
         q = tl.load(base + s * 2 + 1, mask=m, other=0.0)
-        cnt = tl.where(m, CG * tl.minimum(P - s.to(tl.int64) * span_len, span_len).to(tl.float32), 0.0)
+        sp = (s % n_span).to(tl.int64)
+        cnt = tl.where(m, weight * tl.minimum(P - sp * span_len, span_len).to(tl.float32), 0.0)
         n_b = tl.sum(cnt, axis=0)
         mean_b = tl.sum(cnt * mu, axis=0) / n_b
         d = tl.where(m, mu - mean_b, 0.0)
@@ -186,6 +328,76 @@ def _gn_apply_kernel(
              mask=mask)
 
 
+@triton.jit
+def _gn_tile_coords(t, n_cblk, n_pblk, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, CB_INNER: tl.constexpr):
+    """Sample, channels and positions of apply tile ``t``; ``CB_INNER``: consecutive tiles walk the
+    channel blocks of one position block (channels_last), else the position blocks of one channel
+    block (contiguous)."""
+    if CB_INNER:
+        cb = t % n_cblk
+        r = t // n_cblk
+        pb = r % n_pblk
+        b = r // n_pblk
+    else:
+        pb = t % n_pblk
+        r = t // n_pblk
+        cb = r % n_cblk
+        b = r // n_cblk
+    c = cb * BLOCK_C + tl.arange(0, BLOCK_C)
+    p = pb * BLOCK_P + tl.arange(0, BLOCK_P).to(tl.int64)
+    return b, c, p
+
+
+@triton.jit
+def _gn_apply_load(X, t, t_end, C, P, n_cblk, n_pblk, sb, sc, sp, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
+                   CB_INNER: tl.constexpr):
+    b, c, p = _gn_tile_coords(t, n_cblk, n_pblk, BLOCK_C, BLOCK_P, CB_INNER)
+    mask = (c < C)[:, None] & (p < tl.where(t < t_end, P, 0))[None, :]
+    ptr = X + b * sb + c.to(tl.int64)[:, None] * sc + (p * sp)[None, :]
+    return tl.load(ptr, mask=mask, other=0.0, eviction_policy="evict_first")
+
+
+@triton.jit(do_not_specialize=["n_tiles", "iters"])
+def _gn_apply_stream_kernel(
+    X, W, BIAS, STATS, Y,
+    C, P, G, n_cblk, n_pblk, n_tiles, iters, sb, sc, sp, osb, osc, osp,
+    CG: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, AHEAD: tl.constexpr, CB_INNER: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
+):
+    """``(x - mean) * rstd * weight + bias`` (+ SiLU) over tiles ``pid * iters ..`` of
+    ``[BLOCK_C, BLOCK_P]`` (channel blocks need not hold whole groups: mean / rstd are gathered per
+    channel), the loads of tile t + AHEAD issued before tile t is normalized and stored."""
+    t = tl.program_id(0).to(tl.int64) * iters
+    t_end = tl.minimum(t + iters, n_tiles)
+    x = _gn_apply_load(X, t, t_end, C, P, n_cblk, n_pblk, sb, sc, sp, BLOCK_C, BLOCK_P, CB_INNER)
+    if AHEAD == 2:
+        xn = _gn_apply_load(X, t + 1, t_end, C, P, n_cblk, n_pblk, sb, sc, sp, BLOCK_C, BLOCK_P, CB_INNER)
+    for _ in tl.range(0, iters):
+        xm = _gn_apply_load(X, t + AHEAD, t_end, C, P, n_cblk, n_pblk, sb, sc, sp, BLOCK_C, BLOCK_P, CB_INNER)
+        b, c, p = _gn_tile_coords(t, n_cblk, n_pblk, BLOCK_C, BLOCK_P, CB_INNER)
+        cmask = c < C
+        mask = cmask[:, None] & (p < tl.where(t < t_end, P, 0))[None, :]
+        st = STATS + (b * G + c // CG) * 2
+        mean = tl.load(st, mask=cmask, other=0.0, eviction_policy="evict_last")
+        a = tl.load(st + 1, mask=cmask, other=0.0, eviction_policy="evict_last")
+        if HAS_W:
+            a = a * tl.load(W + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = (x.to(tl.float32) - mean[:, None]) * a[:, None]
+        if HAS_BIAS:
+            y = y + tl.load(BIAS + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)[:, None]
+        if SILU:
+            y = tl.where(mask, y, 0.0)  # masked lanes hold -mean * rstd, which exp() could overflow on
+            y = y / (1.0 + tl.exp(-y))
+        ptr = Y + b * osb + c.to(tl.int64)[:, None] * osc + (p * osp)[None, :]
+        tl.store(ptr, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+        if AHEAD == 2:
+            x = xn
+            xn = xm
+        else:
+            x = xm
+        t += 1
+
+
 def config_for(geom, dtype: torch.dtype, device: torch.device) -> GroupConfig:
     plat = tensor_platform(device)
     arch = device_arch(plat, device.index) if plat in ("cuda", "hip") else None
@@ -207,31 +419,58 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
     g, G, Cg = geom.x, geom.G, geom.Cg
     cfg = config or config_for(geom, x.dtype, x.device)
     plat = tensor_platform(x.device)
-    n_cblk = -(-G // cfg.gpb)
-    n_pblk = -(-g.P // cfg.block_p)
-    iters, n_span = stats_split(geom, cfg, n_cblk)
-    stats = PreparedLaunch(
-        _gn_stats_kernel, (g.B * n_cblk * n_span,),
-        {"CG": Cg, "GPB": cfg.gpb, "GPB_P2": next_pow2(cfg.gpb), "BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p},
-        device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
-    )
+    affine = {"HAS_W": weight is not None, "HAS_BIAS": bias is not None, "SILU": geom.silu}
+    if cfg.stream:
+        n_cblk = -(-g.C // cfg.block_c)
+        iters, n_span = stats_split(geom, cfg, n_cblk)
+        n_part = g.B * g.C * n_span * 2
+        stats = PreparedLaunch(
+            _gn_stats_stream_kernel, (g.B * n_cblk * n_span,),
+            {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "AHEAD": cfg.ahead},
+            device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
+        )
+        stats_args = (g.C, g.P, n_cblk, n_span, iters, g.sb, g.sc, g.sp)
+        a_cblk = -(-g.C // cfg.apply_block_c)
+        a_pblk = -(-g.P // cfg.apply_block_p)
+        n_tiles = g.B * a_cblk * a_pblk
+        a_iters = max(1, -(-n_tiles // max(1, cfg.apply_programs)))
+        apply = PreparedLaunch(
+            _gn_apply_stream_kernel, (-(-n_tiles // a_iters),),
+            {"CG": Cg, "BLOCK_C": cfg.apply_block_c, "BLOCK_P": cfg.apply_block_p, "AHEAD": cfg.ahead,
+             "CB_INNER": g.channels_last, **affine},
+            device=x.device, n_ptrs=5, options=cfg.apply_launch_options(plat),
+        )
+        apply_args = (g.C, g.P, G, a_cblk, a_pblk, n_tiles, a_iters, g.sb, g.sc, g.sp, g.out_sb, g.out_sc, g.out_sp)
+        n_ent = Cg * n_span
+    else:
+        n_cblk = -(-G // cfg.gpb)
+        n_pblk = -(-g.P // cfg.block_p)
+        iters, n_span = stats_split(geom, cfg, n_cblk)
+        n_part = g.B * G * n_span * 2
+        stats = PreparedLaunch(
+            _gn_stats_kernel, (g.B * n_cblk * n_span,),
+            {"CG": Cg, "GPB": cfg.gpb, "GPB_P2": next_pow2(cfg.gpb), "BLOCK_C": cfg.block_c,
+             "BLOCK_P": cfg.block_p},
+            device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
+        )
+        stats_args = (g.C, g.P, G, n_cblk, n_span, iters, g.sb, g.sc, g.sp)
+        apply = PreparedLaunch(
+            _gn_apply_kernel, (g.B * n_cblk * n_pblk,),
+            {"CG": Cg, "GPB": cfg.gpb, "BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, **affine},
+            device=x.device, n_ptrs=5, options=cfg.launch_options(plat),
+        )
+        apply_args = (g.C, g.P, G, n_cblk, n_pblk, g.sb, g.sc, g.sp, g.out_sb, g.out_sc, g.out_sp)
+        n_ent = n_span
     finalize = PreparedLaunch(
-        _gn_finalize_kernel, (g.B * G,), {"CG": Cg, "BLOCK_S": min(cfg.finalize_block, next_pow2(n_span))},
-        device=x.device, n_ptrs=2, options={"num_warps": 4, "num_stages": 1},
+        _gn_finalize_kernel, (g.B * G,),
+        {"CG": Cg, "BLOCK_S": min(cfg.finalize_block, next_pow2(n_ent)), "PER_CHANNEL": cfg.stream},
+        device=x.device, n_ptrs=2, options={"num_warps": 8 if cfg.finalize_block > 1024 else 4, "num_stages": 1},
     )
-    apply = PreparedLaunch(
-        _gn_apply_kernel, (g.B * n_cblk * n_pblk,),
-        {"CG": Cg, "GPB": cfg.gpb, "BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p,
-         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "SILU": geom.silu},
-        device=x.device, n_ptrs=5, options=cfg.launch_options(plat),
-    )
-    stats_args = (g.C, g.P, G, n_cblk, n_span, iters, g.sb, g.sc, g.sp)
-    apply_args = (g.C, g.P, G, n_cblk, n_pblk, g.sb, g.sc, g.sp, g.out_sb, g.out_sc, g.out_sp)
     shape, strides, dtype, device = g.shape, g.out_strides, x.dtype, x.device
     span_len = iters * cfg.block_p
 
     def run(x, weight, bias, num_groups, eps, silu):
-        part = torch.empty(g.B * G * n_span * 2, dtype=torch.float32, device=device)
+        part = torch.empty(n_part, dtype=torch.float32, device=device)
         st = torch.empty(g.B * G * 2, dtype=torch.float32, device=device)
         out = torch.empty_strided(shape, strides, dtype=dtype, device=device)
         stats(x, part, *stats_args)
@@ -260,44 +499,81 @@ def group_norm_silu(
 group_norm_silu.prepare = prepare
 
 
+# what a VAE launch sees as multiples of 16: aligned tensors, P = T * H * W, C * P, C = 96 ...
+_DIVISIBLE = ("X", "PART", "W", "BIAS", "STATS", "Y", "P", "sb", "sc", "sp", "osb", "osc", "osp")
+
+
+def _stats_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str):
+    from sgl_diffusion_core import AotVariant
+
+    unit = "sc" if cl else "sp"
+    sig = {"X": f"*{dt}", "PART": "*fp32"}
+    if cfg.stream:
+        kernel = _gn_stats_stream_kernel
+        ints = ("C", "P", "n_cblk", "n_span", "iters", "sb", "sc", "sp")
+        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "AHEAD": cfg.ahead}
+    else:
+        kernel = _gn_stats_kernel
+        ints = ("C", "P", "G", "n_cblk", "n_span", "iters", "sb", "sc", "sp")
+        const = {"CG": C // G, "GPB": cfg.gpb, "GPB_P2": next_pow2(cfg.gpb), "BLOCK_C": cfg.block_c,
+                 "BLOCK_P": cfg.block_p}
+    sig.update({n: "i32" for n in ints})
+    sig.update({n: "constexpr" for n in (*const, unit)})
+    const[unit] = 1
+    return AotVariant(name=f"group_norm_silu.stats[{tag},w={cfg.num_warps}]", kernel=kernel, signature=sig,
+                      constexprs=const, num_warps=cfg.num_warps, options={"enable_fp_fusion": True},
+                      divisible_by_16=tuple(n for n in _DIVISIBLE if n in kernel.arg_names))
+
+
+def _apply_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str):
+    from sgl_diffusion_core import AotVariant
+
+    unit = ("sc", "osc") if cl else ("sp", "osp")
+    sig = {"X": f"*{dt}", "W": f"*{dt}", "BIAS": f"*{dt}", "STATS": "*fp32", "Y": f"*{dt}"}
+    affine = {"HAS_W": True, "HAS_BIAS": True, "SILU": True}
+    if cfg.stream:
+        kernel = _gn_apply_stream_kernel
+        ints = ("C", "P", "G", "n_cblk", "n_pblk", "n_tiles", "iters")
+        const = {"CG": C // G, "BLOCK_C": cfg.apply_block_c, "BLOCK_P": cfg.apply_block_p, "AHEAD": cfg.ahead,
+                 "CB_INNER": cl, **affine}
+    else:
+        kernel = _gn_apply_kernel
+        ints = ("C", "P", "G", "n_cblk", "n_pblk")
+        const = {"CG": C // G, "GPB": cfg.gpb, "BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, **affine}
+    sig.update({n: "i32" for n in (*ints, "sb", "sc", "sp", "osb", "osc", "osp")})
+    sig.update({n: "constexpr" for n in (*const, *unit)})
+    const.update({n: 1 for n in unit})
+    warps = cfg.apply_launch_options("cuda")["num_warps"]
+    return AotVariant(name=f"group_norm_silu.apply[{tag},w={warps}]", kernel=kernel, signature=sig,
+                      constexprs=const, num_warps=warps, options={"enable_fp_fusion": True},
+                      divisible_by_16=tuple(n for n in _DIVISIBLE if n in kernel.arg_names))
+
+
 def aot_variants(platform: str = "cuda"):
     """VAE configurations (C = 96, 192, 384, 512 with 32 groups; C=6 / 3 groups) in both memory
-    formats and bf16/fp16/fp32: the three kernels of each."""
+    formats and bf16/fp16/fp32: the stats and apply kernels of the default (stream) rule and of
+    the v1 rule, and the finalize kernel of both partial layouts."""
     from sgl_diffusion_core import AotVariant
 
     out = []
     for dt, esize in (("bf16", 2), ("fp16", 2), ("fp32", 4)):
         for C, G in ((96, 32), (192, 32), (384, 32), (512, 32), (6, 3)):
             for cl in (False, True):
-                cfg = _group_config(C, G, esize, cl, platform)
-                Cg = C // G
-                tag = f"{dt},C={C},G={G},{'channels_last' if cl else 'contiguous'},tile={cfg.block_c}x{cfg.block_p}"
-                unit = ("sc", "osc") if cl else ("sp", "osp")
-                sig = {"X": f"*{dt}", "PART": "*fp32"}
-                sig.update({n: "i32" for n in ("C", "P", "G", "n_cblk", "n_span", "iters", "sb", "sc", "sp")})
-                sig.update({n: "constexpr" for n in ("CG", "GPB", "GPB_P2", "BLOCK_C", "BLOCK_P")})
-                sig[unit[0]] = "constexpr"
-                const = {"CG": Cg, "GPB": cfg.gpb, "GPB_P2": next_pow2(cfg.gpb), "BLOCK_C": cfg.block_c,
-                         "BLOCK_P": cfg.block_p, unit[0]: 1}
-                out.append(AotVariant(name=f"group_norm_silu.stats[{tag},w={cfg.num_warps}]", kernel=_gn_stats_kernel,
-                                      signature=sig, constexprs=const, num_warps=cfg.num_warps,
-                                      options={"enable_fp_fusion": True}))
-                sig = {"X": f"*{dt}", "W": f"*{dt}", "BIAS": f"*{dt}", "STATS": "*fp32", "Y": f"*{dt}"}
-                sig.update({n: "i32" for n in ("C", "P", "G", "n_cblk", "n_pblk", "sb", "sc", "sp", "osb", "osc",
-                                               "osp")})
-                sig.update({n: "constexpr" for n in ("CG", "GPB", "BLOCK_C", "BLOCK_P", "HAS_W", "HAS_BIAS",
-                                                     "SILU")})
-                sig[unit[0]] = sig[unit[1]] = "constexpr"
-                const = {"CG": Cg, "GPB": cfg.gpb, "BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "HAS_W": True,
-                         "HAS_BIAS": True, "SILU": True, unit[0]: 1, unit[1]: 1}
-                out.append(AotVariant(name=f"group_norm_silu.apply[{tag},w={cfg.num_warps}]", kernel=_gn_apply_kernel,
-                                      signature=sig, constexprs=const, num_warps=cfg.num_warps,
-                                      options={"enable_fp_fusion": True}))
+                for cfg in (_stream_config(C, G, esize, cl, platform), _group_config(C, G, esize, cl, platform)):
+                    rule = "stream" if cfg.stream else "v1"
+                    tile = f"{cfg.block_c}x{cfg.block_p}" + (f" ahead {cfg.ahead}" if cfg.stream else "")
+                    tag = f"{rule},{dt},C={C},G={G},{'channels_last' if cl else 'contiguous'},tile={tile}"
+                    out.append(_stats_variant(dt, cfg, C, G, cl, tag))
+                    out.append(_apply_variant(dt, cfg, C, G, cl, tag))
         for Cg in (3, 6, 12, 2):
             sig = {"PART": "*fp32", "STATS": "*fp32", "P": "i32", "n_span": "i32", "span_len": "i32", "eps": "fp32",
-                   "CG": "constexpr", "BLOCK_S": "constexpr"}
+                   "CG": "constexpr", "BLOCK_S": "constexpr", "PER_CHANNEL": "constexpr"}
             if dt == "bf16":  # the finalize kernel does not depend on x's dtype
-                out.append(AotVariant(name=f"group_norm_silu.finalize[Cg={Cg}]", kernel=_gn_finalize_kernel,
-                                      signature=sig, constexprs={"CG": Cg, "BLOCK_S": _FINALIZE_BLOCK}, num_warps=4,
-                                      options={"enable_fp_fusion": True}))
+                for per_channel in (False, True):
+                    out.append(AotVariant(name=f"group_norm_silu.finalize[Cg={Cg},per_channel={per_channel}]",
+                                          kernel=_gn_finalize_kernel, signature=sig,
+                                          constexprs={"CG": Cg, "PER_CHANNEL": per_channel,
+                                                      "BLOCK_S": _STREAM_FINALIZE_BLOCK if per_channel
+                                                      else _FINALIZE_BLOCK},
+                                          num_warps=8 if per_channel else 4, options={"enable_fp_fusion": True}))
     return out

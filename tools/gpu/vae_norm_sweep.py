@@ -1,0 +1,206 @@
+"""Old (v1) vs new (stream) launches of the two VAE norms at their bench shapes (GPU, < 150 s).
+
+``channel_rms_norm`` (bytes: read x + write y) at the cases of ``channel_rms_norm_bench`` and
+``group_norm_silu`` (bytes: the two-pass bound, 3 * x) at the cases of ``group_norm_silu_bench``,
+bf16, contiguous and channels_last_3d. Per case: the v1 rule (the session-3 kernels), the stream
+rule (the default) and a few stream variants around it (one tile ahead instead of two, half the
+tile, twice the programs); time with CUDA events and an L2 flush, % of a same-run copy of the
+same bytes (``sgl_diffusion_core.bench.sweep``). Every variant's output is checked against the
+fp32 reference chain (the ``torch`` backend) with the triton spec's declared tolerance; a
+mismatch is recorded in the row's ``note``, listed at the end, and makes the exit status 1.
+Configurations left when the time budget (130 s) runs out are skipped and listed.
+
+Usage: ``python3 tools/gpu/vae_norm_sweep.py OUT.json`` (PYTHONPATH holding packages/*/src).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+
+import torch
+
+from sgl_diffusion_core import REGISTRY, bench, describe, resolve_target
+
+# backend internals, loaded like the registry loads targets
+_CH = "sgl_diffusion_norm.channel_rms_norm_triton"
+_GN = "sgl_diffusion_norm.group_norm_silu_triton"
+BUDGET_S = 130.0
+T0 = time.perf_counter()
+SKIPPED: list[str] = []
+FAILED: list[str] = []
+
+
+def _elapsed() -> float:
+    return time.perf_counter() - T0
+
+
+def _tolerance(op: str, dtype: torch.dtype) -> tuple[float, float]:
+    spec = next(s for s in REGISTRY.specs(op) if s.backend == "triton")
+    return spec.contract.tolerance(dtype)
+
+
+def _checker(case: str, ref: torch.Tensor, op: str):
+    """``|out - ref| <= atol + rtol * |ref|`` on the GPU (``testing.assert_close`` copies to the
+    host in fp64: seconds per check at these sizes), NaN / inf counted as failures."""
+    atol, rtol = _tolerance(op, ref.dtype)
+    ref32 = ref.float()
+
+    def check(out: torch.Tensor) -> str | None:
+        problems = []
+        if out.stride() != ref.stride():
+            problems.append(f"strides {out.stride()} != reference {ref.stride()}")
+        err = (out.float() - ref32).abs()
+        bad = ~(err <= atol + rtol * ref32.abs())
+        n_bad = int(bad.sum())
+        if n_bad:
+            i = int(torch.where(bad, err.nan_to_num(float("inf")), 0.0).flatten().argmax())
+            problems.append(
+                f"{n_bad} of {out.numel()} elements not within atol={atol:g} rtol={rtol:g} of the fp32 "
+                f"chain; worst: {out.flatten()[i].item()!r} vs {ref.flatten()[i].item()!r}"
+            )
+        del err, bad
+        if problems:
+            note = "FAILED: " + "; ".join(problems)
+            FAILED.append(f"{case}: {note}")
+            return note
+        return None
+
+    return check
+
+
+def _budgeted(case: str, configs: list, run_for):
+    """``run_for`` that refuses (skips) every configuration past the first two (the new and the v1
+    rule) once the time budget is spent; ``bench.sweep`` reports the refusal and goes on."""
+    keep = configs[:2]
+
+    def run(cfg):
+        if cfg not in keep and _elapsed() > BUDGET_S:
+            SKIPPED.append(f"{case} {cfg}")
+            raise TimeoutError(f"skipped: past the {BUDGET_S:.0f} s budget")
+        return run_for(cfg)
+
+    return run
+
+
+def channel_rms_norm_rows(device: torch.device) -> list[dict]:
+    cfg_cls = resolve_target(f"{_CH}:ChannelConfig")
+    launch = resolve_target(f"{_CH}:channel_rms_norm")
+    shapes = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:SHAPES")
+    make_inputs = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:make_inputs")
+    reference = resolve_target("sgl_diffusion_norm:channel_rms_norm_reference")
+    rows = []
+    for name in ("c96", "c96-cl", "c384", "c384-cl", "c192-cl"):
+        shape, cl = shapes[name]
+        print(f"[{_elapsed():5.1f}s] channel_rms_norm {name} {list(shape)}", flush=True)
+        x, gamma, bias = make_inputs(shape, cl, torch.bfloat16, device)
+        geom = describe("norm.channel_rms_norm", x, gamma, bias).info["geom"]
+        C = shape[1]
+        v1 = cfg_cls.from_heuristic(C, 2, cl, "cuda", rule="v1")
+        new = cfg_cls.from_heuristic(C, 2, cl, "cuda")
+        configs = [new, v1]
+        if new.stream:  # one tile ahead; half the tile (same / half the warps)
+            configs += [
+                dataclasses.replace(new, ahead=1),
+                dataclasses.replace(new, block_p=max(1, new.block_p // 2), num_warps=max(1, new.num_warps // 2)),
+                dataclasses.replace(new, block_p=max(1, new.block_p // 2)),
+            ]
+        configs = list(dict.fromkeys(configs))
+        ref = reference(x, gamma, bias, silu=True)
+
+        def run_for(cfg, x=x, gamma=gamma, bias=bias, geom=geom):
+            return lambda: launch(x, gamma, bias, silu=True, geom=geom, config=cfg)
+
+        case = f"channel_rms_norm/{name}"
+        rows += bench.sweep(
+            case,
+            configs,
+            _budgeted(case, configs, run_for),
+            2 * bench.tensor_bytes(x),
+            device,
+            check=_checker(case, ref, "norm.channel_rms_norm"),
+        )
+        del x, gamma, bias, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
+def group_norm_silu_rows(device: torch.device) -> list[dict]:
+    cfg_cls = resolve_target(f"{_GN}:GroupConfig")
+    launch = resolve_target(f"{_GN}:group_norm_silu")
+    shapes = resolve_target("sgl_diffusion_norm.group_norm_silu_bench:SHAPES")
+    make_inputs = resolve_target("sgl_diffusion_norm.group_norm_silu_bench:make_inputs")
+    eps = resolve_target("sgl_diffusion_norm.group_norm_silu_bench:EPS")
+    reference = resolve_target("sgl_diffusion_norm:group_norm_silu_reference")
+    rows = []
+    for name in ("c192-cl", "c192", "c96-cl", "c384-cl", "c384"):
+        shape, cl, G = shapes[name]
+        print(f"[{_elapsed():5.1f}s] group_norm_silu {name} {list(shape)} G={G}", flush=True)
+        x, w, b = make_inputs(shape, cl, torch.bfloat16, device)
+        geom = describe("norm.group_norm_silu", x, G, w, b).info["geom"]
+        C = shape[1]
+        new = cfg_cls.from_heuristic(C, G, 2, cl, "cuda")
+        v1 = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="v1")
+        half = dict(block_p=max(1, new.block_p // 2), apply_block_p=max(1, new.apply_block_p // 2))
+        # one tile ahead; half the tile at 4 warps; twice the programs
+        configs = [
+            new,
+            v1,
+            dataclasses.replace(new, ahead=1),
+            dataclasses.replace(new, **half, num_warps=4, apply_warps=4),
+            dataclasses.replace(new, stats_programs=new.stats_programs * 2, apply_programs=new.apply_programs * 2),
+        ]
+        configs = list(dict.fromkeys(configs))
+        ref = reference(x, G, w, b, eps=eps)
+
+        def run_for(cfg, x=x, w=w, b=b, G=G, geom=geom):
+            return lambda: launch(x, G, w, b, eps=eps, geom=geom, config=cfg)
+
+        case = f"group_norm_silu/{name}"
+        rows += bench.sweep(
+            case,
+            configs,
+            _budgeted(case, configs, run_for),
+            3 * bench.tensor_bytes(x),
+            device,
+            check=_checker(case, ref, "norm.group_norm_silu"),
+        )
+        del x, w, b, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main(path: str, device: torch.device | None = None) -> int:
+    """``device``: CUDA unless given (a CPU run under ``TRITON_INTERPRET=1`` with the bench
+    modules' SHAPES shrunk only exercises this script's logic; its times mean nothing)."""
+    if device is None:
+        if not torch.cuda.is_available():
+            print("vae_norm_sweep: no CUDA device; nothing measured", file=sys.stderr)
+            return 2
+        device = torch.device("cuda")
+    rows = channel_rms_norm_rows(device) + group_norm_silu_rows(device)
+    with open(path, "w") as f:
+        json.dump(
+            {
+                "env": bench.environment(device),
+                "budget_s": BUDGET_S,
+                "elapsed_s": _elapsed(),
+                "rows": rows,
+                "failed": FAILED,
+                "skipped": SKIPPED,
+            },
+            f,
+            indent=1,
+            default=str,
+        )
+    print("\n".join(bench.sweep_summary(rows)))
+    print(f"[{_elapsed():5.1f}s] wrote {path}: {len(rows)} rows, {len(FAILED)} failed, {len(SKIPPED)} skipped")
+    for line in FAILED:
+        print(line)
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "vae_norm_sweep.json"))
