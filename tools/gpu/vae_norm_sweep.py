@@ -99,7 +99,7 @@ def channel_rms_norm_rows(device: torch.device) -> list[dict]:
         geom = describe("norm.channel_rms_norm", x, gamma, bias).info["geom"]
         C = shape[1]
         v1 = cfg_cls.from_heuristic(C, 2, cl, "cuda", rule="v1")
-        new = cfg_cls.from_heuristic(C, 2, cl, "cuda")
+        new = cfg_cls.from_heuristic(C, 2, cl, "cuda", rule="stream")
         configs = [new, v1]
         if new.stream:  # one tile ahead; half the tile (same / half the warps)
             configs += [
@@ -141,7 +141,7 @@ def group_norm_silu_rows(device: torch.device) -> list[dict]:
         x, w, b = make_inputs(shape, cl, torch.bfloat16, device)
         geom = describe("norm.group_norm_silu", x, G, w, b).info["geom"]
         C = shape[1]
-        new = cfg_cls.from_heuristic(C, G, 2, cl, "cuda")
+        new = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="stream")
         v1 = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="v1")
         half = dict(block_p=max(1, new.block_p // 2), apply_block_p=max(1, new.apply_block_p // 2))
         # one tile ahead; half the tile at 4 warps; twice the programs

@@ -64,9 +64,13 @@ class GroupConfig:
 
     @classmethod
     def from_heuristic(cls, C: int, G: int, elem_bytes: int, channels_last: bool, platform: str,
-                       arch: int | str | None = None, rule: str = "stream") -> GroupConfig:
-        """``rule``: ``"stream"`` (the default) or ``"v1"`` (the session-3 rule, kept so that a GPU
-        sweep can compare the two)."""
+                       arch: int | str | None = None, rule: str = "v1") -> GroupConfig:
+        """``rule``: ``"v1"`` (the default, the session-3 rule) or ``"stream"`` (split statistics
+        with loads two tiles ahead).
+
+        Measured on one H200, bf16 (docs/benchmarks/vae_norm_sweep_h200.json, % of the two-pass
+        bound): v1 61.5 / 66.4 / 56.0 / 53.5 / 64.9% at c192-cl / c192 / c96-cl / c384-cl / c384,
+        the stream rule 57.7 / 70.1 / 49.0 / 54.6 / 55.0%: v1 stays the default."""
         if rule == "v1":
             return _group_config(C, G, elem_bytes, channels_last, platform)
         if rule != "stream":
