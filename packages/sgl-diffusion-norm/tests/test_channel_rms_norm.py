@@ -5,12 +5,14 @@ torch backend, against ``channel_rms_norm_reference``), and |out - fp64 formula|
 unit (+ fp32 slack), so a wrong formula (sqrt(C) missing, eps inside the sqrt, the mean instead of
 the sum of squares) cannot hide in the contract tolerance.
 
-Shape grid (CPU lane, Triton interpreter):
-  C = 1     degenerate: x / max(|x|, eps) * gamma
-  C = 6     one register tile in both layouts
-  C = 96    Wan-VAE width: contiguous -> 3 channel chunks of 32 (two-pass path); channels_last one tile
-  C = 200   not a multiple of the chunk (masked last chunk), channels_last tile 256 with 56 masked lanes
-  C = 2100  channels_last wider than one tile (chunked in that layout too)
+Shape grid (CPU lane, Triton interpreter; the default launch is the stream kernel, whose grid
+is one program here, so every case with more than one tile runs the loop and its two-tiles-ahead
+loads; ``test_launch_configs`` runs the v1 rule and stream variants explicitly):
+  C = 1     degenerate: x / max(|x|, eps) * gamma (second channel tile: one masked row)
+  C = 6     4 + 2 channel rows in both layouts
+  C = 96    Wan-VAE width: 64 + 32 rows
+  C = 200   128 + 128 rows (56 masked)
+  C = 2100  channels_last wider than the stream kernel's 1024 rows: the v1 chunked path
   spatial 3 x 5 x 7 = 105 positions: not a multiple of BLOCK_P (masked tail); T = 1 / H = 1 size-1 dims
 """
 

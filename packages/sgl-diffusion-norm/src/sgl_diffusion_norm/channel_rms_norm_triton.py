@@ -121,7 +121,7 @@ _STREAM_PER_THREAD = 48
 _STREAM_AHEAD = 2
 _STREAM_MAX_ROWS = 1024
 _STREAM_PROGRAMS = 1056  # 132 SMs x 8: every resident program loops over several tiles
-_INTERPRETER_STREAM_PROGRAMS = 2  # the CPU lane's small shapes run several tiles per program
+_INTERPRETER_STREAM_PROGRAMS = 1  # the CPU lane: every tile of a call in one program (the loop and its look-ahead)
 
 
 @functools.cache
