@@ -5,13 +5,14 @@ torch backend, against ``channel_rms_norm_reference``), and |out - fp64 formula|
 unit (+ fp32 slack), so a wrong formula (sqrt(C) missing, eps inside the sqrt, the mean instead of
 the sum of squares) cannot hide in the contract tolerance.
 
-Shape grid (CPU lane, Triton interpreter; the default launch is the stream kernel, whose grid
-is one program here, so every case with more than one tile runs the loop and its two-tiles-ahead
-loads; ``test_launch_configs`` runs the v1 rule and stream variants explicitly):
-  C = 1     degenerate: x / max(|x|, eps) * gamma (second channel tile: one masked row)
-  C = 6     4 + 2 channel rows in both layouts
-  C = 96    Wan-VAE width: 64 + 32 rows
-  C = 200   128 + 128 rows (56 masked)
+Shape grid (CPU lane, Triton interpreter). The default launch is the stream kernel on
+channels_last x (its grid is one program here, so every case with more than one tile runs the
+loop and its two-tiles-ahead loads) and the v1 rule on contiguous x; ``test_launch_configs``
+runs both rules and stream variants explicitly in both layouts:
+  C = 1     degenerate: x / max(|x|, eps) * gamma (stream: second channel tile, one masked row)
+  C = 6     stream: 4 + 2 channel rows; v1: one register tile
+  C = 96    Wan-VAE width: stream 64 + 32 rows; v1 contiguous 3 channel chunks of 32 (two-pass)
+  C = 200   stream 128 + 128 rows (56 masked); v1 contiguous: masked last chunk
   C = 2100  channels_last wider than the stream kernel's 1024 rows: the v1 chunked path
   spatial 3 x 5 x 7 = 105 positions: not a multiple of BLOCK_P (masked tail); T = 1 / H = 1 size-1 dims
 """
@@ -160,7 +161,7 @@ def _triton_launch():
 def _configs(C, channels_last, cfg_cls, split):
     a, b = split(C)
     out = [cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="v1"),
-           cfg_cls.from_heuristic(C, 2, channels_last, "cpu")]
+           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="stream")]
     for block_p, ahead, programs in ((1, 1, 3), (2, 2, 1), (4, 2, 3), (2, 1, 1)):
         out.append(cfg_cls(block_c=a, block_p=block_p, chunks=1, num_warps=1, stream=True, block_c2=b,
                            ahead=ahead, programs=programs))

@@ -21,6 +21,7 @@ from .math_triton import (
     activate,
     grid_and_flags,
     launch_options,
+    load_stream,
     math_flags,
     program_tile,
     row_offsets,
@@ -37,21 +38,23 @@ def _act_kernel(
     x_s0, x_s1, x_s2,
     y_s0, y_s1, y_s2,
     ACT: tl.constexpr, HAS_BIAS: tl.constexpr, NDIM: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
-    FAST: tl.constexpr,
+    FAST: tl.constexpr, EVICT: tl.constexpr,
 ):
     r, tile = program_tile(n_tiles)
     x_row, y_row, _ = row_offsets(r, n1, n2, x_s0, x_s1, x_s2, y_s0, y_s1, y_s2, 0, 0, 0, NDIM)
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
-    s = triton_math.widen(tl.load(X + x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first"))
+    s = load_stream(X + x_row + cols, mask, EVICT)
     if HAS_BIAS:
         s += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
     tl.store(Y + y_row + cols, triton_math.narrow(activate(s, ACT, FAST), OUT), mask=mask)
 
 
-def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None, *, fast: bool | None = None):
+def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None, *, fast: bool | None = None,
+            evict: bool = False):
     """A runner ``(x, bias, out) -> result`` for one call signature (``geom`` from ``describe_*``).
-    ``config`` / ``fast`` override the launch rule and the math (tuning only)."""
+    ``config`` / ``fast`` / ``evict`` override the launch rule, the math and the input's L2
+    policy (tuning only; see ``math_triton.load_stream``)."""
     rows = geom.rows
     plat = tensor_platform(x.device)
     cfg = config or tile_config(geom.D, max(x.element_size(), geom.dtype.itemsize), 1, plat)
@@ -62,7 +65,7 @@ def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None, *, f
         _act_kernel,
         grid,
         {"ACT": ACTS[act], "HAS_BIAS": geom.has_bias, "NDIM": rows.ndim, "OUT": TL_DTYPES[geom.dtype],
-         "BLOCK": cfg.block, **consts},
+         "BLOCK": cfg.block, "EVICT": evict, **consts},
         device=x.device,
         n_ptrs=3,
         options=launch_options(cfg, plat),
@@ -106,9 +109,9 @@ def _aot(act: str):
                 sig = {"X": f"*{nm}", "BIAS": f"*{nm}", "Y": f"*{nm}"}
                 sig.update({n: "i32" for n in ("D", "n_tiles", "n1", "n2", "x_s0", "x_s1", "x_s2",
                                                "y_s0", "y_s1", "y_s2")})
-                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FAST")})
+                sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FAST", "EVICT")})
                 const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
-                         **math_flags(dt)}
+                         "EVICT": False, **math_flags(dt)}
                 opts = launch_options(cfg, platform)
                 out.append(AotVariant(
                     name=f"{act}[{nm},D={D},bias={int(bias)},block={cfg.block},w={cfg.num_warps}]",

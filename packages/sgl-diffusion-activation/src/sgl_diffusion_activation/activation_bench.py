@@ -120,7 +120,7 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
     ``num_warps``, ``fast`` (approximate ``exp`` for 16-bit outputs, or the math library's) and,
     for the GLU forms, the kernel: ``flat`` (one flat output index over rows with one stride)
     or ``tiles`` (one program per (row, column tile), the kernel of strided rows), and ``evict``
-    (``evict_first`` on the GLU's streamed inputs, or the default policy).
+    (``evict_first`` on the streamed inputs, or the default policy).
     (Session 3's sweep also compared a 2-D ``(rows, tiles)`` grid with the 1-D one: its best was
     2.3-5.8 points of copy below the 1-D grid's best, docs/benchmarks/activation_tune_h200.json.)
 
@@ -141,13 +141,13 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
             nbytes = x.numel() * x.element_size() + N * D * dtype.itemsize
             _, copy_gbps = bench.copy_bandwidth(nbytes, device)
             for kernel, block, nw, evict in itertools.product(kernels if packed else ("tiles",), blocks, warps,
-                                                              evicts if packed else (True,)):
+                                                              evicts):
                 if block // (32 * nw) < 4 or (kernel == "tiles" and block > 2 * D):
                     continue
                 for fast in (fasts if dtype != torch.float32 else (False,)):
                     cfg = TileConfig(block=block, num_warps=nw)
                     tag = f"{op} {name} {kernel} block={block} warps={nw} fast={int(fast)} evict={int(evict)}"
-                    kw = {"kernel": kernel, "evict": evict} if packed else {}
+                    kw = {"kernel": kernel, "evict": evict} if packed else {"evict": evict}
                     try:
                         def run(c=cfg, x=x, g=geom, f=launch, fa=fast, kw=kw):
                             return f(x, None, None, geom=g, config=c, fast=fa, **kw)

@@ -22,6 +22,7 @@ from .math_triton import (
     activate,
     grid_and_flags,
     launch_options,
+    load_stream,
     math_flags,
     program_tile,
     row_offsets,
@@ -29,21 +30,6 @@ from .math_triton import (
 )
 
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
-
-
-@triton.jit
-def _load_stream(ptr, mask, EVICT: tl.constexpr):
-    """A streamed input (read once): ``evict_first`` in L2 when ``EVICT``, the default policy otherwise.
-
-    The default policy it is: on one H200 (bf16, docs/benchmarks/activation_tune_glu_evict_h200.json)
-    ``evict_first`` held the GLU at 97.4-98.1% of copy bandwidth, the default policy reached
-    100.8-103.3% (``torch.compile``: 99.4-101.8%). Both halves of a packed row are read by the
-    same program, so nothing is lost by keeping them; the hint seems to cost the L2's own
-    streaming (measured, not explained)."""
-    if EVICT:
-        return triton_math.widen(tl.load(ptr, mask=mask, other=0.0, eviction_policy="evict_first"))
-    else:
-        return triton_math.widen(tl.load(ptr, mask=mask, other=0.0))
 
 
 @triton.jit(do_not_specialize=["n1", "n2"])
@@ -60,8 +46,8 @@ def _glu_kernel(
     a_row, b_row, y_row = row_offsets(r, n1, n2, a_s0, a_s1, a_s2, b_s0, b_s1, b_s2, y_s0, y_s1, y_s2, NDIM)
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
-    a = _load_stream(A + a_row + cols, mask, EVICT)
-    b = _load_stream(B + b_row + b_shift + cols, mask, EVICT)
+    a = load_stream(A + a_row + cols, mask, EVICT)
+    b = load_stream(B + b_row + b_shift + cols, mask, EVICT)
     if HAS_BIAS:
         a += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
         b += triton_math.widen(tl.load(BIAS + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
@@ -88,8 +74,8 @@ def _glu_flat_kernel(
     # runs of RUN (the largest power of two dividing D, up to 16) flat indices stay in one row,
     # start at a multiple of RUN and are contiguous there: what the vectorizer needs to know
     cols = tl.max_contiguous(tl.multiple_of(o % D, RUN), RUN)
-    a = _load_stream(A + row * a_rs + cols, mask, EVICT)
-    b = _load_stream(B + row * b_rs + b_shift + cols, mask, EVICT)
+    a = load_stream(A + row * a_rs + cols, mask, EVICT)
+    b = load_stream(B + row * b_rs + b_shift + cols, mask, EVICT)
     if HAS_BIAS:
         a += triton_math.widen(tl.load(BIAS + cols, mask=mask, other=0.0, eviction_policy="evict_last"))
         b += triton_math.widen(tl.load(BIAS + b_shift + cols, mask=mask, other=0.0, eviction_policy="evict_last"))

@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import TileConfig, next_pow2, triton_interpret
+from sgl_diffusion_core import TileConfig, next_pow2, triton_interpret, triton_math
 
 INTERPRET = triton_interpret()
 
@@ -111,6 +111,22 @@ else:
 def _sigmoid(v, FAST: tl.constexpr):
     e = _exp(-tl.abs(v), FAST)
     return tl.where(v >= 0, 1.0, e) / (1.0 + e)
+
+
+@triton.jit
+def load_stream(ptr, mask, EVICT: tl.constexpr):
+    """A streamed input (read once): ``evict_first`` in L2 when ``EVICT``, the default policy otherwise.
+
+    The activation kernels use the default policy: on one H200 (bf16,
+    docs/benchmarks/activation_tune_glu_evict_h200.json)
+    ``evict_first`` held the GLU at 97.4-98.1% of copy bandwidth, the default policy reached
+    100.8-103.3% (``torch.compile``: 99.4-101.8%). Both halves of a packed row are read by the
+    same program, so nothing is lost by keeping them; the hint seems to cost the L2's own
+    streaming (measured, not explained)."""
+    if EVICT:
+        return triton_math.widen(tl.load(ptr, mask=mask, other=0.0, eviction_policy="evict_first"))
+    else:
+        return triton_math.widen(tl.load(ptr, mask=mask, other=0.0))
 
 
 @triton.jit
