@@ -34,9 +34,11 @@ the warps halving through shared memory; ``var = m2 / D``; ``rstd = rsqrt(var + 
 ``gamma * (rstd * (x - mean)) + beta`` in fp32, rounded once to x's dtype. nvcc contracts
 ``a * b + c`` in that code into FMAs (it compiles without ``--use_fast_math`` but with
 ``--fmad=true``); we assume the contraction LLVM's DAG combiner makes (the left product of a
-sum of two products) and evaluate each such FMA as an exact fp64 product plus one fp64
-add rounded to fp32 (no FMA instruction in an exact kernel), which differs from a true FMA
-only when the fp64 sum lands exactly on an fp32 tie. Reproduced for the vectorized path only
+sum of two products) and evaluate each such FMA with the hardware's FMA instruction (``tl.fma``:
+the one instruction nvcc emits; the kernel is otherwise built without contraction, and its AOT
+variants carry ``explicit_fma``). ``HW_FMA=False`` selects the earlier emulation (an exact fp64
+product plus one fp64 add rounded to fp32, which differs from a true FMA only when the fp64
+sum lands exactly on an fp32 tie; 12-18% slower on the H200). Reproduced for the vectorized path only
 (``D % 4 == 0``, 16-byte aligned rows; the chain casts the affine parameters to x's dtype);
 other rows use other kernels in ATen (not reproduced).
 Neither is reproduced on CPU (eager's CPU kernels use their own orders): there the gate
