@@ -7,31 +7,7 @@
 #          gated-norm sweep (LayerNorm and RMSNorm) and bench, the exact row-norm sweep.
 # Usage on the device machine, from the repo root: bash tools/gpu/session4_run2.sh SHA OUT
 set -uo pipefail
-SHA="$1"
-FINAL="$2"
-OUT=/tmp/run_out2
-mkdir -p "$OUT" "$FINAL"
-snap() { tar czf "$FINAL/results.tgz" -C "$OUT" .; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-PKG_PATHS=$(ls -d packages/*/src | tr '\n' ':')
-export PYTHONPATH=/tmp/site:${PKG_PATHS%:}
-export PYTHONUNBUFFERED=1 SGL_DIFFUSION_GIT_SHA="$SHA" NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-G2=$(( $(nvidia-smi -L | wc -l) - 1 ))
-t() {  # log name, time limit, pytest args...
-    local name=$1 lim=$2
-    shift 2
-    CUDA_VISIBLE_DEVICES=$G2 timeout "$lim" python3 -m pytest "$@" -m gpu -q -rfE --tb=short -p no:cacheprovider \
-        > "$OUT/gpu_lane_$name.log" 2>&1
-    echo "$name: $(tail -n 1 "$OUT/gpu_lane_$name.log")"
-}
-bench() {  # op, time limit, extra args...
-    local op=$1 lim=$2
-    shift 2
-    timeout "$lim" python3 -m sgl_diffusion bench --op "$op" --out "$OUT/${op#*.}_bench_h200.json" "$@" \
-        > "$OUT/${op#*.}_bench.log" 2>&1
-    grep -v "^\[" "$OUT/${op#*.}_bench.log" | tail -12
-    snap
-}
+source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out2
 {
     t activation 120 packages/sgl-diffusion-activation/tests
     t row_norm_exact 150 packages/sgl-diffusion-norm/tests/test_row_norm_exact_gpu.py
@@ -59,8 +35,8 @@ for op in ("silu_and_mul", "gelu_tanh_and_mul"):
 PY
 tail -n 12 "$OUT/activation_tune.log"
 snap
-for op in activation.silu_and_mul activation.gelu_tanh_and_mul; do bench "$op" 100; done
-bench norm.gated_residual_norm_modulate 60
+for op in activation.silu_and_mul activation.gelu_tanh_and_mul; do bench 0 "$op" 100; done
+bench 0 norm.gated_residual_norm_modulate 60
 timeout 120 python3 tools/gpu/gated_norm_sweep.py "$OUT/gated_norm_sweep_h200.json" > "$OUT/gated_norm_sweep.log" 2>&1
 tail -n 4 "$OUT/gated_norm_sweep.log"
 snap

@@ -7,31 +7,8 @@
 #          row-norm sweep (rows per program, output-loop unroll), the exact row-norm benches.
 # Usage on the device machine, from the repo root: bash tools/gpu/session4_run3.sh SHA OUT
 set -uo pipefail
-SHA="$1"
-FINAL="$2"
-OUT=/tmp/run_out3
-mkdir -p "$OUT" "$FINAL"
-snap() { tar czf "$FINAL/results.tgz" -C "$OUT" .; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-PKG_PATHS=$(ls -d packages/*/src | tr '\n' ':')
-export PYTHONPATH=/tmp/site:${PKG_PATHS%:}
-export PYTHONUNBUFFERED=1 SGL_DIFFUSION_GIT_SHA="$SHA" SGL_NORM_GATE_REPORT="$OUT/row_norm_gate_report_h200.json"
-G2=$(( $(nvidia-smi -L | wc -l) - 1 ))
-t() {  # log name, time limit, pytest args...
-    local name=$1 lim=$2
-    shift 2
-    CUDA_VISIBLE_DEVICES=$G2 timeout "$lim" python3 -m pytest "$@" -m gpu -q -rfE --tb=short -p no:cacheprovider \
-        > "$OUT/gpu_lane_$name.log" 2>&1
-    echo "$name: $(tail -n 1 "$OUT/gpu_lane_$name.log")"
-}
-bench() {  # gpu, op, time limit, extra args...
-    local gpu=$1 op=$2 lim=$3
-    shift 3
-    CUDA_VISIBLE_DEVICES=$gpu timeout "$lim" python3 -m sgl_diffusion bench --op "$op" \
-        --out "$OUT/${op#*.}_bench_h200.json" "$@" > "$OUT/${op#*.}_bench.log" 2>&1
-    grep -v "^\[" "$OUT/${op#*.}_bench.log" | tail -12
-    snap
-}
+source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out3
+export SGL_NORM_GATE_REPORT="$OUT/row_norm_gate_report_h200.json"
 {
     t row_norm_exact 150 packages/sgl-diffusion-norm/tests/test_row_norm_exact_gpu.py
     t layout 120 packages/sgl-diffusion-layout/tests

@@ -4,24 +4,7 @@
 #   GPU 0: GLU benches (default L2 policy) and exact RMSNorm benches (2 rows per program at FLUX).
 # Usage on the device machine, from the repo root: bash tools/gpu/session4_run4.sh SHA OUT
 set -uo pipefail
-SHA="$1"
-FINAL="$2"
-OUT=/tmp/run_out4
-mkdir -p "$OUT" "$FINAL"
-snap() { tar czf "$FINAL/results.tgz" -C "$OUT" .; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-PKG_PATHS=$(ls -d packages/*/src | tr '\n' ':')
-export PYTHONPATH=/tmp/site:${PKG_PATHS%:}
-export PYTHONUNBUFFERED=1 SGL_DIFFUSION_GIT_SHA="$SHA"
-G2=$(( $(nvidia-smi -L | wc -l) - 1 ))
-bench() {  # gpu, op, time limit, extra args...
-    local gpu=$1 op=$2 lim=$3
-    shift 3
-    CUDA_VISIBLE_DEVICES=$gpu timeout "$lim" python3 -m sgl_diffusion bench --op "$op" \
-        --out "$OUT/${op#*.}_bench_h200.json" "$@" > "$OUT/${op#*.}_bench.log" 2>&1
-    grep -v "^\[" "$OUT/${op#*.}_bench.log" | tail -12
-    snap
-}
+source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out4
 {
     CUDA_VISIBLE_DEVICES=$G2 timeout 100 python3 -m pytest packages/sgl-diffusion-norm/tests/test_channel_rms_norm_gpu.py \
         packages/sgl-diffusion-norm/tests/test_group_norm_silu_gpu.py -m gpu -q -rfE --tb=short -p no:cacheprovider \

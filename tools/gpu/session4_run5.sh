@@ -4,24 +4,7 @@
 # rms_modulate exact with 2 rows per program at FLUX.
 # Usage on the device machine, from the repo root: bash tools/gpu/session4_run5.sh SHA OUT
 set -uo pipefail
-SHA="$1"
-FINAL="$2"
-OUT=/tmp/run_out5
-mkdir -p "$OUT" "$FINAL"
-snap() { tar czf "$FINAL/results.tgz" -C "$OUT" .; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-PKG_PATHS=$(ls -d packages/*/src | tr '\n' ':')
-export PYTHONPATH=/tmp/site:${PKG_PATHS%:}
-export PYTHONUNBUFFERED=1 SGL_DIFFUSION_GIT_SHA="$SHA"
-G2=$(( $(nvidia-smi -L | wc -l) - 1 ))
-bench() {  # gpu, op, time limit, extra args...
-    local gpu=$1 op=$2 lim=$3
-    shift 3
-    CUDA_VISIBLE_DEVICES=$gpu timeout "$lim" python3 -m sgl_diffusion bench --op "$op" \
-        --out "$OUT/${op#*.}_bench_h200.json" "$@" > "$OUT/${op#*.}_bench.log" 2>&1
-    grep -v "^\[" "$OUT/${op#*.}_bench.log" | tail -8
-    snap
-}
+source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out5
 {
     CUDA_VISIBLE_DEVICES=$G2 timeout 120 python3 tools/gpu/sites_e2e.py --models flux --variants eager,exact,close \
         --budget-s 110 --out "$OUT/sites_e2e_flux_h200.json" > "$OUT/sites_e2e_flux.log" 2>&1
