@@ -242,19 +242,22 @@ class MountedFluxAttnProcessor:
         self._attention_backend = getattr(original, "_attention_backend", None)
         self._parallel_config = getattr(original, "_parallel_config", None)
 
+    def _route(self, attn, handled: bool, *args):
+        """``self._fused(attn, *args)`` through the site's gate when the call is one this processor
+        handles, the original processor otherwise. ``args``: the call's arguments after ``attn``,
+        in the original's order (the subclasses spell out the original's signature, which
+        diffusers inspects to filter keyword arguments)."""
+        def ref():
+            return self._sgl_original(attn, *args)
+
+        if not handled:
+            return ref()
+        return self._sgl_site.run(lambda: self._fused(attn, *args), ref, *args, module=attn)
+
     def __call__(self, attn, hidden_states, encoder_hidden_states=None, attention_mask=None,
                  image_rotary_emb=None):
-        def ref():
-            return self._sgl_original(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
-
-        if image_rotary_emb is None or not isinstance(image_rotary_emb, tuple):
-            return ref()
-
-        def fused():
-            return self._fused(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
-
-        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb,
-                                  module=attn)
+        return self._route(attn, isinstance(image_rotary_emb, tuple), hidden_states, encoder_hidden_states,
+                           attention_mask, image_rotary_emb)
 
     def _fused(self, attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb):
         from diffusers.models.attention_dispatch import dispatch_attention_fn
@@ -311,17 +314,8 @@ class MountedWanAttnProcessor(MountedFluxAttnProcessor):
         return ("rope.apply_rope_qk",)
 
     def __call__(self, attn, hidden_states, encoder_hidden_states=None, attention_mask=None, rotary_emb=None):
-        def ref():
-            return self._sgl_original(attn, hidden_states, encoder_hidden_states, attention_mask, rotary_emb)
-
-        if rotary_emb is None or attn.add_k_proj is not None:
-            return ref()
-
-        def fused():
-            return self._fused(attn, hidden_states, encoder_hidden_states, attention_mask, rotary_emb)
-
-        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, rotary_emb,
-                                  module=attn)
+        return self._route(attn, rotary_emb is not None and attn.add_k_proj is None, hidden_states,
+                           encoder_hidden_states, attention_mask, rotary_emb)
 
     def _fused(self, attn, hidden_states, encoder_hidden_states, attention_mask, rotary_emb):
         from diffusers.models.attention_dispatch import dispatch_attention_fn
@@ -363,17 +357,8 @@ class MountedHunyuanVideoAttnProcessor(MountedFluxAttnProcessor):
         return ops + ("layout.joint_qkv_cat",) if attn.add_q_proj is not None else ops
 
     def __call__(self, attn, hidden_states, encoder_hidden_states=None, attention_mask=None, image_rotary_emb=None):
-        def ref():
-            return self._sgl_original(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
-
-        if encoder_hidden_states is None or not isinstance(image_rotary_emb, tuple):
-            return ref()
-
-        def fused():
-            return self._fused(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
-
-        return self._sgl_site.run(fused, ref, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb,
-                                  module=attn)
+        return self._route(attn, encoder_hidden_states is not None and isinstance(image_rotary_emb, tuple),
+                           hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
 
     def _fused(self, attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb):
         from diffusers.models.attention_dispatch import dispatch_attention_fn
