@@ -295,6 +295,26 @@ _ROWS_SCALARS = ["NB0", "nc0", "ss0", "sb0", "soff0", "lim0", "db0", "doff0",
                  "nc1", "ss1", "sb1", "soff1", "lim1", "db1", "doff1", "dsj"]
 
 
+@triton.jit
+def _rows_part(nc, ss, sb, soff, lim, db, doff, VEC: tl.constexpr):
+    """One part's scalars of ``_rows_kernel``, each offset restated as a multiple of VEC."""
+    return (nc.to(tl.int32), ss.to(tl.int64) // VEC * VEC, sb.to(tl.int64) // VEC * VEC,
+            soff.to(tl.int64) // VEC * VEC, lim.to(tl.int64), db.to(tl.int64) // VEC * VEC,
+            doff.to(tl.int64) // VEC * VEC)
+
+
+@triton.jit
+def _rows_source(A, B, C, j, NT: tl.constexpr):
+    """Tensor ``j`` of a part (q, k, v: ``NT = 3``)."""
+    src = A
+    if NT > 1:
+        if j == 1:
+            src = B
+        elif j == 2:
+            src = C
+    return src
+
+
 @triton.jit(do_not_specialize=_ROWS_SCALARS)
 def _rows_kernel(
     S0, S1, S2, S3, S4, S5, D0, D1,
@@ -313,35 +333,13 @@ def _rows_kernel(
     j = tl.program_id(2)
     if pid < NB0:
         blk = pid
-        nc = nc0.to(tl.int32)
-        ss = ss0.to(tl.int64) // VEC * VEC
-        sb = sb0.to(tl.int64) // VEC * VEC
-        soff = soff0.to(tl.int64) // VEC * VEC
-        lim = lim0.to(tl.int64)
-        db = db0.to(tl.int64) // VEC * VEC
-        doff = doff0.to(tl.int64) // VEC * VEC
-        src = S0
-        if NT > 1:
-            if j == 1:
-                src = S1
-            elif j == 2:
-                src = S2
+        nc, ss, sb, soff, lim, db, doff = _rows_part(nc0, ss0, sb0, soff0, lim0, db0, doff0, VEC)
+        src = _rows_source(S0, S1, S2, j, NT)
         dst = D0
     else:
         blk = pid - NB0
-        nc = nc1.to(tl.int32)
-        ss = ss1.to(tl.int64) // VEC * VEC
-        sb = sb1.to(tl.int64) // VEC * VEC
-        soff = soff1.to(tl.int64) // VEC * VEC
-        lim = lim1.to(tl.int64)
-        db = db1.to(tl.int64) // VEC * VEC
-        doff = doff1.to(tl.int64) // VEC * VEC
-        src = S3
-        if NT > 1:
-            if j == 1:
-                src = S4
-            elif j == 2:
-                src = S5
+        nc, ss, sb, soff, lim, db, doff = _rows_part(nc1, ss1, sb1, soff1, lim1, db1, doff1, VEC)
+        src = _rows_source(S3, S4, S5, j, NT)
         dst = D1
     dsj = dsj.to(tl.int64) // VEC * VEC
     u0 = blk * BR  # int32: the host bounded the unit count
