@@ -23,7 +23,8 @@ class AotVariant:
     options: dict[str, Any] = field(default_factory=dict)  # extra compile options, e.g. enable_fp_fusion
     # an exact kernel (built without fusion) that issues FMAs on purpose (``tl.fma``), where the
     # eager code it reproduces was compiled with contraction (ATen's LayerNorm Welford): the
-    # compile lane's no-FMA check does not apply to it
+    # compile lane's no-FMA check does not apply to it (list the same build without the explicit
+    # FMAs beside it, so that the check still covers the rest of the kernel)
     explicit_fma: bool = False
     # arguments a real launch sees as multiples of 16 (pointers 16-byte aligned, extents such as
     # P = 21 * 240 * 416): Triton specializes them (``tt.divisibility``), which is what lets it emit

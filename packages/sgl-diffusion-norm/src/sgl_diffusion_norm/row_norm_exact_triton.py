@@ -498,7 +498,14 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                     sig.update({n: "constexpr" for n in const})
                     name = (f"row_norm_exact[{names[dt]},{norm},D={D},modulated={modulated},lanes={const['LANES']}"
                             f"x{const['NWARP']},chunks={const['CHUNKS']}]")
+                    explicit = const["NORM"] == 0 and const["HW_FMA"]
                     out.append(AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
                                           num_warps=_num_warps(const), options={"enable_fp_fusion": False},
-                                          explicit_fma=const["NORM"] == 0 and const["HW_FMA"]))
+                                          explicit_fma=explicit))
+                    if explicit:
+                        # the same build with the fp64 emulation must hold no FMA at all: the compile
+                        # lane's no-contraction check still covers every other line of the kernel
+                        out.append(AotVariant(name=name[:-1] + ",fma=emulated]", kernel=_row_norm_exact_kernel,
+                                              signature=sig, constexprs={**const, "HW_FMA": False},
+                                              num_warps=_num_warps(const), options={"enable_fp_fusion": False}))
     return out
