@@ -64,7 +64,10 @@ def _glu_flat_kernel(
     """The same math over the flat output index ``o`` of rows with one stride each (the rows
     coalesce to one dim: every contiguous input). No program straddles padding at a row's end,
     and ``o // D`` by the constant ``D`` is a multiply and a shift; ``WIDE`` (int64 offsets)
-    where an offset can reach 2**31."""
+    where an offset can reach 2**31. On one H200 (bf16, 1024 x 4 warps, default L2 policy;
+    activation_tune_glu_evict_h200.json) it measured 100.8 / 101.0% of copy at FLUX where the
+    tile kernel measured 100.5 / 100.1% (silu / gelu_tanh), and level at Wan (103.1-103.2%):
+    a small edge, kept because ``silu_and_mul`` only ties ``torch.compile``."""
     if WIDE:
         o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     else:
