@@ -69,8 +69,8 @@ def main(path: str) -> None:
     for norm_kind in ("layer", "rms"):
         for name in SHAPES:
             rows += _sweep_case(name, norm_kind, device)
-    with open(path, "w") as f:
-        json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
+            with open(path, "w") as f:  # after every case: a run cut by its time limit keeps what finished
+                json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
     print("\n".join(bench.sweep_summary(rows)))
 
 
