@@ -81,3 +81,10 @@ def tail_values(dtype: torch.dtype, device) -> torch.Tensor:
     special = torch.tensor([0.0, -0.0, 1e-30, -1e-30, 1e-6, -1e-6, 88.0, -88.0, 90.0, -90.0, 104.0, -104.0,
                             1e4, -1e4, 1e30, -1e30, float("inf"), float("-inf"), float("nan")])
     return torch.cat([ramp, fine, special]).to(dtype).to(device)
+
+
+def every_value(dtype: torch.dtype, device) -> torch.Tensor:
+    """Every finite value of a 16-bit dtype (65536 bit patterns less inf / nan), as one row."""
+    bits = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    v = bits.view(dtype)
+    return v[v.isfinite()].reshape(1, -1).to(device)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from act_oracle import check_fp64, tail_values
+from act_oracle import check_fp64, every_value, tail_values
 
 import sgl_diffusion_activation as act
 from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing, triton_interpret
@@ -101,6 +101,17 @@ def test_unary_tails_and_specials(backend, device, name, dtype):
     out = getattr(act, name)(x, backend=backend)
     if spec(name, backend).contract.kind == "close":
         check_fp64(out, name, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gelu_every_16_bit_value(backend, device, dtype):
+    """gelu (erf) of every finite bf16 / fp16 value against the fp64 oracle: the 16-bit outputs'
+    own erfc formula (``math_triton._gelu_fast``), over its whole range, subnormals included."""
+    x = every_value(dtype, device)
+    out = act.gelu(x, backend=backend)
+    if spec("gelu", backend).contract.kind == "close":
+        check_fp64(out, "gelu", x)
+    contract_check("gelu", backend, out, act.gelu_reference(x))
 
 
 @pytest.mark.parametrize("name", UNARY)

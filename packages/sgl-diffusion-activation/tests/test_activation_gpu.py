@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from act_oracle import check_fp64, tail_values
+from act_oracle import check_fp64, every_value, tail_values
 
 import sgl_diffusion_activation as act
 from sgl_diffusion_core import REGISTRY, testing
@@ -84,6 +84,18 @@ def test_tails_on_gpu(dtype, name):
     check_fp64(getattr(act, f"{name}_mul")(x, b), name, x, b)
     bias = torch.randn(x.shape[-1], device="cuda").to(dtype)
     check_fp64(getattr(act, name)(x, bias=bias), name, x.double() + bias.double())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", ["silu", "gelu_tanh", "gelu"])
+def test_every_16_bit_value_on_gpu(dtype, name):
+    """Every finite bf16 / fp16 value against the fp64 oracle on the GPU, where the 16-bit outputs
+    take the approximate ``exp2`` / reciprocal (gelu: PTX's flush-to-zero forms on CUDA)."""
+    x = every_value(dtype, "cuda")
+    check_fp64(getattr(act, name)(x), name, x)
+    check_fp64(getattr(act, f"{name}_mul")(x, torch.ones_like(x)), name, x)
+    atol, rtol = tol(name, dtype)
+    testing.assert_close(getattr(act, name)(x), EAGER[name](x), atol=atol, rtol=rtol)
 
 
 def test_bias_and_out_slice():

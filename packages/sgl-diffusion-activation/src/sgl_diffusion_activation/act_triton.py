@@ -59,7 +59,7 @@ def prepare(act: str, geom, x, bias, out, config: TileConfig | None = None, *, f
     plat = tensor_platform(x.device)
     cfg = config or tile_config(geom.D, max(x.element_size(), geom.dtype.itemsize), 1, plat)
     n1, n2 = rows.inner_sizes()
-    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, fast)
+    grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, fast, plat)
     scalars = (geom.D, n_tiles, n1, n2, *rows.padded(0), *rows.padded(1))
     launch = PreparedLaunch(
         _act_kernel,
@@ -111,7 +111,7 @@ def _aot(act: str):
                                                "y_s0", "y_s1", "y_s2")})
                 sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FAST", "EVICT")})
                 const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
-                         "EVICT": False, **math_flags(dt)}
+                         "EVICT": False, **math_flags(dt, None, platform)}
                 opts = launch_options(cfg, platform)
                 out.append(AotVariant(
                     name=f"{act}[{nm},D={D},bias={int(bias)},block={cfg.block},w={cfg.num_warps}]",

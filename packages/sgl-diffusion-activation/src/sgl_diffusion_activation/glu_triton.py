@@ -125,12 +125,12 @@ def prepare(act: str, packed: bool, geom, first, second, out, config: TileConfig
         n_out = rows.rows * geom.D
         wide = _flat_wide(rows.rows, geom.D, (a_st[0], b_st[0], y_st[0]), b_shift, cfg.block)
         kern, grid = _glu_flat_kernel, (triton.cdiv(n_out, cfg.block),)
-        consts = {"D": geom.D, "WIDE": wide, "RUN": _run(geom.D, cfg.block), **math_flags(geom.dtype, fast)}
+        consts = {"D": geom.D, "WIDE": wide, "RUN": _run(geom.D, cfg.block), **math_flags(geom.dtype, fast, plat)}
         scalars = (n_out, b_shift, a_st[0], b_st[0], y_st[0])
     else:
         cfg = config or tile_config(geom.D, widest, 2, plat)
         n1, n2 = rows.inner_sizes()
-        grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, fast)
+        grid, n_tiles, consts = grid_and_flags(rows.rows, geom.D, cfg, geom.dtype, fast, plat)
         kern, consts = _glu_kernel, {"NDIM": rows.ndim, **consts}
         scalars = (geom.D, b_shift, n_tiles, n1, n2, *a_st, *b_st, *y_st)
     launch = PreparedLaunch(
@@ -199,7 +199,7 @@ def _aot(act: str, packed: bool):
                                                "b_s0", "b_s1", "b_s2", "y_s0", "y_s1", "y_s2")})
                 sig.update({n: "constexpr" for n in ("ACT", "HAS_BIAS", "NDIM", "OUT", "BLOCK", "FAST", "EVICT")})
                 const = {"ACT": ACTS[act], "HAS_BIAS": bias, "NDIM": 1, "OUT": TL_DTYPES[dt], "BLOCK": cfg.block,
-                         "EVICT": False, **math_flags(dt)}
+                         "EVICT": False, **math_flags(dt, None, platform)}
                 opts = launch_options(cfg, platform)
                 extra = {**{k: v for k, v in opts.items() if k not in ("num_warps", "num_stages")},
                          "enable_fp_fusion": True}
@@ -215,7 +215,7 @@ def _aot(act: str, packed: bool):
                                                        "EVICT")})
                 fconst = {"D": D, "ACT": ACTS[act], "HAS_BIAS": bias, "OUT": TL_DTYPES[dt], "BLOCK": fcfg.block,
                           "WIDE": bias, "RUN": _run(D, fcfg.block), "EVICT": False,
-                          **math_flags(dt)}
+                          **math_flags(dt, None, platform)}
                 out.append(AotVariant(
                     name=f"{name}[flat,{nm},D={D},bias={int(bias)},wide={int(bias)},block={fcfg.block},"
                          f"w={fcfg.num_warps}]",
