@@ -16,7 +16,14 @@ rms_modulate 70/57/91%, layer_norm 12-18%). Two suspects, both build choices of
 
 Each configuration runs the kernel alone (no gate) and must be ``torch.equal`` to the eager
 chain (a mismatch is flagged in the row's note); time (CUDA events, L2 flushed) and % of a
-same-run copy of the bench's bytes. Usage: ``python3 tools/gpu/exact_norm_sweep.py OUT.json``.
+same-run copy of the bench's bytes. Usage:
+``python3 tools/gpu/exact_norm_sweep.py OUT.json [OP,OP,.. [CASE,CASE,..]]``.
+
+Session 5 found why the benches measured exact ``rms_modulate`` at Wan at 56% of copy and the
+sweeps at 77%: ``torch.compile`` (the benches' baseline) sets ``TRITON_PTXAS_PATH`` to torch's
+own ptxas for the rest of the process, so every kernel compiled after it, ours too, is built by
+a different ptxas. Run this sweep under both (``TRITON_PTXAS_PATH`` unset / set to
+``torch/bin/ptxas``) before choosing a default; the rows record which one built them.
 """
 
 from __future__ import annotations
@@ -41,7 +48,19 @@ OPS = {  # op -> (op id, modulated)
 
 def _configs(op: str, D: int) -> list[dict]:
     if op.startswith("rms"):
-        return [{}, {"ROWS": 2}, {"ROWS": 4}, {"UNROLL_OUT": 4}, {"UNROLL_OUT": 1}, {"ROWS": 2, "UNROLL_OUT": 4}]
+        return [
+            {},
+            {"ROWS": 1},
+            {"ROWS": 2},
+            {"UNROLL_OUT": 1},
+            {"UNROLL_OUT": 2},
+            {"UNROLL_OUT": 4},
+            {"UNROLL_OUT": 8},
+            {"UNROLL": 8},
+            {"UNROLL": 8, "UNROLL_OUT": 4},
+            {"UNROLL": 4, "UNROLL_OUT": 2},
+            {"ROWS": 2, "UNROLL_OUT": 4},
+        ]
     chunks = -(-D // 512)
     return [{}, {"UNROLL_OUT": 1}, {"UNROLL": chunks, "UNROLL_OUT": 1}, {"UNROLL": 2, "UNROLL_OUT": 2}]
 
@@ -75,12 +94,15 @@ def _sweep(op: str, name: str, device: torch.device) -> list[dict]:
     return bench.sweep(f"{op} {name}", [Cfg(c) for c in _configs(op, D)], run_for, nbytes, device, check=check)
 
 
-def main(path: str) -> None:
+def main(path: str, ops: list[str], names: list[str]) -> None:
+    import os
+
     device = torch.device("cuda")
+    print(f"TRITON_PTXAS_PATH={os.environ.get('TRITON_PTXAS_PATH', '(unset: Triton bundled ptxas)')}")
     rows = []
-    for op in OPS:
-        for name in ("flux", "wan", "hunyuan"):
-            rows += _sweep(op, name, device)
+    for op in ops:
+        for name in names:
+            rows += [{**r, "ptxas": os.environ.get("TRITON_PTXAS_PATH", "triton")} for r in _sweep(op, name, device)]
             torch.cuda.empty_cache()
             with open(path, "w") as f:
                 json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
@@ -88,4 +110,8 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "exact_norm_sweep.json")
+    main(
+        sys.argv[1] if len(sys.argv) > 1 else "exact_norm_sweep.json",
+        sys.argv[2].split(",") if len(sys.argv) > 2 else list(OPS),
+        sys.argv[3].split(",") if len(sys.argv) > 3 else ["flux", "wan", "hunyuan"],
+    )
