@@ -90,7 +90,7 @@ def _rand(shape, device, seed=0):
 
 def _joint_cases(device: torch.device) -> list[dict]:
     rows = []
-    for name, (B, Si, St, H, Dh) in JOINT.items():
+    for name, (B, Si, St, H, Dh, _) in JOINT.items():
         K = H * Dh
         txt = [_rand((B, St, H, Dh), device, s) for s in range(3)]
         for img_view in (False, True):

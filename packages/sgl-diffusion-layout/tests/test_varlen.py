@@ -34,6 +34,12 @@ def masks(device):
         "b1-prefix": torch.arange(7) < 4,
         "long": torch.rand(2, 1100, generator=g) < 0.7,
         "strided": (torch.rand(9, 3, generator=g) < 0.5).t(),
+        # 4 samples of 3 chunks (the Triton backend's 1024-token chunks): a zero-token and a full
+        # sample between ragged ones, chunk boundaries inside runs
+        "chunks": torch.stack([torch.rand(2500, generator=g) < 0.6, torch.zeros(2500, dtype=torch.bool),
+                               torch.ones(2500, dtype=torch.bool), torch.rand(2500, generator=g) < 0.1]),
+        # more than 1024 chunks: the second kernel's sum over earlier chunks takes two steps
+        "many": torch.rand(1100, 3, generator=g) < 0.5,
     }
 
 
@@ -42,7 +48,7 @@ def _mask(name, device):
     return (m[None] if m.dim() == 1 else m).to(device)
 
 
-@pytest.mark.parametrize("name", ["ragged", "full", "none", "b1-prefix", "long", "strided"])
+@pytest.mark.parametrize("name", ["ragged", "full", "none", "b1-prefix", "long", "strided", "chunks", "many"])
 def test_meta_matches_eager(backend, device, name):
     mask = _mask(name, device)
     idx, cu, mx, inv = lay.build_varlen_meta(mask, backend=backend)

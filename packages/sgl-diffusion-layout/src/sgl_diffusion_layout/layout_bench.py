@@ -38,9 +38,14 @@ def _case(name, shape, dtype, nbytes, ours, eager, eq=None, unchecked=None):
                 elif x != y:
                     raise AssertionError(f"{name}: {x!r} != {y!r}")
 
-    return bench.BenchCase(name=name, shape=shape, dtype=str(dtype).removeprefix("torch."), bytes=nbytes,
-                           providers={"sgl_diffusion": ours, **extra, "eager": eager, "torch.compile": compiled},
-                           check=check)
+    return bench.BenchCase(
+        name=name,
+        shape=shape,
+        dtype=str(dtype).removeprefix("torch."),
+        bytes=nbytes,
+        providers={"sgl_diffusion": ours, **extra, "eager": eager, "torch.compile": compiled},
+        check=check,
+    )
 
 
 def _rand(shape, device, dtype, seed=0):
@@ -58,33 +63,64 @@ def _ulysses(op, device, dtype, names, worlds=(1, 8)):
             q, k, v = (_rand((B, S, H, Dh), device, dtype, seed) for seed in range(3))
             shape = f"[{B}, {S}, {H}, {Dh}] world={W}"
             if op == "ulysses_pack_qkv":
-                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(q, k, v),
-                            lambda q=q, k=k, v=v, W=W: u.ulysses_pack_qkv(q, k, v, W),
-                            lambda q=q, k=k, v=v, W=W: u.ulysses_pack_qkv_reference(q, k, v, W))
+                yield _case(
+                    f"{name}-w{W}",
+                    shape,
+                    dtype,
+                    2 * bench.tensor_bytes(q, k, v),
+                    lambda q=q, k=k, v=v, W=W: u.ulysses_pack_qkv(q, k, v, W),
+                    lambda q=q, k=k, v=v, W=W: u.ulysses_pack_qkv_reference(q, k, v, W),
+                )
             elif op == "ulysses_unpack_qkv":
                 buf = _rand((W, B * S // W, H, 3 * Dh), device, dtype)
-                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(buf),
-                            lambda buf=buf, W=W, B=B: u.ulysses_unpack_qkv(buf, W, B),
-                            lambda buf=buf, W=W, B=B: u.ulysses_unpack_qkv_reference(buf, W, B))
+                yield _case(
+                    f"{name}-w{W}",
+                    shape,
+                    dtype,
+                    2 * bench.tensor_bytes(buf),
+                    lambda buf=buf, W=W, B=B: u.ulysses_unpack_qkv(buf, W, B),
+                    lambda buf=buf, W=W, B=B: u.ulysses_unpack_qkv_reference(buf, W, B),
+                )
             elif op == "ulysses_pack_out":
                 o = _rand((B, S, H // W, Dh), device, dtype)
-                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(o),
-                            lambda o=o, W=W: u.ulysses_pack_out(o, W),
-                            lambda o=o, W=W: u.ulysses_pack_out_reference(o, W))
+                yield _case(
+                    f"{name}-w{W}",
+                    shape,
+                    dtype,
+                    2 * bench.tensor_bytes(o),
+                    lambda o=o, W=W: u.ulysses_pack_out(o, W),
+                    lambda o=o, W=W: u.ulysses_pack_out_reference(o, W),
+                )
             elif op == "ulysses_unpack_out":
                 buf = _rand((W, B * S // W, H // W, Dh), device, dtype)
-                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(buf),
-                            lambda buf=buf, W=W, B=B: u.ulysses_unpack_out(buf, W, B),
-                            lambda buf=buf, W=W, B=B: u.ulysses_unpack_out_reference(buf, W, B))
+                yield _case(
+                    f"{name}-w{W}",
+                    shape,
+                    dtype,
+                    2 * bench.tensor_bytes(buf),
+                    lambda buf=buf, W=W, B=B: u.ulysses_unpack_out(buf, W, B),
+                    lambda buf=buf, W=W, B=B: u.ulysses_unpack_out_reference(buf, W, B),
+                )
             elif op == "usp_merge_heads":
                 x = _rand((W, S // W, B, H // W, Dh), device, dtype)
-                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(x),
-                            lambda x=x: u.usp_merge_heads(x), lambda x=x: u.usp_merge_heads_reference(x))
+                yield _case(
+                    f"{name}-w{W}",
+                    shape,
+                    dtype,
+                    2 * bench.tensor_bytes(x),
+                    lambda x=x: u.usp_merge_heads(x),
+                    lambda x=x: u.usp_merge_heads_reference(x),
+                )
             else:
                 y = _rand((B, S // W, H, Dh), device, dtype)
-                yield _case(f"{name}-w{W}", shape, dtype, 2 * bench.tensor_bytes(y),
-                            lambda y=y, W=W: u.usp_split_heads(y, W),
-                            lambda y=y, W=W: u.usp_split_heads_reference(y, W))
+                yield _case(
+                    f"{name}-w{W}",
+                    shape,
+                    dtype,
+                    2 * bench.tensor_bytes(y),
+                    lambda y=y, W=W: u.usp_split_heads(y, W),
+                    lambda y=y, W=W: u.usp_split_heads_reference(y, W),
+                )
 
 
 def ulysses_pack_qkv_cases(device, dtype=torch.bfloat16, names=None):
@@ -117,25 +153,42 @@ def _varlen(op, device, dtype, names):
     for name, (B, S, H, Dh) in _pick(QKV, names):
         B = 2  # two samples, the second 70% valid (bench of the ragged case)
         mask = torch.ones(B, S, dtype=torch.bool, device=device)
-        mask[1, int(0.7 * S):] = False
+        mask[1, int(0.7 * S) :] = False
         idx, _, _, inv = vl.build_varlen_meta_reference(mask)
         shape = f"[{B}, {S}, {H}, {Dh}] ragged"
         if op == "build_varlen_meta":
-            yield _case(name, f"[{B}, {S}] mask", torch.bool, mask.numel() + 8 * (idx.numel() + inv.numel()),
-                        lambda mask=mask: vl.build_varlen_meta(mask),
-                        lambda mask=mask: vl.build_varlen_meta_reference(mask))
+            yield _case(
+                name,
+                f"[{B}, {S}] mask",
+                torch.bool,
+                mask.numel() + 8 * (idx.numel() + inv.numel()),
+                lambda mask=mask: vl.build_varlen_meta(mask),
+                lambda mask=mask: vl.build_varlen_meta_reference(mask),
+            )
         elif op == "varlen_pack_qkv":
             q, k, v = (_rand((B, S, H, Dh), device, dtype, seed) for seed in range(3))
             nbytes = 2 * 3 * idx.numel() * H * Dh * q.element_size() + 8 * idx.numel()
-            yield _case(name, shape, dtype, nbytes, lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv(q, k, v, idx),
-                        lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv_reference(q, k, v, idx),
-                        unchecked=lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv(q, k, v, idx, check_index=False))
+            yield _case(
+                name,
+                shape,
+                dtype,
+                nbytes,
+                lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv(q, k, v, idx),
+                lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv_reference(q, k, v, idx),
+                unchecked=lambda q=q, k=k, v=v, idx=idx: vl.varlen_pack_qkv(q, k, v, idx, check_index=False),
+            )
         else:
             o = _rand((idx.numel(), H, Dh), device, dtype)
             nbytes = bench.tensor_bytes(o) + B * S * H * Dh * o.element_size() + 8 * inv.numel()
-            yield _case(name, shape, dtype, nbytes, lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter(o, inv, B, S),
-                        lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter_reference(o, inv, B, S),
-                        unchecked=lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter(o, inv, B, S, check_index=False))
+            yield _case(
+                name,
+                shape,
+                dtype,
+                nbytes,
+                lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter(o, inv, B, S),
+                lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter_reference(o, inv, B, S),
+                unchecked=lambda o=o, inv=inv, B=B, S=S: vl.varlen_scatter(o, inv, B, S, check_index=False),
+            )
 
 
 def build_varlen_meta_cases(device, dtype=torch.bfloat16, names=None):
@@ -150,27 +203,45 @@ def varlen_scatter_cases(device, dtype=torch.bfloat16, names=None):
     return _varlen("varlen_scatter", device, dtype, names)
 
 
-# (B, S_img, S_txt, H, Dh): FLUX 1024^2, SD3.5 Large, Qwen-Image ~1328^2
-JOINT = {"flux": (1, 4096, 512, 24, 128), "sd35l": (1, 4096, 333, 38, 64), "qwen": (1, 6889, 512, 24, 128)}
+# (B, S_img, S_txt, H, Dh, text_first): FLUX 1024^2, SD3.5 Large, Qwen-Image ~1328^2 (text first),
+# HunyuanVideo 720p x 129 frames (its 256 text tokens after the image tokens)
+JOINT = {
+    "flux": (1, 4096, 512, 24, 128, True),
+    "sd35l": (1, 4096, 333, 38, 64, True),
+    "qwen": (1, 6889, 512, 24, 128, True),
+    "hunyuan": (1, 118800, 256, 24, 128, False),
+}
 
 
 def joint_qkv_cat_cases(device, dtype=torch.bfloat16, names=None):
     from . import joint_api as jt
 
-    for name, (B, Si, St, H, Dh) in _pick(JOINT, names):
+    for name, (B, Si, St, H, Dh, tf) in _pick(JOINT, names):
         ts = [_rand((B, S, H, Dh), device, dtype, seed) for seed, S in enumerate((Si, Si, Si, St, St, St))]
-        yield _case(name, f"img [{B}, {Si}, {H}, {Dh}] + txt {St}", dtype, 2 * bench.tensor_bytes(*ts),
-                    lambda ts=ts: jt.joint_qkv_cat(*ts), lambda ts=ts: jt.joint_qkv_cat_reference(*ts))
+        yield _case(
+            name,
+            f"img [{B}, {Si}, {H}, {Dh}] + txt {St}" + ("" if tf else ", image first"),
+            dtype,
+            2 * bench.tensor_bytes(*ts),
+            lambda ts=ts, tf=tf: jt.joint_qkv_cat(*ts, text_first=tf),
+            lambda ts=ts, tf=tf: jt.joint_qkv_cat_reference(*ts, text_first=tf),
+        )
 
 
 def joint_split_cases(device, dtype=torch.bfloat16, names=None):
     from . import joint_api as jt
 
-    for name, (B, Si, St, H, Dh) in _pick(JOINT, names):
+    for name, (B, Si, St, H, Dh, tf) in _pick(JOINT, names):
         out = _rand((B, St + Si, H, Dh), device, dtype)
-        yield _case(f"{name}-copy", f"[{B}, {St}+{Si}, {H}, {Dh}]", dtype, 2 * bench.tensor_bytes(out),
-                    lambda out=out, St=St, Si=Si: jt.joint_split(out, St, Si, copy=True),
-                    lambda out=out, St=St, Si=Si: jt.joint_split_reference(out, St, Si, copy=True))
+        kw = {"text_first": tf, "copy": True}
+        yield _case(
+            f"{name}-copy",
+            f"[{B}, {St}+{Si}, {H}, {Dh}]" + ("" if tf else ", image first"),
+            dtype,
+            2 * bench.tensor_bytes(out),
+            lambda out=out, St=St, Si=Si, kw=kw: jt.joint_split(out, St, Si, **kw),
+            lambda out=out, St=St, Si=Si, kw=kw: jt.joint_split_reference(out, St, Si, **kw),
+        )
 
 
 # Wan / HunyuanVideo VAE activations at 720p: (B, C, T, H, W)
@@ -188,9 +259,14 @@ def causal_conv3d_cat_pad_cases(device, dtype=torch.bfloat16, names=None):
             cache = _rand((B, C, 2, H, W), device, dtype, 1).contiguous(memory_format=mf)
             pad = (1, 1, 1, 1, 0, 0)
             nbytes = bench.tensor_bytes(x, cache) + B * C * (T + 2) * (H + 2) * (W + 2) * x.element_size()
-            yield _case(f"{name}-{fmt}", f"[{B}, {C}, {T}, {H}, {W}] + cache 2 {fmt}", dtype, nbytes,
-                        lambda x=x, cache=cache, pad=pad: cp.causal_conv3d_cat_pad(x, cache, pad),
-                        lambda x=x, cache=cache, pad=pad: cp.causal_conv3d_cat_pad_reference(x, cache, pad))
+            yield _case(
+                f"{name}-{fmt}",
+                f"[{B}, {C}, {T}, {H}, {W}] + cache 2 {fmt}",
+                dtype,
+                nbytes,
+                lambda x=x, cache=cache, pad=pad: cp.causal_conv3d_cat_pad(x, cache, pad),
+                lambda x=x, cache=cache, pad=pad: cp.causal_conv3d_cat_pad_reference(x, cache, pad),
+            )
 
 
 # VAE decoder upsampling: (input shape, factor) — Wan decodes frames as 2-D images ("nearest-exact", 2x)
@@ -202,13 +278,21 @@ def nearest_upsample_cases(device, dtype=torch.bfloat16, names=None):
 
     for name, (shape, sf) in _pick(UPSAMPLE, names):
         for fmt in ("contiguous", "channels_last"):
-            mf = {4: torch.channels_last, 5: torch.channels_last_3d}[len(shape)] if fmt == "channels_last" else \
-                torch.contiguous_format
+            mf = (
+                {4: torch.channels_last, 5: torch.channels_last_3d}[len(shape)]
+                if fmt == "channels_last"
+                else torch.contiguous_format
+            )
             x = _rand(shape, device, dtype).contiguous(memory_format=mf)
             factor = sf if isinstance(sf, tuple) else (sf,) * (len(shape) - 2)
             n_out = x.numel()
             for f in factor:
                 n_out *= f
-            yield _case(f"{name}-{fmt}", f"{list(shape)} x{sf} {fmt}", dtype, (x.numel() + n_out) * x.element_size(),
-                        lambda x=x, sf=sf: up.nearest_upsample(x, sf, mode="nearest-exact"),
-                        lambda x=x, sf=sf: up.nearest_upsample_reference(x, sf, mode="nearest-exact"))
+            yield _case(
+                f"{name}-{fmt}",
+                f"{list(shape)} x{sf} {fmt}",
+                dtype,
+                (x.numel() + n_out) * x.element_size(),
+                lambda x=x, sf=sf: up.nearest_upsample(x, sf, mode="nearest-exact"),
+                lambda x=x, sf=sf: up.nearest_upsample_reference(x, sf, mode="nearest-exact"),
+            )
