@@ -17,7 +17,7 @@ source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out
     grep -v "^\[" "$OUT/rms_modulate_wan_alone.log" | tail -8
     snap
 } &
-for op in layout.build_varlen_meta layout.causal_conv3d_cat_pad layout.joint_qkv_cat layout.joint_split; do
+for op in layout.build_varlen_meta layout.causal_conv3d_cat_pad layout.joint_qkv_cat layout.joint_split layout.nearest_upsample; do
     bench 0 "$op" 120
 done
 wait
