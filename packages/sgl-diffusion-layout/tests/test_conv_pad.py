@@ -3,7 +3,8 @@
 Grid: the Wan VAE causal padding (1, 1, 1, 1, 2, 0) with a 2-frame cache, no cache, a
 cache of 1 frame, asymmetric and negative (cropping) padding, 2- and 4-entry padding;
 contiguous and channels_last_3d x (output in x's format), a strided cache; C=5 and W=19
-(masked tiles), empty T.
+(masked tiles), empty T. The contiguous flat kernel: odd W, pads 0..3 per side, crops, time
+padding, 0..2 cache frames, small programs (several chunks per frame), the launch choices.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import sgl_diffusion_layout as lay
-from sgl_diffusion_core import UnsupportedInputError, resolve_target, testing
+from sgl_diffusion_core import UnsupportedInputError, describe, resolve_target, testing
 
 OP = "layout.causal_conv3d_cat_pad"
 CL = torch.channels_last_3d
@@ -128,3 +129,84 @@ def test_contiguous_wide_stores(backend, device, case, W, dtype):
     cache = None if tc is None else rnd(1, 3, 4, 9, W + 2, dtype=dtype, device=device)[:, :, 4 - tc:, :, 1:-1]
     out = lay.causal_conv3d_cat_pad(x, cache, padding, backend=backend)
     testing.assert_exact(out, ref(x, cache, padding))
+
+
+_BACKEND = "sgl_diffusion_layout.conv_pad_triton"
+FLAT_PADS = {
+    "none": (0, 0, 0, 0, 0, 0),
+    "wan": (1, 1, 1, 1, 2, 0),
+    "left3": (3, 0, 2, 1, 0, 1),
+    "right2": (0, 2, 3, 0, 1, 0),
+    "all3": (3, 3, 3, 3, 1, 1),
+    "crop": (-1, 2, -2, 1, 0, 0),
+    "crop-right": (2, -3, 1, -1, -1, 0),
+    "crop-all": (-2, -1, -1, -2, 0, -1),
+}
+
+
+def _flat_inputs(W, tc, dtype, device, H=8, T=3):
+    # [2, 4, T, H, W]: B*C = 8 and H*W a multiple of 8, so 16-byte vectors (bf16 and fp32)
+    x = rnd(2, 4, T, H, W, dtype=dtype, device=device)
+    cache = None if tc is None else rnd(2, 4, tc, H, W, dtype=dtype, device=device)
+    return x, cache
+
+
+@pytest.mark.parametrize("pads", list(FLAT_PADS))
+@pytest.mark.parametrize("tc", [None, 1, 2])
+@pytest.mark.parametrize("W", [13, 37])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_contiguous_flat_path(backend, device, pads, tc, W, dtype):
+    """Contiguous x and cache with odd W (output rows start at odd element offsets): the flat
+    kernel (16-byte vector loads and stores, rows rearranged in registers) on triton, for
+    left / right / top / bottom pads of 0..3, crops, time padding and 0, 1 or 2 cache frames."""
+    torch.manual_seed(W + (tc or 0))
+    padding = FLAT_PADS[pads]
+    x, cache = _flat_inputs(W, tc, dtype, device)
+    out = lay.causal_conv3d_cat_pad(x, cache, padding, backend=backend)
+    testing.assert_exact(out, lay.causal_conv3d_cat_pad_reference(x, cache, padding))
+    assert torch.equal(out, ref(x, cache, padding)) and out.is_contiguous()
+    geom = describe(OP, x, cache, padding).info["geom"]
+    flat = resolve_target(f"{_BACKEND}:_flat_launch")(geom[0], geom[1], geom[2], x.element_size(), "cuda")
+    assert flat is not None and flat[1]["VEC"] == 16 // x.element_size()
+
+
+@pytest.mark.parametrize("pads", ["wan", "left3", "crop-right", "crop-all"])
+@pytest.mark.parametrize("tc", [None, 2])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_contiguous_flat_small_tiles(backend, device, monkeypatch, pads, tc, dtype):
+    """The flat kernel with 512-byte programs: several chunks per frame, chunks that end in the
+    next frame's first vector, a span margin sized for crops (the backend's function directly,
+    so that the patched launch rule is read)."""
+    if backend != "triton":
+        pytest.skip("launch rule of the Triton backend")
+    monkeypatch.setitem(resolve_target(f"{_BACKEND}:_FLAT_RULE"), "tile_bytes", 512)
+    torch.manual_seed(len(pads))
+    padding = FLAT_PADS[pads]
+    x, cache = _flat_inputs(37, tc, dtype, device, H=16, T=2)
+    geom = describe(OP, x, cache, padding).info["geom"]
+    fn = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad")
+    runner = fn.prepare(geom, x, cache)
+    assert runner.launch.kernel is resolve_target(f"{_BACKEND}:_cat_pad_flat_kernel")
+    assert runner.launch.constexprs["S"] == 512 // x.element_size()
+    assert runner.launch.grid[0] > 1  # several chunks per frame
+    testing.assert_exact(runner(x, cache, padding), ref(x, cache, padding))
+
+
+def test_contiguous_launch_choice(backend, device):
+    """Which kernel serves which layout: contiguous x and a cache with packed planes (contiguous,
+    or a T slice) the flat kernel, a W-strided cache view the tile kernel, channels_last_3d the
+    flat row kernel."""
+    if backend != "triton":
+        pytest.skip("launch choices of the Triton backend")
+    fn = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad")
+    x, cache = _flat_inputs(13, 2, torch.bfloat16, device)
+    view = rnd(2, 4, 2, 8, 15, device=device)[..., 1:-1]
+    last = rnd(2, 4, 5, 8, 13, device=device)[:, :, 3:]  # a previous chunk's last frames: packed planes
+    cl = x.contiguous(memory_format=CL), cache.contiguous(memory_format=CL)
+    for args, name in (((x, cache), "_cat_pad_flat_kernel"), ((x, None), "_cat_pad_flat_kernel"),
+                       ((x, last), "_cat_pad_flat_kernel"), ((x, view), "_cat_pad_kernel"),
+                       (cl, "_cat_pad_rows_kernel")):
+        geom = describe(OP, *args, (1, 1, 1, 1, 0, 0)).info["geom"]
+        runner = fn.prepare(geom, *args)
+        assert runner.launch.kernel is resolve_target(f"{_BACKEND}:{name}"), name
+        testing.assert_exact(runner(*args, (1, 1, 1, 1, 0, 0)), ref(*args, (1, 1, 1, 1, 0, 0)))

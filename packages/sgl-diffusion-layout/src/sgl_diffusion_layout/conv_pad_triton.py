@@ -1,7 +1,7 @@
 """Triton backend of ``causal_conv3d_cat_pad``: ``F.pad(torch.cat([cache_x, x], dim=2), padding)``
 in one pass, written in x's memory format.
 
-Two kernels, one launch rule (``_ROW_RULE``, ``_TILE_BYTES``) in data:
+Three kernels, their launch rules (``_ROW_RULE``, ``_FLAT_RULE``, ``_TILE_BYTES``) in data:
 
 ``_cat_pad_rows_kernel`` (channels_last_3d x and a cache whose ``(w, c)`` rows are packed,
 the Wan VAE case): every output row ``(b, t, h)`` is ``[LO_W*C zeros] + one packed input
@@ -10,13 +10,30 @@ row of W*C elements + [zeros]``, or a whole zero row: a flat 1-D copy with a shi
 side stream neighbouring bytes); offsets are passed in units of ``VEC`` elements (16 bytes
 when ``C`` and every row stride allow it) so that loads and stores are 16-byte vectors.
 
-``_cat_pad_kernel`` (everything else: contiguous x, strided views): one program per
+``_cat_pad_flat_kernel`` (contiguous x and a cache whose ``(h, w)`` planes are packed, the
+frame strides, ``H*W`` and the output size multiples of a vector of at least
+``min_vec_bytes``; output rows of at least one vector): with ``W + pads`` odd (Wan's 416 + 2)
+output rows start at odd element offsets, so a per-row tile can store only narrow pieces.
+Instead an output frame ``r`` owns the aligned output vectors ``[ceil(r*L), ceil((r+1)*L))``
+(``L`` its size; its last vector may hold up to VEC-1 elements of frame ``r + 1``), cut
+into chunks of ``BLOCK`` elements, one per program on a ``(chunk, t, b*C + c)`` grid. A
+program loads the aligned superset of the source span its chunk consumes (of frame ``r``
+and of frame ``r + 1``'s first row) with 16-byte vector loads into one register tensor of
+``S`` lanes, computes each output element's lane (one fp32 row division per output vector,
+exact for rows below 2**20 elements; a bit test per element; padding reads a lane that is
+always 0) and rearranges with ``tl.gather`` (through shared memory), then writes the chunk
+with 16-byte vector stores. sm_90 SASS for the Wan case (bf16, S = 8192, 4 warps):
+LDG.E.128 and STG.E.128 only, 72 registers, no spills, 16 KB shared memory. Unmeasured on
+GPU (the rule's sizes come from SASS instruction counts: about 18 instructions per element
+at 64 elements per thread against about 28 at 32).
+
+``_cat_pad_kernel`` (everything else: strided views, narrow vectors): one program per
 output row tile (contiguous: row ``(b, c, t)``, a ``[BA, BN]`` tile of ``(h, w)``;
 channels_last_3d: ``(b, t, h)``, a tile of ``(w, c)``), on a 1-D grid with a row's tiles
 adjacent, the row decomposed once per program.
 
-In both the source frame (cache or x, or padding) is a per-program scalar choice; padded
-positions are written as zeros in the same pass. Negative padding crops, as in ``F.pad``.
+In all of them the source frame (cache or x, or padding) is a per-program scalar choice;
+padded positions are written as zeros in the same pass. Negative padding crops, as in ``F.pad``.
 """
 
 from __future__ import annotations
@@ -33,6 +50,11 @@ _TILE_BYTES = 8192  # 16 KB tiles spilled registers on sm_90 (two address tensor
 # the flat row kernel: bytes per program and per thread (the activation kernels' H200 sweep:
 # 2 KB per program, 32 B per thread streamed at 96-98% of copy where 16 KB tiles reached 90%)
 _ROW_RULE = {"tile_bytes": 2048, "thread_bytes": 32}
+# the contiguous flat kernel (unmeasured on GPU): lanes per program (a power of 2) and per
+# thread; taken when its vectors reach ``min_vec_bytes``, a chunk keeps at least
+# ``min_fill`` of the lanes after the span margin, and the output row is at most ``max_row``
+# elements (the fp32 row division is exact while row + lanes < 2**21)
+_FLAT_RULE = {"tile_bytes": 16384, "thread_bytes": 128, "min_vec_bytes": 8, "min_fill": 0.5, "max_row": 1 << 20}
 
 
 @triton.jit(do_not_specialize=["NT", "TO", "HO", "TC", "TX", "HI"])
@@ -67,6 +89,124 @@ def _cat_pad_rows_kernel(
     s = e - SHIFT_V * VEC
     v = tl.load(src + s, mask=(s >= 0) & (s < wc) & (e < L), other=0.0, eviction_policy="evict_first")
     tl.store(OUT + r * L + e, v, mask=e < L)
+
+
+@triton.jit
+def _rows_before(q, INV_WO):
+    """``q // WO`` for ``0 <= q < 2**21`` (``INV_WO``: ``1 / WO`` rounded to fp32): the
+    quotient of ``(q + 0.5) * INV_WO`` is off by less than ``0.5 / WO`` from ``(q + 0.5) / WO``,
+    which lies at least ``0.5 / WO`` from an integer."""
+    return ((q.to(tl.float32) + 0.5) * INV_WO).to(tl.int32)
+
+
+@triton.jit
+def _src_before(h, w, LO_H, LO_W, HI, WI):
+    """Source elements of a frame plane consumed before output position ``(h, w)`` (clamped:
+    the index of the next consumed source element)."""
+    c = tl.minimum(tl.maximum(w - LO_W, 0), WI)
+    return tl.minimum(tl.maximum((h - LO_H) * WI + c, 0), HI * WI)
+
+
+@triton.jit
+def _vec_bits(lo, n, VEC: tl.constexpr):
+    """Bit ``m`` set for the elements ``m`` of a vector in ``[lo, lo + n)`` (``n >= 0``)."""
+    return (1 << tl.minimum(tl.maximum(lo + n, 0), VEC)) - (1 << tl.minimum(tl.maximum(lo, 0), VEC))
+
+
+@triton.jit(do_not_specialize=["TO", "HO", "WO", "TC", "TX", "HI", "WI", "LO_T", "LO_H", "LO_W", "L", "SEG1_V",
+                               "xc_v", "xt_v", "cc_v", "ct_v"])
+def _cat_pad_flat_kernel(
+    X, CACHE, OUT,
+    TO, HO, WO, TC, TX, HI, WI, LO_T, LO_H, LO_W, L, SEG1_V, INV_WO,
+    xc_v, xt_v, cc_v, ct_v,
+    BLOCK: tl.constexpr, S: tl.constexpr, VEC: tl.constexpr,
+):
+    # grid (chunk j, t_o, b*C + c): output frame r = (b*C + c)*TO + t_o owns the output vectors
+    # [ceil(r*L), ceil((r+1)*L)) (ceil to VEC elements), so its last vector may end with up to
+    # VEC-1 elements of frame r + 1 (row 0)
+    j = tl.program_id(0)
+    t_o = tl.program_id(1)
+    bc = tl.program_id(2)
+    r = bc * TO + t_o
+    rl = r * L  # wraps in int32: only its low bits are used
+    d0 = (0 - rl) & (VEC - 1)  # ceil(r*L) - r*L
+    d1 = (0 - rl - L) & (VEC - 1)  # ceil((r+1)*L) - (r+1)*L
+    p0 = d0 + j * BLOCK  # the chunk's first element, in frame coordinates
+    n_live = tl.minimum((L + d1 - p0) // VEC, BLOCK // VEC) * VEC  # <= 0: a spare chunk
+    out = OUT + ((r.to(tl.int64) * L + d0) // VEC + j * (BLOCK // VEC)) * VEC
+    h_first = p0 // WO
+    w_first = p0 - h_first * WO
+    # the source plane spans the chunk consumes: [lo0, g_end0) of frame r for output positions
+    # [p0, pos0), [lo1, g_end1) of frame r + 1 for [0, pos1)
+    pos_end = p0 + tl.maximum(n_live, 0)
+    pos0 = tl.minimum(pos_end, L)
+    pos1 = tl.maximum(pos_end - L, 0)
+    h_e = h_first + _rows_before(pos0 - p0 + w_first, INV_WO)
+    lo0 = _src_before(h_first, w_first, LO_H, LO_W, HI, WI)
+    g_end0 = _src_before(h_e, pos0 - h_e * WO, LO_H, LO_W, HI, WI)
+    lo1 = _src_before(h_first * 0, h_first * 0, LO_H, LO_W, HI, WI)
+    g_end1 = _src_before(h_first * 0, pos1, LO_H, LO_W, HI, WI)  # pos1 < VEC <= WO: row 0
+    # the frames' sources (cache, x, or none: padding), chosen once per program
+    ts0 = t_o - LO_T
+    last_t = t_o + 1 == TO
+    bc1 = bc + last_t.to(tl.int32)
+    ts1 = tl.where(last_t, 0, t_o + 1) - LO_T
+    has0 = (ts0 >= 0) & (ts0 < TC + TX) & (n_live > 0)
+    has1 = (ts1 >= 0) & (ts1 < TC + TX) & (n_live > 0) & (pos1 > 0)
+    a0 = lo0 // VEC * VEC
+    a1 = lo1 // VEC * VEC
+    n0 = tl.where(has0, (g_end0 + VEC - 1) // VEC * VEC - a0, 0)
+    n1 = tl.where(has1, (g_end1 + VEC - 1) // VEC * VEC - a1, 0)
+    # offsets in units of VEC elements (the compiler sees 16-byte multiples), int64 products
+    ts0 = ts0.to(tl.int64)
+    ts1 = ts1.to(tl.int64)
+    src0 = X + (bc.to(tl.int64) * xc_v + (ts0 - TC) * xt_v) * VEC + a0
+    if ts0 < TC:
+        src0 = CACHE + (bc.to(tl.int64) * cc_v + ts0 * ct_v) * VEC + a0
+    src1 = X + (bc1.to(tl.int64) * xc_v + (ts1 - TC) * xt_v) * VEC + a1
+    if ts1 < TC:
+        src1 = CACHE + (bc1.to(tl.int64) * cc_v + ts1 * ct_v) * VEC + a1
+    # both spans in one register tensor, lanes [0, split) frame r and [split, S) frame r + 1;
+    # the host keeps n0 <= split and n1 <= S - split - VEC, so lane S - 1 is always 0 (the
+    # lane padded outputs read). Two masked loads, not one through a pointer select (Triton
+    # proves only half the vector width through a select of pointers).
+    split = S - SEG1_V * VEC
+    k = tl.arange(0, S)
+    k1 = k - split
+    span = tl.load(src0 + k, mask=k < n0, other=0.0, eviction_policy="evict_first")
+    span = tl.load(src1 + k1, mask=(k1 >= 0) & (k1 < n1), other=span, eviction_policy="evict_first")
+    # per output vector [NV, 1] (one fp32 row division per vector): the vector's first element
+    # is in row hA of frame r at column w0; from element cB = WO - w0 on it is in row hA + 1,
+    # which is row 0 of frame r + 1 when hA + 1 == HO (VEC <= WO: at most one row change).
+    # Rows with a source: [LO_H, r_end) of frame r, row 0 of frame r + 1 when ok1.
+    r_len = tl.where(has0, tl.maximum(tl.minimum(LO_H + HI, HO) - LO_H, 0), 0)
+    ok1 = has1 & (LO_H <= 0) & (LO_H + HI > 0)
+    cl0 = tl.maximum(LO_W, 0)  # the output columns with a source: [cl0, cl0 + n_cols)
+    n_cols = tl.maximum(tl.minimum(LO_W + WI, WO) - cl0, 0)
+    offA0 = -LO_H * WI - LO_W - a0  # lane of output (h, w) of frame r: h * WI + w + offA0
+    offB1 = -LO_H * WI - LO_W - a1 + split - WO  # lane of (0, w) of frame r + 1: w + WO + offB1
+    NV: tl.constexpr = S // VEC
+    q0 = w_first + tl.arange(0, NV)[:, None] * VEC
+    hr = _rows_before(q0, INV_WO)
+    w0 = q0 - hr * WO
+    hA = h_first + hr
+    nxt = hA + 1 == HO
+    okA = (hA - LO_H).to(tl.uint32) < r_len.to(tl.uint32)
+    okB = ((hA + 1 - LO_H).to(tl.uint32) < r_len.to(tl.uint32)) | (nxt & ok1)
+    # spare vectors (past the chunk) may name lanes past the span: clamped (a live vector's
+    # valid lanes are below split, so the clamp never moves them)
+    offA = hA * WI + w0 + offA0
+    offB = tl.minimum(tl.where(nxt, w0 + offB1, offA + WI - WO), S - VEC)
+    offA = tl.minimum(offA, S - VEC)
+    bitsA = _vec_bits(cl0 - w0, tl.where(okA, n_cols, 0), VEC)
+    bitsB = _vec_bits(WO - w0 + cl0, tl.where(okB, n_cols, 0), VEC)
+    # per element m of the vector: a bit test (row A, row B, or padding: lane S - 1)
+    bit = 1 << tl.arange(0, VEC)[None, :]
+    lane = tl.where((bitsB & bit) != 0, offB, offA) + tl.arange(0, VEC)[None, :]
+    lane = tl.where(((bitsA | bitsB) & bit) != 0, lane, S - 1)
+    v = tl.gather(span, tl.reshape(lane, (S,)), 0)
+    i = tl.arange(0, S)
+    tl.store(out + i, v, mask=i < n_live)
 
 
 @triton.jit(do_not_specialize=["R1", "R2", "A", "TC", "TX", "HI", "WI", "NTA"])
@@ -179,6 +319,62 @@ def _row_launch(cl, shape, scalars, elem_bytes, plat):
     return (rows * nt,), {"BLOCK": block, "VEC": vec}, warps, args
 
 
+def _frame_strides(B, C, T, H, W, strides):
+    """``(b*C + c, t)`` strides of a tensor whose ``(h, w)`` planes are packed, or None."""
+    sb, sc, st, sh, sw = strides
+    if (W > 1 and sw != 1) or (H > 1 and sh != W):
+        return None
+    if C == 1:
+        sc = sb
+    elif B > 1 and sb != C * sc:
+        return None
+    return sc if B * C > 1 else 0, st if T > 1 else 0
+
+
+def _flat_geometry(S, VEC, WO, cropw):
+    """Lanes of the frame-r+1 segment (in VECs, one spare: the zero lane) and the chunk length
+    in elements. The frame-r span holds at most ``BLOCK + rows * cropw`` source elements
+    (``cropw``: columns a row crop skips between output rows) plus two VECs of alignment
+    slack; the frame-r+1 tail (VEC-1 output elements of row 0) at most ``VEC - 1 + cropw``."""
+    seg1 = triton.cdiv(VEC - 1 + cropw + 2 * VEC - 2, VEC) + 1
+    margin0 = triton.cdiv(2 * VEC - 2 + (S // WO + 1) * cropw, VEC) * VEC
+    return seg1, S - seg1 * VEC - margin0
+
+
+def _flat_launch(cl, shape, scalars, elem_bytes, plat):
+    """The contiguous flat kernel's launch and its scalars, or None where it does not apply
+    (planes not packed, vectors under ``min_vec_bytes``, rows shorter than a vector or over
+    ``max_row``, a crop too wide for the span margin, int32 plane offsets or grid limits)."""
+    R1, R2, A, N, TC, TX, HI, WI, CI, LO_T, LO_H, LO_W = scalars[:12]
+    if cl:
+        return None
+    B = shape[0]
+    xs = _frame_strides(B, CI, TX, HI, WI, scalars[12:17])
+    cs = _frame_strides(B, CI, TC, HI, WI, scalars[17:22]) if TC else xs
+    S = _FLAT_RULE["tile_bytes"] // elem_bytes
+    # int32 plane offsets: rows h * WI (spare vectors reach S rows past the frame), the grid
+    if (xs is None or cs is None or N > _FLAT_RULE["max_row"] or (A + HI + S + 2) * (N + WI + 2) >= 2**31
+            or max(R2, B * R1) >= 2**16 or B * R1 * R2 >= 2**31):
+        return None
+    L = A * N
+    vec = max(1, 16 // elem_bytes)
+    while vec > 1 and any(v % vec for v in (HI * WI, B * R1 * R2 * L, *xs, *cs)):
+        vec //= 2
+    if vec * elem_bytes < _FLAT_RULE["min_vec_bytes"] or N < vec:
+        return None
+    cropw = max(0, -LO_W) + max(0, LO_W + WI - N)
+    seg1, block = _flat_geometry(S, vec, N, cropw)
+    if block < _FLAT_RULE["min_fill"] * S:
+        return None
+    nj = triton.cdiv(L + vec - 1, block)
+    warp = 64 if plat == "hip" else 32
+    warps = max(1, min(8, S * elem_bytes // (_FLAT_RULE["thread_bytes"] * warp)))
+    inv_wo = float(torch.tensor(1.0 / N, dtype=torch.float32).item())
+    args = (R2, A, N, TC, TX, HI, WI, LO_T, LO_H, LO_W, L, seg1, inv_wo,
+            xs[0] // vec, xs[1] // vec, cs[0] // vec, cs[1] // vec)
+    return (nj, R2, B * R1), {"BLOCK": block, "S": S, "VEC": vec}, warps, args
+
+
 def _prep(geom, x, cache_x):
     cl, shape, scalars, (R1, R2, A, N) = geom
     plat = tensor_platform(x.device)
@@ -187,10 +383,15 @@ def _prep(geom, x, cache_x):
     args = scalars
     if rows and A and N:
         fast = _row_launch(cl, shape, scalars, x.element_size(), plat)
+        flat = None if fast is not None else _flat_launch(cl, shape, scalars, x.element_size(), plat)
         if fast is not None:
             grid, const, warps, args = fast
             launch = PreparedLaunch(_cat_pad_rows_kernel, grid, const, device=x.device, n_ptrs=3,
                                     options={"num_warps": warps, "num_stages": 1})
+        elif flat is not None:
+            grid, const, warps, args = flat
+            launch = PreparedLaunch(_cat_pad_flat_kernel, grid, const, device=x.device, n_ptrs=3,
+                                    options={"num_warps": warps, "num_stages": 1}, fp_fusion=False)
         else:
             cfg = CopyConfig.from_heuristic(A, N, x.element_size(), plat, _TILE_BYTES)
             nta = triton.cdiv(A, cfg.bm)
@@ -209,6 +410,7 @@ def _prep(geom, x, cache_x):
             launch(x, cache_x if has_cache else x, out, *args)
         return out
 
+    run.launch = launch  # the chosen launch (None: nothing to write); tests read its kernel
     return run
 
 
@@ -220,8 +422,9 @@ causal_conv3d_cat_pad.prepare = _prep
 
 
 def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
-    """Wan VAE 3x3x3 causal conv at 720p: contiguous [1, 96, T, 240, 416] (the tile kernel)
-    and channels_last_3d C 96..384 (the flat row kernel; the tile kernel for other strides)."""
+    """Wan VAE 3x3x3 causal conv at 720p: contiguous [1, C, 21, H, W] + 2 cache frames (the
+    contiguous flat kernel; the tile kernel for strided views) and channels_last_3d C 96..384
+    (the flat row kernel; the tile kernel for other strides)."""
     from sgl_diffusion_core import AotVariant
 
     names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
@@ -259,5 +462,20 @@ def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
                      f"vec={const['VEC']},w={warps}]",
                 kernel=_cat_pad_rows_kernel, signature=sig, constexprs=const,
                 num_warps=warps, options={"enable_fp_fusion": False},
+            ))
+        for C, H, W in ((96, 240, 416), (384, 120, 208)):
+            T, HW = 21, H * W
+            geom_scalars = (C, 2 + T, H + 2, W + 2, 2, T, H, W, C, 0, 1, 1,
+                            C * T * HW, T * HW, HW, W, 1, C * 2 * HW, 2 * HW, HW, W, 1)
+            _, const, warps, _ = _flat_launch(False, (1, C, 2 + T, H + 2, W + 2), geom_scalars, dt.itemsize, platform)
+            sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}", "INV_WO": "fp32"}
+            for n in _cat_pad_flat_kernel.arg_names:
+                sig.setdefault(n, "constexpr" if n in const else "i32")
+            sig = {n: sig[n] for n in _cat_pad_flat_kernel.arg_names}
+            out.append(AotVariant(
+                name=f"causal_conv3d_cat_pad_flat[{nm},contig,C={C},W={W},block={const['BLOCK']},"
+                     f"S={const['S']},vec={const['VEC']},w={warps}]",
+                kernel=_cat_pad_flat_kernel, signature=sig, constexprs=const,
+                num_warps=warps, options={"enable_fp_fusion": False}, divisible_by_16=("X", "CACHE", "OUT"),
             ))
     return out
