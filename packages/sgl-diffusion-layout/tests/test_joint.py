@@ -147,3 +147,33 @@ def test_split_launch_choices(backend, device, H, Dh, view):
             for g, w in zip(got, want):
                 testing.assert_exact(g, w)
                 assert g.is_contiguous()
+
+
+@pytest.mark.parametrize("B", [1, 2])
+def test_device_copy_launch(backend, device, B):
+    """The per-part device copies (``config="device_copy"``; the default from
+    ``DEVICE_COPY_MIN_BYTES`` on): exact, ``B == 1`` contiguous parts only, a clear error otherwise."""
+    if backend != "triton":
+        pytest.skip("launch choices of the Triton backend")
+    cat, split = resolve_target(f"{_TRITON}:joint_qkv_cat"), resolve_target(f"{_TRITON}:joint_split")
+    torch.manual_seed(B)
+    H, Dh, Si, St = 3, 40, 11, 5
+    img = tuple(rnd(B, Si, H, Dh, device=device) for _ in range(3))
+    txt = tuple(rnd(B, St, H, Dh, device=device) for _ in range(3))
+    for text_first in (True, False):
+        args = (*img, *txt, text_first)
+        geom = describe(OP, *args).info["geom"]
+        out = lay.joint_qkv_cat_reference(*img, *txt, text_first=text_first)
+        sargs = (out[0].contiguous(), St, Si, text_first, True)
+        sgeom = describe("layout.joint_split", *sargs).info["geom"]
+        if B != 1:
+            with pytest.raises(ValueError, match="B == 1"):
+                cat(*args, geom=geom, config="device_copy")
+            with pytest.raises(ValueError, match="B == 1"):
+                split(*sargs, geom=sgeom, config="device_copy")
+            continue
+        testing.assert_exact(cat(*args, geom=geom, config="device_copy"), out)
+        want = lay.joint_split_reference(*sargs[:3], text_first=text_first, copy=True)
+        for g, w in zip(split(*sargs, geom=sgeom, config="device_copy"), want):
+            testing.assert_exact(g, w)
+            assert g.is_contiguous()
