@@ -23,9 +23,12 @@ and of frame ``r + 1``'s first row) with 16-byte vector loads into one register 
 exact for rows below 2**20 elements; a bit test per element; padding reads a lane that is
 always 0) and rearranges with ``tl.gather`` (through shared memory), then writes the chunk
 with 16-byte vector stores. sm_90 SASS for the Wan case (bf16, S = 8192, 4 warps):
-LDG.E.128 and STG.E.128 only, 72 registers, no spills, 16 KB shared memory. Unmeasured on
-GPU (the rule's sizes come from SASS instruction counts: about 18 instructions per element
-at 64 elements per thread against about 28 at 32).
+LDG.E.128 and STG.E.128 only, 72 registers, no spills, 16 KB shared memory. Measured on one
+H200 (bf16, docs/benchmarks/cat_pad_sweep_h200.json, % of a same-run copy, Wan-VAE C 96 /
+384): 16 KB per program 77.0 / 77.1% (the tile kernel before it: 52.7 / 51.5%); 8 KB per
+program, 128 B per thread (2 warps) 77.0 / 80.2%, the rule; smaller threads or 32 KB
+programs 57-76%. Still short of the 90% target: about 18 instructions per element and a
+shared-memory round trip per element (the gather) for a copy.
 
 ``_cat_pad_kernel`` (everything else: strided views, narrow vectors): one program per
 output row tile (contiguous: row ``(b, c, t)``, a ``[BA, BN]`` tile of ``(h, w)``;
@@ -50,11 +53,11 @@ _TILE_BYTES = 8192  # 16 KB tiles spilled registers on sm_90 (two address tensor
 # the flat row kernel: bytes per program and per thread (the activation kernels' H200 sweep:
 # 2 KB per program, 32 B per thread streamed at 96-98% of copy where 16 KB tiles reached 90%)
 _ROW_RULE = {"tile_bytes": 2048, "thread_bytes": 32}
-# the contiguous flat kernel (unmeasured on GPU): lanes per program (a power of 2) and per
+# the contiguous flat kernel (H200 sweep in the module docstring): bytes per program and per
 # thread; taken when its vectors reach ``min_vec_bytes``, a chunk keeps at least
 # ``min_fill`` of the lanes after the span margin, and the output row is at most ``max_row``
 # elements (the fp32 row division is exact while row + lanes < 2**21)
-_FLAT_RULE = {"tile_bytes": 16384, "thread_bytes": 128, "min_vec_bytes": 8, "min_fill": 0.5, "max_row": 1 << 20}
+_FLAT_RULE = {"tile_bytes": 8192, "thread_bytes": 128, "min_vec_bytes": 8, "min_fill": 0.5, "max_row": 1 << 20}
 
 
 @triton.jit(do_not_specialize=["NT", "TO", "HO", "TC", "TX", "HI"])

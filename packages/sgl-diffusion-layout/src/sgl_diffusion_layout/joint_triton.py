@@ -8,10 +8,11 @@ of 64 filled a 64-head tile to 59%), and no views sliced per call (the offsets a
 arguments). Other strides take the strided permutation copy (one launch per part).
 
 Large single-sample copies of contiguous parts (``B == 1``, at least ``DEVICE_COPY_MIN_BYTES``
-in all: video sizes) go as one device copy per part instead (``Tensor.copy_`` of contiguous
+moved in all: video sizes) go as one device copy per part instead (``Tensor.copy_`` of contiguous
 blocks, the same copy the benchmarks' reference runs): at HunyuanVideo 720p (118800 image
 tokens, 24 x 128) the rows kernel measured 83.5% (``joint_qkv_cat``) and 84.7%
-(``joint_split``) of copy bandwidth on the H200, eager's ``cat`` 92.6% and slices 98.6%.
+(``joint_split``) of copy bandwidth on the H200, eager's ``cat`` 92.6% and slices 98.6%; the
+device copies 97.9% and 98.6%.
 
 A ``config`` argument picks the launch (a sweep compares them): ``None`` (the default rule
 above), ``"device_copy"`` (the per-part device copies wherever the parts allow them), a
@@ -34,7 +35,9 @@ from .copy_triton import (
     rows_launch,
 )
 
-DEVICE_COPY_MIN_BYTES = 256 << 20  # below it the rows kernel's one launch (measured ahead at FLUX / SD3.5 / Qwen)
+# below it the rows kernel's one launch: at Qwen-Image (273 MB moved) the six copies measured
+# 50.5% of copy, host-bound (177 us of Python per call), the rows kernel 85.8%
+DEVICE_COPY_MIN_BYTES = 1 << 30
 
 
 def _device_copy(config, B: int, nbytes: int, contiguous: bool) -> bool:
