@@ -1,35 +1,31 @@
 #!/usr/bin/env bash
-# The GPU work queued for the next session (one ~6-minute call on nvidia-h200-x2), in priority
-# order: what session 4 changed after its device time ran out, and what it left unexplained.
-#   GPU 0: `gelu` / `gelu_and_mul` with the fast erfc for 16-bit outputs (libdevice's erfcf held
-#          gelu at 48-51% of copy, below eager), the unary tune, then `channel_rms_norm` at its
-#          new channels_last rule (one tile ahead from 192 channels).
-#   GPU 1: the activation GPU lane (the fast erfc's accuracy on hardware), then `rms_modulate`
-#          exact at Wan: benches measured the default at 56% of copy, the sweeps at 77-78%.
+# The GPU work queued for the next session (one ~4-minute call on nvidia-h200-x2): the open
+# questions session 5 left, in priority order.
+#   GPU 1: exact rms_modulate at Wan: 77.8-81.4% of copy alone, 55-58% in CLI benches that ran
+#          another case first (same kernel and inputs). If Nsight Compute is on the image, profile
+#          the exact kernel in both situations (L2 hit rate of the second read of each row).
+#   GPU 0: re-baseline the remaining shortfalls of issues 3 and 5 at the current code:
+#          channel_rms_norm, group_norm_silu, causal_conv3d_cat_pad (contiguous), joint_qkv_cat.
 # Usage on the device machine, from the repo root: bash tools/gpu/next_session.sh SHA OUT
 set -uo pipefail
 source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out
 {
-    t activation 90 packages/sgl-diffusion-activation/tests
+    CUDA_VISIBLE_DEVICES=$G2 timeout 120 python3 -m sgl_diffusion bench --op norm.rms_modulate --cases flux,wan \
+        --out "$OUT/rms_modulate_flux_wan_bench_h200.json" > "$OUT/rms_modulate_flux_wan.log" 2>&1
+    grep -v "^\[" "$OUT/rms_modulate_flux_wan.log" | tail -12
+    if command -v ncu > /dev/null; then
+        for cases in wan flux,wan; do
+            CUDA_VISIBLE_DEVICES=$G2 timeout 150 ncu --kernel-name regex:_row_norm_exact_kernel --launch-count 3 \
+                --section MemoryWorkloadAnalysis --section SpeedOfLight python3 -m sgl_diffusion bench \
+                --op norm.rms_modulate --cases "$cases" --rep 3 > "$OUT/ncu_rms_modulate_${cases/,/_}.txt" 2>&1
+        done
+    else
+        echo "no ncu on this image" | tee "$OUT/ncu_missing.txt"
+    fi
     snap
-    CUDA_VISIBLE_DEVICES=$G2 timeout 120 python3 tools/gpu/exact_norm_sweep.py "$OUT/exact_norm_sweep3_h200.json" \
-        > "$OUT/exact_norm_sweep3.log" 2>&1
-    tail -n 12 "$OUT/exact_norm_sweep3.log"
-    bench "$G2" norm.rms_modulate 100
 } &
-CUDA_VISIBLE_DEVICES=0 timeout 40 python3 - > "$OUT/activation_tune_gelu.log" 2>&1 <<'PY'
-import json, os, torch
-from sgl_diffusion_core import bench
-from sgl_diffusion_activation import activation_bench as ab
-rows = ab.tune(torch.device("cuda"), ops=("gelu", "gelu_and_mul"), blocks=(1024,), warps=(2, 4), fasts=(True, False),
-               kernels=("flat",))
-json.dump({"env": bench.environment(torch.device("cuda")), "rows": rows},
-          open(os.path.join(os.environ["OUT"], "activation_tune_gelu_h200.json"), "w"), indent=1)
-for r in rows:
-    print(r["op"], r["case"], r["num_warps"], "fast", int(r["fast"]), f"{100 * r['frac_of_copy']:.1f}%")
-PY
-grep -v "^\[" "$OUT/activation_tune_gelu.log" | tail -8
-snap
-for op in activation.gelu activation.gelu_and_mul norm.channel_rms_norm; do bench 0 "$op" 90; done
+for op in norm.channel_rms_norm norm.group_norm_silu layout.causal_conv3d_cat_pad layout.joint_qkv_cat; do
+    bench 0 "$op" 120
+done
 wait
 snap
