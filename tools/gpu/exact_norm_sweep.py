@@ -50,6 +50,8 @@ def _configs(op: str, D: int) -> list[dict]:
     if op.startswith("rms"):
         return [
             {},
+            {"REVERSE_OUT": True},
+            {"REVERSE_OUT": True, "ROWS": 1},
             {"ROWS": 1},
             {"ROWS": 2},
             {"UNROLL_OUT": 1},

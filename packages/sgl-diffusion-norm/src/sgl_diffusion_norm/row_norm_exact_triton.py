@@ -247,6 +247,7 @@ def _row_norm_exact_kernel(
     MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
+    REVERSE_OUT: tl.constexpr,
 ):
     # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
@@ -276,7 +277,13 @@ def _row_norm_exact_kernel(
             var = total * mean_factor
     rstd = tl.math.rsqrt(var + eps)
     cols = tl.arange(0, CH)[None, :]
-    for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL_OUT):
+    for kk in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL_OUT):
+        # REVERSE_OUT: the output pass walks the chunks last to first, so the chunks the
+        # statistics pass read last (the likeliest still in L1 / L2) are read again first
+        if REVERSE_OUT:
+            k = CHUNKS - 1 - kk
+        else:
+            k = kk
         offs = k * CH + cols
         cmask = offs < D
         mask = rmask & cmask
@@ -349,7 +356,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     ``NWARP``, ``CHUNKS``), the chain's dtypes, and build choices ``tuning`` may override (none
     changes the arithmetic's order): ``HW_FMA`` (the hardware FMA where nvcc contracts; else the
     fp64 emulation), ``UNROLL`` / ``UNROLL_OUT`` (unroll factors of the statistics loop and the
-    output loop; None: the compiler's choice) and ``ROWS`` (RMSNorm rows per program, a warp each).
+    output loop; None: the compiler's choice), ``ROWS`` (RMSNorm rows per program, a warp each) and
+    ``REVERSE_OUT`` (the output pass over the chunks last to first).
 
     Measured on one H200, bf16 (docs/benchmarks/exact_norm_sweep_h200.json, % of a same-run copy,
     FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
@@ -381,7 +389,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "MEAN_DIV": platform == "cpu", "ROUND_OFFSET": platform == "cpu",
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks,
         "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll,
-        "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1, **(tuning or {}),
+        "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1, "REVERSE_OUT": False, **(tuning or {}),
     }
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
