@@ -366,7 +366,10 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     18.4%; the hardware FMA 12-18% faster than the fp64 emulation. Below 16384 rows (FLUX: 4608
     one-warp programs fill 1.09 waves of 32 resident programs per SM) RMSNorm takes 2 rows per
     program: rms_norm 77.7 -> 85.1%, rms_modulate 71.7 -> 81.1% (4 rows: 83.3 / 82.5%); with
-    many rows 2 per program lost 5-20 points (docs/benchmarks/exact_norm_sweep2_h200.json).
+    many rows 2 per program lost 5-20 points (docs/benchmarks/exact_norm_sweep2_h200.json). From
+    16384 rows the output pass walks the chunks last to first (``REVERSE_OUT``, session 5,
+    docs/benchmarks/exact_norm_sweep_reverse_*_h200.json): rms_modulate Wan 77.4 -> 80.3%,
+    rms_norm Wan 91.8 -> 92.9%, HunyuanVideo +0.1 / +0.5 points; at FLUX it lost 1.2-2.4 points.
     """
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
@@ -389,7 +392,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "MEAN_DIV": platform == "cpu", "ROUND_OFFSET": platform == "cpu",
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks,
         "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll,
-        "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1, "REVERSE_OUT": False, **(tuning or {}),
+        "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1, "REVERSE_OUT": g.rows >= 16384,
+        **(tuning or {}),
     }
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
