@@ -222,7 +222,8 @@ def math_flags(dtype: torch.dtype, fast: bool | None = None, platform: str = "cu
     ``ex2.approx.ftz`` in :func:`_gelu_fast` (16-bit outputs on CUDA). ``fast`` overrides the
     dtype's choice (tuning only); ``platform`` is ``tensor_platform`` of the launch's device."""
     on = dtype != torch.float32 if fast is None else bool(fast)
-    return {"FAST": (2 if platform == "cuda" else 1) if on else 0}
+    # the interpreter cannot run inline PTX, whatever device the tensors are on
+    return {"FAST": (2 if platform == "cuda" and not INTERPRET else 1) if on else 0}
 
 
 def grid_and_flags(rows: int, D: int, cfg: TileConfig, dtype: torch.dtype,
