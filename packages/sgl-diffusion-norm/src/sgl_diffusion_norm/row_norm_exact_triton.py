@@ -367,9 +367,10 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     one-warp programs fill 1.09 waves of 32 resident programs per SM) RMSNorm takes 2 rows per
     program: rms_norm 77.7 -> 85.1%, rms_modulate 71.7 -> 81.1% (4 rows: 83.3 / 82.5%); with
     many rows 2 per program lost 5-20 points (docs/benchmarks/exact_norm_sweep2_h200.json). From
-    16384 rows the output pass walks the chunks last to first (``REVERSE_OUT``, session 5,
+    16384 rows RMSNorm's output pass walks the chunks last to first (``REVERSE_OUT``, session 5,
     docs/benchmarks/exact_norm_sweep_reverse_*_h200.json): rms_modulate Wan 77.4 -> 80.3%,
-    rms_norm Wan 91.8 -> 92.9%, HunyuanVideo +0.1 / +0.5 points; at FLUX it lost 1.2-2.4 points.
+    rms_norm Wan 91.8 -> 92.9%, HunyuanVideo +0.1 / +0.5 points; at FLUX it lost 1.2-2.4 points;
+    LayerNorm was not measured with it and keeps the forward order.
     """
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
@@ -392,7 +393,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "MEAN_DIV": platform == "cpu", "ROUND_OFFSET": platform == "cpu",
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks,
         "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll,
-        "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1, "REVERSE_OUT": g.rows >= 16384,
+        "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1,
+        "REVERSE_OUT": geom.norm == "rms" and g.rows >= 16384,
         **(tuning or {}),
     }
     if out["NORM"] == 0 and out["ROWS"] != 1:
