@@ -22,16 +22,11 @@ reference = resolve_target("sgl_diffusion_layout.conv_pad_api:causal_conv3d_cat_
 VAE = resolve_target("sgl_diffusion_layout.layout_bench:VAE")
 
 
-class Cfg(dict):  # a readable repr for bench.sweep's rows
-    def __repr__(self):
-        return ",".join(f"{k}={v}" for k, v in self.items()) or "default"
-
-
 def main(path: str) -> None:
     device = torch.device("cuda")
     default = dict(RULE)
-    configs = [Cfg()] + [
-        Cfg(tile_bytes=t, thread_bytes=b)
+    configs = [{}] + [
+        {"tile_bytes": t, "thread_bytes": b}
         for t in (4096, 8192, 16384, 32768)
         for b in (32, 64, 128)
         if (t, b) != (default["tile_bytes"], default["thread_bytes"]) and t // b <= 32 * 32

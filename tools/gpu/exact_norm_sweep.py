@@ -67,11 +67,6 @@ def _configs(op: str, D: int) -> list[dict]:
     return [{}, {"UNROLL_OUT": 1}, {"UNROLL": chunks, "UNROLL_OUT": 1}, {"UNROLL": 2, "UNROLL_OUT": 2}]
 
 
-class Cfg(dict):  # a readable repr for bench.sweep's rows
-    def __repr__(self):
-        return ",".join(f"{k}={v}" for k, v in self.items()) or "default"
-
-
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:
     op_id, modulated = OPS[op]
     (B, S, D), x, mod, w = _inputs(name, torch.bfloat16, device)
@@ -93,7 +88,7 @@ def _sweep(op: str, name: str, device: torch.device) -> list[dict]:
         return None if torch.equal(out, ref) else "NOT torch.equal to the eager chain"
 
     nbytes = bench.tensor_bytes(x, ref, w) + (2 * D * mod.element_size() if modulated else 0)
-    return bench.sweep(f"{op} {name}", [Cfg(c) for c in _configs(op, D)], run_for, nbytes, device, check=check)
+    return bench.sweep(f"{op} {name}", _configs(op, D), run_for, nbytes, device, check=check)
 
 
 def main(path: str, ops: list[str], names: list[str]) -> None:

@@ -31,3 +31,14 @@ def test_sweep_rows_failures_and_summary():
     assert any("failed RuntimeError" in line for line in seen)
     (line,) = bench.sweep_summary(rows)
     assert line.startswith("case: default ") and "'block':" in line
+
+
+def test_sweep_labels_plain_dict_configs():
+    """Build-choice dicts are named ``k=v,..`` in rows and progress lines, the empty one ``default``."""
+    x = torch.randn(64)
+    seen = []
+    rows = bench.sweep("case", [{}, {"ROWS": 2, "UNROLL": 4}], lambda cfg: (lambda: x * 2), 2 * x.numel() * 4,
+                       torch.device("cpu"), progress=seen.append)
+    assert [r["config"] for r in rows] == ["default", "ROWS=2,UNROLL=4"]
+    assert seen[0].startswith("case default default:") and seen[1].startswith("case ROWS=2,UNROLL=4:")
+    assert bench.config_label(("tiles", 1024)) == "('tiles', 1024)"

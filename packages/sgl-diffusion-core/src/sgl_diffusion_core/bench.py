@@ -214,6 +214,14 @@ def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[
     return rec
 
 
+def config_label(cfg: Any) -> str:
+    """How :func:`sweep` names a configuration: a dict of build choices as ``k=v,k=v`` (the empty
+    dict: ``default``, the rule's own choice), anything else by its ``repr``."""
+    if isinstance(cfg, dict):
+        return ",".join(f"{k}={v}" for k, v in cfg.items()) or "default"
+    return repr(cfg)
+
+
 def sweep(case: str, configs: Sequence[Any], run_for: Callable[[Any], Callable[[], Any]], nbytes: int,
           device: torch.device, *, check: Callable[[Any], str | None] | None = None, rep: int = 30,
           progress: Callable[[str], None] = print) -> list[dict[str, Any]]:
@@ -222,8 +230,8 @@ def sweep(case: str, configs: Sequence[Any], run_for: Callable[[Any], Callable[[
     ``configs[0]`` is the current default. ``run_for(cfg)`` returns a zero-argument launch;
     ``check(result)`` may return a note (a mismatch) that goes into the row. One same-run copy
     of ``nbytes`` is the reference. A configuration that fails to compile or run is reported
-    and skipped. Rows: ``case``, ``default``, the configuration's fields, ``median_us``,
-    ``frac_of_copy``, ``note``.
+    and skipped. Rows: ``case``, ``default``, the configuration's fields (a dataclass) or its
+    :func:`config_label` (``config``), ``median_us``, ``frac_of_copy``, ``note``.
     """
     _, copy_gbps = copy_bandwidth(nbytes, device)
     rows: list[dict[str, Any]] = []
@@ -233,14 +241,14 @@ def sweep(case: str, configs: Sequence[Any], run_for: Callable[[Any], Callable[[
             note = check(run()) if check is not None else None
             t = time_gpu(run, device, rep=rep)
         except Exception as exc:  # a configuration the compiler rejects, or a launch that fails
-            progress(f"{case} {cfg}: failed {type(exc).__name__}: {str(exc)[:200]}")
+            progress(f"{case} {config_label(cfg)}: failed {type(exc).__name__}: {str(exc)[:200]}")
             continue
         frac = t.gbps(nbytes) / copy_gbps
-        fields = asdict(cfg) if is_dataclass(cfg) else {"config": repr(cfg)}
+        fields = asdict(cfg) if is_dataclass(cfg) else {"config": config_label(cfg)}
         rows.append({"case": case, "default": i == 0, **fields, "median_us": t.median_ms * 1e3,
                      "frac_of_copy": frac, "note": note})
-        progress(f"{case} {'default ' if i == 0 else ''}{cfg}: {t.median_ms * 1e3:.1f} us {100 * frac:.1f}% of copy"
-                 + (f" ({note})" if note else ""))
+        progress(f"{case} {'default ' if i == 0 else ''}{config_label(cfg)}: {t.median_ms * 1e3:.1f} us "
+                 f"{100 * frac:.1f}% of copy" + (f" ({note})" if note else ""))
     return rows
 
 
