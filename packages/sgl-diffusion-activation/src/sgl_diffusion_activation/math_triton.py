@@ -101,16 +101,9 @@ _TWO_M64 = tl.constexpr(2.0**-64)
 @triton.jit
 def _rcp_ex2(d, x, FAST: tl.constexpr):
     """``(1 / d, exp2(x))``: PTX's approximate, flush-to-zero forms (one instruction each) when
-    ``FAST == 2`` (CUDA), else Triton's division and ``exp2`` (with their range and subnormal
-    handling: 8 and 4 sm_90 instructions)."""
-    if FAST == 2:
-        r = tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=f,f", [d], dtype=tl.float32, is_pure=True,
-                                      pack=1)
-        e = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True,
-                                      pack=1)
-        return r, e
-    else:
-        return 1.0 / d, tl.exp2(x)
+    ``FAST == 2`` (CUDA), else Triton's division and ``exp2`` (``triton_math.fast_rcp`` /
+    ``fast_exp2``)."""
+    return triton_math.fast_rcp(d, FAST), triton_math.fast_exp2(x, FAST)
 
 
 @triton.jit
@@ -221,9 +214,8 @@ def math_flags(dtype: torch.dtype, fast: bool | None = None, platform: str = "cu
     :func:`_gelu_fast` (16-bit outputs); 2, the same with PTX's ``rcp.approx.ftz`` /
     ``ex2.approx.ftz`` in :func:`_gelu_fast` (16-bit outputs on CUDA). ``fast`` overrides the
     dtype's choice (tuning only); ``platform`` is ``tensor_platform`` of the launch's device."""
-    on = dtype != torch.float32 if fast is None else bool(fast)
     # the interpreter cannot run inline PTX, whatever device the tensors are on
-    return {"FAST": (2 if platform == "cuda" and not INTERPRET else 1) if on else 0}
+    return {"FAST": triton_math.fast_level(dtype, platform, fast)}
 
 
 def grid_and_flags(rows: int, D: int, cfg: TileConfig, dtype: torch.dtype,

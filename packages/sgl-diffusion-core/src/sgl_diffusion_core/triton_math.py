@@ -82,6 +82,64 @@ def _narrow_hw(x, DTYPE: tl.constexpr):
     return x.to(DTYPE)
 
 
+# ``FAST`` levels of the fast-math helpers below (a constexpr of the kernels that call them):
+# 0 the precise forms (fp32 outputs), 1 portable approximations (16-bit outputs on ROCm and under
+# the interpreter), 2 PTX's one-instruction approximate forms (16-bit outputs on CUDA).
+FAST_PRECISE, FAST_PORTABLE, FAST_PTX = 0, 1, 2
+
+
+def fast_level(dtype, platform: str, fast: bool | None = None) -> int:
+    """The ``FAST`` constexpr for outputs of ``dtype`` (a ``torch.dtype``) launched on ``platform``
+    (``tensor_platform`` of the launch's device): precise for fp32 outputs, the approximate forms
+    for 16-bit ones, whose error (a few 2**-22 relative) is far below their one rounding (2**-8 /
+    2**-11); PTX only on CUDA and never under the interpreter, which cannot run inline assembly.
+    ``fast`` overrides the dtype's choice (tuning and tests)."""
+    import torch
+
+    on = dtype != torch.float32 if fast is None else bool(fast)
+    if not on:
+        return FAST_PRECISE
+    return FAST_PTX if platform == "cuda" and not triton_interpret() else FAST_PORTABLE
+
+
+@triton.jit
+def fast_rcp(d, FAST: tl.constexpr):
+    """``1 / d`` in fp32: ``rcp.approx.ftz.f32`` (one sm_90 instruction) when ``FAST == 2``, else
+    Triton's division (8 sm_90 instructions with its range and subnormal handling)."""
+    if FAST == 2:
+        return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=f,f", [d], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    else:
+        return 1.0 / d
+
+
+@triton.jit
+def fast_exp2(x, FAST: tl.constexpr):
+    """``2 ** x`` in fp32: ``ex2.approx.ftz.f32`` (one instruction; results below 2**-126 flush to
+    zero) when ``FAST == 2``, else ``tl.exp2`` (4 sm_90 instructions, subnormal results kept)."""
+    if FAST == 2:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    else:
+        return tl.exp2(x)
+
+
+@triton.jit
+def silu(y, FAST: tl.constexpr):
+    """``y * sigmoid(y)`` for fp32 ``y``. ``FAST == 0``: eager's form ``y / (1 + exp(-y))`` with
+    the IEEE division (about 14 sm_90 instructions with the ``exp``). Otherwise the stable form
+    ``e = 2 ** (-|y| * log2(e))`` in ``(0, 1]``, ``r = 1 / (1 + e)``, ``y * r`` for ``y >= 0`` and
+    ``y * e * r`` below, through :func:`fast_exp2` and :func:`fast_rcp` (6 instructions with PTX's
+    forms). No overflow (``1 + e`` stays in ``[1, 2]``); for ``y`` below about -87 the flushed
+    ``exp2`` gives -0 where the precise chain gives a value under 1e-36."""
+    if FAST == 0:
+        return y / (1.0 + tl.exp(-y))
+    else:
+        e = fast_exp2(tl.abs(y) * -1.4426950408889634, FAST)
+        r = fast_rcp(1.0 + e, FAST)
+        return y * tl.where(y >= 0, r, e * r)
+
+
 if triton_interpret():
     round_to, widen, narrow = _round_to_bits, _widen_bits, _narrow_bits
 else:

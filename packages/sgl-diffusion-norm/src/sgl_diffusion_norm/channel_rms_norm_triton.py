@@ -45,6 +45,7 @@ class ChannelConfig:
     block_c2: int = 1  # stream: rows of the second tile (masked rows past C cost no memory traffic)
     ahead: int = 1  # stream: tiles whose loads are in flight while one is normalized (1 or 2)
     programs: int = 0  # stream: the grid to aim for
+    fast: bool | None = None  # SiLU's fast-math forms: None by the output dtype (triton_math.fast_level)
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -154,13 +155,13 @@ def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str)
 
 
 @triton.jit
-def _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS: tl.constexpr, SILU: tl.constexpr):
+def _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
     g = tl.load(G + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     y = x * inv[None, :] * g[:, None]
     if HAS_BIAS:
         y = y + tl.load(BIAS + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)[:, None]
     if SILU:
-        y = y / (1.0 + tl.exp(-y))
+        y = triton_math.silu(y, FAST)
     return y
 
 
@@ -169,7 +170,7 @@ def _channel_rms_kernel(
     X, G, BIAS, Y,
     C, P, n_pblk, sb, sc, sp, osb, osc, osp, scale, eps,
     BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, CHUNKS: tl.constexpr,
-    HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
     pid = tl.program_id(0).to(tl.int64)
     b = pid // n_pblk
@@ -187,7 +188,7 @@ def _channel_rms_kernel(
         x = tl.load(x_base + c64[:, None] * sc + x_p, mask=mask, other=0.0, eviction_policy="evict_first")
         x = x.to(tl.float32)
         inv = scale / tl.maximum(tl.sqrt(tl.sum(x * x, axis=0)), eps)
-        y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU)
+        y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
         tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
     else:
         acc = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
@@ -205,7 +206,7 @@ def _channel_rms_kernel(
             c64 = c.to(tl.int64)
             x = tl.load(x_base + c64[:, None] * sc + x_p, mask=mask, other=0.0,
                         eviction_policy="evict_first").to(tl.float32)
-            y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU)
+            y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
             tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
 
 
@@ -230,12 +231,12 @@ def _stream_store(Y, y, t, t_end, n_pblk, C, P, osb, osc, osp, c, BLOCK_P: tl.co
 
 
 @triton.jit
-def _stream_finish(x, inv, g, bias, HAS_BIAS: tl.constexpr, SILU: tl.constexpr):
+def _stream_finish(x, inv, g, bias, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
     y = x * inv[None, :] * g[:, None]
     if HAS_BIAS:
         y = y + bias[:, None]
     if SILU:
-        y = y / (1.0 + tl.exp(-y))
+        y = triton_math.silu(y, FAST)
     return y
 
 
@@ -244,7 +245,7 @@ def _channel_rms_stream_kernel(
     X, G, BIAS, Y,
     C, P, n_pblk, n_tiles, iters, sb, sc, sp, osb, osc, osp, scale, eps,
     BLOCK_C: tl.constexpr, BLOCK_C2: tl.constexpr, BLOCK_P: tl.constexpr, AHEAD: tl.constexpr,
-    HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
     """Tiles ``pid * iters ..`` (flattened over samples and position blocks). All channels of a
     tile are held as two register tiles, rows ``[0, BLOCK_C)`` and ``[BLOCK_C, BLOCK_C + BLOCK_C2)``
@@ -277,9 +278,9 @@ def _channel_rms_stream_kernel(
         fb = xb.to(tl.float32)
         ss = tl.sum(fa * fa, axis=0) + tl.sum(fb * fb, axis=0)
         inv = scale / tl.maximum(tl.sqrt(ss), eps)
-        _stream_store(Y, _stream_finish(fa, inv, ga, ba, HAS_BIAS, SILU), t, t_end, n_pblk, C, P, osb, osc, osp,
+        _stream_store(Y, _stream_finish(fa, inv, ga, ba, HAS_BIAS, SILU, FAST), t, t_end, n_pblk, C, P, osb, osc, osp,
                       ca, BLOCK_P)
-        _stream_store(Y, _stream_finish(fb, inv, gb, bb, HAS_BIAS, SILU), t, t_end, n_pblk, C, P, osb, osc, osp,
+        _stream_store(Y, _stream_finish(fb, inv, gb, bb, HAS_BIAS, SILU, FAST), t, t_end, n_pblk, C, P, osb, osc, osp,
                       cb, BLOCK_P)
         if AHEAD == 2:
             xa = na
@@ -328,7 +329,8 @@ def prepare(geom, x, gamma, bias, silu=False, config: ChannelConfig | None = Non
             lf = launches[s] = PreparedLaunch(
                 kernel,
                 grid,
-                {**consts, "HAS_BIAS": bias is not None, "SILU": s},
+                {**consts, "HAS_BIAS": bias is not None, "SILU": s,
+                 "FAST": triton_math.fast_level(x.dtype, tensor_platform(x.device), cfg.fast)},
                 device=x.device,
                 n_ptrs=4,
                 options=cfg.launch_options(tensor_platform(x.device)),
@@ -364,7 +366,7 @@ channel_rms_norm.prepare = prepare
 
 
 # what a Wan-VAE launch sees as multiples of 16: aligned tensors, P = T * H * W, C * P, C = 96 ...
-_DIVISIBLE = ("X", "G", "BIAS", "Y", "P", "sb", "sc", "sp", "osb", "osc", "osp")
+_DIVISIBLE = ("X", "G", "BIAS", "Y", "C", "P", "sb", "sc", "sp", "osb", "osc", "osp")
 
 
 def aot_variants(platform: str = "cuda"):
@@ -394,7 +396,9 @@ def aot_variants(platform: str = "cuda"):
                     else:
                         const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
-                    const.update({"HAS_BIAS": full, "SILU": full})
+                    # SiLU's fast-math level of a launch of this dtype (triton_math.fast_level)
+                    fast = 0 if dt == "fp32" else (2 if platform == "cuda" else 1)
+                    const.update({"HAS_BIAS": full, "SILU": full, "FAST": fast})
                     sig.update({n: "constexpr" for n in const})
                     # the specialization a real launch gets: the unit stride of the layout
                     unit = ("sc", "osc") if cl else ("sp", "osp")

@@ -55,6 +55,7 @@ class GroupConfig:
     apply_block_p: int = 0
     apply_warps: int = 0
     apply_programs: int = 0
+    fast: bool | None = None  # SiLU's fast-math forms: None by the output dtype (triton_math.fast_level)
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -302,7 +303,7 @@ def _gn_apply_kernel(
     X, W, BIAS, STATS, Y,
     C, P, G, n_cblk, n_pblk, sb, sc, sp, osb, osc, osp,
     CG: tl.constexpr, GPB: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
-    HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
     pid = tl.program_id(0).to(tl.int64)
     pb = pid % n_pblk
@@ -327,7 +328,7 @@ def _gn_apply_kernel(
         y = y + tl.load(BIAS + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)[:, None]
     if SILU:
         y = tl.where(mask, y, 0.0)  # masked lanes hold -mean * rstd, which exp() could overflow on
-        y = y / (1.0 + tl.exp(-y))
+        y = triton_math.silu(y, FAST)
     tl.store(Y + b * osb + c64[:, None] * osc + (p * osp)[None, :], triton_math.narrow(y, Y.dtype.element_ty),
              mask=mask)
 
@@ -366,7 +367,7 @@ def _gn_apply_stream_kernel(
     X, W, BIAS, STATS, Y,
     C, P, G, n_cblk, n_pblk, n_tiles, iters, sb, sc, sp, osb, osc, osp,
     CG: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, AHEAD: tl.constexpr, CB_INNER: tl.constexpr,
-    HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
     """``(x - mean) * rstd * weight + bias`` (+ SiLU) over tiles ``pid * iters ..`` of
     ``[BLOCK_C, BLOCK_P]`` (channel blocks need not hold whole groups: mean / rstd are gathered per
@@ -391,7 +392,7 @@ def _gn_apply_stream_kernel(
             y = y + tl.load(BIAS + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)[:, None]
         if SILU:
             y = tl.where(mask, y, 0.0)  # masked lanes hold -mean * rstd, which exp() could overflow on
-            y = y / (1.0 + tl.exp(-y))
+            y = triton_math.silu(y, FAST)
         ptr = Y + b * osb + c.to(tl.int64)[:, None] * osc + (p * osp)[None, :]
         tl.store(ptr, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
         if AHEAD == 2:
@@ -423,7 +424,8 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
     g, G, Cg = geom.x, geom.G, geom.Cg
     cfg = config or config_for(geom, x.dtype, x.device)
     plat = tensor_platform(x.device)
-    affine = {"HAS_W": weight is not None, "HAS_BIAS": bias is not None, "SILU": geom.silu}
+    affine = {"HAS_W": weight is not None, "HAS_BIAS": bias is not None, "SILU": geom.silu,
+              "FAST": triton_math.fast_level(x.dtype, plat, cfg.fast)}
     if cfg.stream:
         n_cblk = -(-g.C // cfg.block_c)
         iters, n_span = stats_split(geom, cfg, n_cblk)
@@ -529,12 +531,14 @@ def _stats_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str
                       divisible_by_16=tuple(n for n in _DIVISIBLE if n in kernel.arg_names))
 
 
-def _apply_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str):
+def _apply_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str, platform: str):
     from sgl_diffusion_core import AotVariant
 
     unit = ("sc", "osc") if cl else ("sp", "osp")
     sig = {"X": f"*{dt}", "W": f"*{dt}", "BIAS": f"*{dt}", "STATS": "*fp32", "Y": f"*{dt}"}
-    affine = {"HAS_W": True, "HAS_BIAS": True, "SILU": True}
+    # SiLU's fast-math level of a launch of this dtype (triton_math.fast_level)
+    fast = 0 if dt == "fp32" else (2 if platform == "cuda" else 1)
+    affine = {"HAS_W": True, "HAS_BIAS": True, "SILU": True, "FAST": fast}
     if cfg.stream:
         kernel = _gn_apply_stream_kernel
         ints = ("C", "P", "G", "n_cblk", "n_pblk", "n_tiles", "iters")
@@ -568,7 +572,7 @@ def aot_variants(platform: str = "cuda"):
                     tile = f"{cfg.block_c}x{cfg.block_p}" + (f" ahead {cfg.ahead}" if cfg.stream else "")
                     tag = f"{rule},{dt},C={C},G={G},{'channels_last' if cl else 'contiguous'},tile={tile}"
                     out.append(_stats_variant(dt, cfg, C, G, cl, tag))
-                    out.append(_apply_variant(dt, cfg, C, G, cl, tag))
+                    out.append(_apply_variant(dt, cfg, C, G, cl, tag, platform))
         for Cg in (3, 6, 12, 2):
             sig = {"PART": "*fp32", "STATS": "*fp32", "P": "i32", "n_span": "i32", "span_len": "i32", "eps": "fp32",
                    "CG": "constexpr", "BLOCK_S": "constexpr", "PER_CHANNEL": "constexpr"}
