@@ -101,15 +101,15 @@ def channel_rms_norm_rows(device: torch.device) -> list[dict]:
         v1 = cfg_cls.from_heuristic(C, 2, cl, "cuda", rule="v1")
         new = cfg_cls.from_heuristic(C, 2, cl, "cuda", rule="stream")
         configs = [new, v1]
-        # the precise SiLU (the kernels before triton_math.silu's fast forms), then v1 tiles around
-        # the rule: contiguous x with longer per-channel runs, channels_last with half / twice the
-        # positions and other warp counts
-        configs += [dataclasses.replace(new, fast=False), dataclasses.replace(v1, fast=False)]
-        if cl:
-            configs += [dataclasses.replace(v1, block_p=v1.block_p * 2, num_warps=8),
-                        dataclasses.replace(v1, block_p=v1.block_p * 2),
-                        dataclasses.replace(v1, num_warps=8),
-                        dataclasses.replace(v1, block_p=max(1, v1.block_p // 2), num_warps=2)]
+        # SiLU's fast forms (triton_math.silu), then contiguous x: v1 tiles with longer per-channel
+        # runs; channels_last: the rows kernel
+        configs += [dataclasses.replace(new, fast=True), dataclasses.replace(v1, fast=True)]
+        if cl:  # the rows kernel: its rule, then positions per program x warps, fast SiLU
+            rows = cfg_cls.from_heuristic(C, 2, cl, "cuda", rule="rows")
+            configs += [rows, dataclasses.replace(rows, fast=True)]
+            for r in (16, 32, 64, 128):
+                for w in (2, 4, 8):
+                    configs.append(dataclasses.replace(rows, block_p=r, rows=r, num_warps=w))
         else:
             for bc, bp, w in ((32, 256, 8), (16, 512, 8), (32, 128, 4), (64, 128, 8)):
                 configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w))
@@ -156,8 +156,8 @@ def group_norm_silu_rows(device: torch.device) -> list[dict]:
         configs = [
             new,
             v1,
-            dataclasses.replace(new, fast=False),  # the precise SiLU (before triton_math.silu's fast forms)
-            dataclasses.replace(v1, fast=False),
+            dataclasses.replace(new, fast=True),  # SiLU's fast forms (triton_math.silu)
+            dataclasses.replace(v1, fast=True),
             dataclasses.replace(new, ahead=1),
             dataclasses.replace(new, **half, num_warps=4, apply_warps=4),
             dataclasses.replace(new, stats_programs=new.stats_programs * 2, apply_programs=new.apply_programs * 2),

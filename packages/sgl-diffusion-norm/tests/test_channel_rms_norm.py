@@ -165,6 +165,9 @@ def _configs(C, channels_last, cfg_cls, split):
     for block_p, ahead, programs in ((1, 1, 3), (2, 2, 1), (4, 2, 3), (2, 1, 1)):
         out.append(cfg_cls(block_c=a, block_p=block_p, chunks=1, num_warps=1, stream=True, block_c2=b,
                            ahead=ahead, programs=programs))
+    if channels_last and C > 1:  # the rows kernel (C = 1 is no channels_last layout): 1 / 2 / 4 rows
+        out.append(cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="rows"))
+        out += [cfg_cls(block_c=1, block_p=r, chunks=1, num_warps=1, rows=r) for r in (1, 2, 4)]
     return out
 
 
@@ -188,6 +191,34 @@ def test_launch_configs(device, C, channels_last):
         testing.assert_close(out, ref, atol=atol, rtol=rtol)
         t, scale = truth(x, gamma, bias, 1e-12, True)
         assert_within(out, t, 1e-5 * scale, UNIT[out.dtype] + 4e-6)
+
+
+def test_rows_kernel_strided_samples_and_fast_silu(device):
+    """The rows kernel where samples do not follow each other (a time slice of channels_last_3d:
+    sample stride != P * C, the 64-bit row split) and with SiLU's fast forms, against the same
+    reference; a rows launch on contiguous x is refused."""
+    if "triton" not in testing.runnable_backends(OP, device):
+        pytest.skip("the triton backend does not run here")
+    cfg_cls, launch, _ = _triton_launch()
+    torch.manual_seed(3)
+    C = 12
+    big = to_format(torch.randn(2, C, 4, 3, 5, device=device).to(torch.bfloat16), True)
+    x = big[:, :, 1:3]
+    gamma = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
+    bias = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
+    geom = describe(OP, x, gamma, bias).info["geom"]
+    assert geom.sb != geom.P * geom.C and geom.channels_last
+    ref = norm.channel_rms_norm_reference(x, gamma, bias, silu=True)
+    atol, rtol = spec("triton").contract.tolerance(x.dtype)
+    for cfg in (cfg_cls(block_c=1, block_p=4, chunks=1, num_warps=1, rows=4),
+                cfg_cls(block_c=1, block_p=4, chunks=1, num_warps=1, rows=4, fast=True)):
+        out = launch(x, gamma, bias, silu=True, geom=geom, config=cfg)
+        assert out.stride() == ref.stride(), cfg
+        testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    xc = torch.randn(1, C, 1, 2, 3, device=device).to(torch.bfloat16)
+    with pytest.raises(ValueError, match="rows kernel"):
+        launch(xc, gamma, bias, silu=True, geom=describe(OP, xc, gamma, bias).info["geom"],
+               config=cfg_cls(block_c=1, block_p=4, chunks=1, num_warps=1, rows=4))
 
 
 def test_split_channels():

@@ -45,7 +45,8 @@ class ChannelConfig:
     block_c2: int = 1  # stream: rows of the second tile (masked rows past C cost no memory traffic)
     ahead: int = 1  # stream: tiles whose loads are in flight while one is normalized (1 or 2)
     programs: int = 0  # stream: the grid to aim for
-    fast: bool | None = None  # SiLU's fast-math forms: None by the output dtype (triton_math.fast_level)
+    fast: bool | None = False  # SiLU's fast-math forms (None: by the output dtype, triton_math.fast_level)
+    rows: int = 0  # > 0: the rows kernel (channels_last with dense rows), this many positions per program
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -63,8 +64,10 @@ class ChannelConfig:
             rule = "stream" if channels_last else "v1"
         if rule == "v1":
             return _channel_config_v1(C, elem_bytes, channels_last, platform)
+        if rule == "rows":
+            return _rows_config(C, elem_bytes, channels_last, platform)
         if rule != "stream":
-            raise ValueError(f"unknown channel_rms_norm launch rule {rule!r}; known: 'auto', 'stream', 'v1'")
+            raise ValueError(f"unknown channel_rms_norm launch rule {rule!r}; known: 'auto', 'rows', 'stream', 'v1'")
         return _channel_config(C, elem_bytes, channels_last, platform)
 
 
@@ -293,6 +296,65 @@ def _channel_rms_stream_kernel(
         t += 1
 
 
+# rows kernel: bytes of x per program (positions x padded channels)
+_ROWS_TILE_BYTES = 8192
+
+
+@functools.cache
+def _rows_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
+    """The rows kernel (channels_last x whose positions are dense rows of C values): ``rows``
+    positions per program, ~8 KB of x, two 16-byte accesses per thread. Contiguous x (channels
+    strided by P) has no such rows and keeps the v1 rule."""
+    if not channels_last:
+        return _channel_config_v1(C, elem_bytes, channels_last, platform)
+    warp = 64 if platform == "hip" else 32
+    block_c = next_pow2(max(C, 1))
+    rows = max(1, min(256, _ROWS_TILE_BYTES // (block_c * elem_bytes)))
+    warps = max(1, min(8, rows * block_c * elem_bytes // (16 * warp * 2)))
+    return ChannelConfig(block_c=block_c, block_p=rows, chunks=1, num_warps=warps, rows=rows)
+
+
+@triton.jit(do_not_specialize=["n_rows", "eps"])
+def _channel_rms_rows_kernel(
+    X, G, BIAS, Y,
+    n_rows, P, sb, osb, scale, eps,
+    C: tl.constexpr, BLOCK_C: tl.constexpr, ROWS: tl.constexpr, DENSE: tl.constexpr,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr,
+):
+    """channels_last x whose positions are rows of C contiguous values (``sc == 1``, ``sp == C``):
+    a ``[ROWS, BLOCK_C]`` tile of ``ROWS`` consecutive positions (flattened over samples), reduced
+    along its contiguous axis in registers, like ``qk_norm``'s heads: no layout change of the tile
+    between the reduction and the store. ``DENSE``: the samples follow each other too (``B == 1``
+    or ``sb == P * C``), so position ``r`` of the flattened index sits at ``r * C`` in x and y
+    (no 64-bit division per row)."""
+    r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS).to(tl.int64)
+    if DENSE:
+        x_row = r * C
+        y_row = r * C
+    else:
+        b = r // P
+        p = r - b * P
+        x_row = b * sb + p * C
+        y_row = b * osb + p * C
+    c = tl.arange(0, BLOCK_C)
+    cmask = c < C
+    mask = (r < n_rows)[:, None] & cmask[None, :]
+    x = tl.load(X + x_row[:, None] + c[None, :], mask=mask, other=0.0).to(tl.float32)
+    inv = scale / tl.maximum(tl.sqrt(tl.sum(x * x, axis=1)), eps)
+    g = tl.load(G + c, mask=cmask, other=0.0).to(tl.float32)
+    y = x * inv[:, None] * g[None, :]
+    if HAS_BIAS:
+        y = y + tl.load(BIAS + c, mask=cmask, other=0.0).to(tl.float32)[None, :]
+    if SILU:
+        y = triton_math.silu(y, FAST)
+    tl.store(Y + y_row[:, None] + c[None, :], triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+
+
+def rows_layout(geom) -> bool:
+    """Whether x's positions are dense rows of C values (the rows kernel's layout)."""
+    return geom.channels_last and geom.sc == 1 and (geom.sp == geom.C or geom.P == 1)
+
+
 def config_for(geom, dtype: torch.dtype, device: torch.device) -> ChannelConfig:
     plat = tensor_platform(device)
     arch = device_arch(plat, device.index) if plat in ("cuda", "hip") else None
@@ -308,7 +370,16 @@ def prepare(geom, x, gamma, bias, silu=False, config: ChannelConfig | None = Non
     n_pblk = -(-geom.P // cfg.block_p)
     launch_silu = bool(silu)
     launches = {}
-    if cfg.stream:
+    if cfg.rows and not rows_layout(geom):
+        raise ValueError("the rows kernel needs channels_last x whose positions are dense rows of C values")
+    if cfg.rows:
+        n_rows = geom.B * geom.P
+        grid = (-(-n_rows // cfg.rows),)
+        kernel = _channel_rms_rows_kernel
+        dense = geom.B == 1 or (geom.sb == geom.P * geom.C and geom.out_sb == geom.P * geom.C)
+        consts = {"C": geom.C, "BLOCK_C": next_pow2(geom.C), "ROWS": cfg.rows, "DENSE": dense}
+        scalars = (n_rows, geom.P, geom.sb, geom.out_sb, float(geom.C) ** 0.5)
+    elif cfg.stream:
         n_tiles = geom.B * n_pblk
         iters = max(1, -(-n_tiles // max(1, cfg.programs)))
         grid = (-(-n_tiles // iters),)
@@ -396,9 +467,7 @@ def aot_variants(platform: str = "cuda"):
                     else:
                         const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
-                    # SiLU's fast-math level of a launch of this dtype (triton_math.fast_level)
-                    fast = 0 if dt == "fp32" else (2 if platform == "cuda" else 1)
-                    const.update({"HAS_BIAS": full, "SILU": full, "FAST": fast})
+                    const.update({"HAS_BIAS": full, "SILU": full, "FAST": 0})
                     sig.update({n: "constexpr" for n in const})
                     # the specialization a real launch gets: the unit stride of the layout
                     unit = ("sc", "osc") if cl else ("sp", "osp")
@@ -410,4 +479,18 @@ def aot_variants(platform: str = "cuda"):
                                           _channel_rms_kernel, signature=sig, constexprs=const,
                                           num_warps=cfg.num_warps, num_stages=1, options={"enable_fp_fusion": True},
                                           divisible_by_16=_DIVISIBLE))
+            # the rows kernel (channels_last only), with SiLU's precise and fast forms
+            cfg = _rows_config(C, esize, True, platform)
+            for fast in (0, 2 if platform == "cuda" else 1):
+                sig = {n: f"*{dt}" for n in ("X", "G", "BIAS", "Y")}
+                sig.update({n: idx for n in ("n_rows", "P", "sb", "osb")})
+                sig.update({"scale": "fp32", "eps": "fp32"})
+                const = {"C": C, "BLOCK_C": next_pow2(C), "ROWS": cfg.rows, "DENSE": True, "HAS_BIAS": full,
+                         "SILU": full, "FAST": fast if dt != "fp32" else 0}
+                sig.update({n: "constexpr" for n in const})
+                name = (f"channel_rms_norm[{dt},C={C},channels_last,tile=rows {cfg.rows}x{next_pow2(C)},"
+                        f"w={cfg.num_warps},silu={full},fast={const['FAST']},{idx}]")
+                out.append(AotVariant(name=name, kernel=_channel_rms_rows_kernel, signature=sig, constexprs=const,
+                                      num_warps=cfg.num_warps, num_stages=1, options={"enable_fp_fusion": True},
+                                      divisible_by_16=("X", "G", "BIAS", "Y", "P", "sb", "osb")))
     return out

@@ -55,7 +55,7 @@ class GroupConfig:
     apply_block_p: int = 0
     apply_warps: int = 0
     apply_programs: int = 0
-    fast: bool | None = None  # SiLU's fast-math forms: None by the output dtype (triton_math.fast_level)
+    fast: bool | None = False  # SiLU's fast-math forms (None: by the output dtype, triton_math.fast_level)
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
