@@ -8,9 +8,10 @@ sqrt, statistics over the wrong channels) cannot hide in the contract tolerance.
 
 Under the interpreter the statistics split and the apply pass aim at 4 programs and finalize steps
 of 2 partials (``group_norm_silu_triton``), so these small shapes run several tiles per program and
-Chan's update between finalize steps. The generic tests run the default rule (v1: statistics
-tiles of whole groups; the H200 sweep kept it over the stream rule); ``test_launch_configs`` runs
-the v1 rule, the stream rule (per-channel partials over channel blocks that divide C) and stream
+Chan's update between finalize steps. The generic tests run the default rule (v2: v1's statistics
+tiles of whole groups, then the flat apply kernel on contiguous x / the rows apply kernel on
+channels_last x); ``test_launch_configs`` runs the v1 rule, the v2 rule with several apply
+blocks, the stream rule (per-channel partials over channel blocks that divide C) and stream
 variants explicitly. Shape grid (block sizes below are the stream rule's):
   C=6, G=3     2 channels per group (the smallest non-trivial group); blocks of 2 channels
   C=96, G=32   3 channels per group (Wan VAE, non-power-of-two): contiguous blocks of 4 channels
@@ -22,6 +23,8 @@ variants explicitly. Shape grid (block sizes below are the stream rule's):
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
@@ -186,6 +189,12 @@ def test_launch_configs(device, C, G, channels_last):
                cfg_cls.from_heuristic(C, G, 2, channels_last, "cpu", rule="stream")]
     for block_c, block_p, ahead, programs in ((2, 4, 1, 3), (4, 1, 2, 2), (8, 8, 2, 1), (1, 2, 2, 3)):
         configs.append(_stream_cfg(cfg_cls, block_c, block_p, ahead, programs))
+    # the v2 rule (v1 statistics, the flat / rows apply kernels) and its apply pass at 1 / 4 / 8
+    # positions per program (programs crossing no sample boundary, a partial last block)
+    v2 = cfg_cls.from_heuristic(C, G, 2, channels_last, "cpu", rule="v2")
+    assert (v2.apply_rows if channels_last else v2.apply_flat) > 0
+    field = "apply_rows" if channels_last else "apply_flat"
+    configs += [v2, *(dataclasses.replace(v2, **{field: n}, apply_warps=1) for n in (1, 4, 8))]
     for cfg in configs:
         out = launch(x, G, w, b, geom=geom, config=cfg)
         assert out.stride() == ref.stride(), cfg

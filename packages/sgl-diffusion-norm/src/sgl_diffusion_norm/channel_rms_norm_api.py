@@ -52,6 +52,11 @@ class ChannelGeometry:
     def out_sp(self) -> int:
         return self.C if self.channels_last else 1
 
+    @property
+    def dense_rows(self) -> bool:
+        """channels_last x whose positions are rows of C contiguous values (``sc == 1``, ``sp == C``)."""
+        return self.channels_last and self.sc == 1 and (self.sp == self.C or self.P == 1)
+
 
 def _dense_strides(shape: tuple[int, ...], channels_last: bool) -> tuple[int, ...]:
     """Strides of a dense tensor of ``shape`` in the contiguous or channels_last(_3d) format."""

@@ -23,6 +23,7 @@ one kernel. Offsets are int64.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -56,26 +57,34 @@ class GroupConfig:
     apply_warps: int = 0
     apply_programs: int = 0
     fast: bool | None = False  # SiLU's fast-math forms (None: by the output dtype, triton_math.fast_level)
+    # apply pass of the v1 statistics: > 0 selects the flat kernel on contiguous x (positions per
+    # program, one channel row each) / the rows kernel on channels_last x with dense rows
+    # (positions per program, all channels)
+    apply_flat: int = 0
+    apply_rows: int = 0
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
 
     def apply_launch_options(self, platform: str) -> dict:
-        return {"num_warps": self.apply_warps if self.stream else self.num_warps, "num_stages": 1}
+        return {"num_warps": self.apply_warps if self.stream or self.apply_warps else self.num_warps,
+                "num_stages": 1}
 
     @classmethod
     def from_heuristic(cls, C: int, G: int, elem_bytes: int, channels_last: bool, platform: str,
-                       arch: int | str | None = None, rule: str = "v1") -> GroupConfig:
-        """``rule``: ``"v1"`` (the default, the session-3 rule) or ``"stream"`` (split statistics
-        with loads two tiles ahead).
+                       arch: int | str | None = None, rule: str = "v2") -> GroupConfig:
+        """``rule``: ``"v2"`` (the default: v1's statistics, the flat / rows apply kernels),
+        ``"v1"`` (the session-3 rule) or ``"stream"`` (split statistics with loads two tiles ahead).
 
         Measured on one H200, bf16 (docs/benchmarks/vae_norm_sweep_h200.json, % of the two-pass
         bound): v1 61.5 / 66.4 / 56.0 / 53.5 / 64.9% at c192-cl / c192 / c96-cl / c384-cl / c384,
         the stream rule 57.7 / 70.1 / 49.0 / 54.6 / 55.0%: v1 stays the default."""
         if rule == "v1":
             return _group_config(C, G, elem_bytes, channels_last, platform)
+        if rule == "v2":
+            return _v2_config(C, G, elem_bytes, channels_last, platform)
         if rule != "stream":
-            raise ValueError(f"unknown group_norm_silu launch rule {rule!r}; known: 'stream', 'v1'")
+            raise ValueError(f"unknown group_norm_silu launch rule {rule!r}; known: 'stream', 'v1', 'v2'")
         return _stream_config(C, G, elem_bytes, channels_last, platform)
 
 
@@ -105,6 +114,29 @@ def _group_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform
     if platform == "cpu":
         return GroupConfig(gpb, block_c, block_p, warps, _INTERPRETER_STATS_PROGRAMS, _INTERPRETER_FINALIZE_BLOCK)
     return GroupConfig(gpb, block_c, block_p, warps, _STATS_PROGRAMS, _FINALIZE_BLOCK)
+
+
+# v2 apply: bytes of x per program (the flat kernel: one channel row's run; the rows kernel:
+# positions x padded channels), four 16-byte accesses per thread
+_APPLY_BYTES = 8192
+_APPLY_ACCESSES = 4
+
+
+@functools.cache
+def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: str) -> GroupConfig:
+    """The v1 statistics with the apply pass of :func:`_gn_apply_flat_kernel` (contiguous x) or
+    :func:`_gn_apply_rows_kernel` (channels_last x). Nsight Compute on one H200 (bf16, C = 384,
+    session 6) put v1's apply kernel at 38% (contiguous) / 45% (channels_last) of DRAM bandwidth,
+    the larger part of the op's time; the statistics kernel at 61% / 28%."""
+    warp = 64 if platform == "hip" else 32
+    base = _group_config(C, G, elem_bytes, channels_last, platform)
+    per_warp = 16 * warp * _APPLY_ACCESSES
+    if channels_last:
+        rows = max(1, _APPLY_BYTES // (next_pow2(C) * elem_bytes))
+        warps = max(1, min(8, rows * next_pow2(C) * elem_bytes // per_warp))
+        return dataclasses.replace(base, apply_rows=rows, apply_warps=warps)
+    block = _APPLY_BYTES // elem_bytes
+    return dataclasses.replace(base, apply_flat=block, apply_warps=max(1, min(8, _APPLY_BYTES // per_warp)))
 
 
 # stream kernels: tiles of 4096 elements (16 per thread at 8 warps) with the loads of two tiles
@@ -334,6 +366,70 @@ def _gn_apply_kernel(
 
 
 @triton.jit
+def _gn_affine(y, HAS_BIAS: tl.constexpr, shift, SILU: tl.constexpr, FAST: tl.constexpr):
+    if HAS_BIAS:
+        y = y + shift
+    if SILU:
+        y = triton_math.silu(y, FAST)
+    return y
+
+
+@triton.jit(do_not_specialize=["n_pblk"])
+def _gn_apply_flat_kernel(
+    X, W, BIAS, STATS, Y,
+    C, P, G, n_pblk, sb, sc, osb, osc,
+    CG: tl.constexpr, BLOCK: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
+):
+    """Contiguous x (``sp == 1``): program ``(row, block)`` normalizes ``BLOCK`` consecutive positions
+    of one channel row ``(b, c)``, whose mean, rstd, weight and bias are four scalar loads: a 1-D
+    elementwise pass with 16-byte accesses and no per-element index math beyond the offset."""
+    pid = tl.program_id(0).to(tl.int64)
+    row = pid // n_pblk
+    pb = pid - row * n_pblk
+    b = row // C
+    c = row - b * C
+    st = STATS + (b * G + c // CG) * 2
+    mean = tl.load(st)
+    a = tl.load(st + 1)
+    if HAS_W:
+        a = a * tl.load(W + c).to(tl.float32)
+    shift = tl.load(BIAS + c).to(tl.float32) if HAS_BIAS else 0.0
+    p = pb * BLOCK + tl.arange(0, BLOCK)
+    mask = p < P
+    x = tl.load(X + b * sb + c * sc + p, mask=mask, other=0.0).to(tl.float32)
+    y = _gn_affine((x - mean) * a, HAS_BIAS, shift, SILU, FAST)
+    tl.store(Y + b * osb + c * osc + p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=["n_pblk"])
+def _gn_apply_rows_kernel(
+    X, W, BIAS, STATS, Y,
+    P, G, n_pblk, sb, osb,
+    C: tl.constexpr, CG: tl.constexpr, BLOCK_C: tl.constexpr, ROWS: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
+):
+    """channels_last x with dense rows (``sc == 1``, ``sp == C``): program ``(b, block)`` normalizes a
+    ``[ROWS, BLOCK_C]`` tile of ``ROWS`` positions of sample ``b``; the per-channel mean, scale and
+    bias are ``[BLOCK_C]`` vectors loaded once per program."""
+    pid = tl.program_id(0).to(tl.int64)
+    b = pid // n_pblk
+    p = (pid - b * n_pblk) * ROWS + tl.arange(0, ROWS).to(tl.int64)
+    c = tl.arange(0, BLOCK_C)
+    cmask = c < C
+    mask = (p < P)[:, None] & cmask[None, :]
+    st = STATS + (b * G + c // CG) * 2
+    mean = tl.load(st, mask=cmask, other=0.0)
+    a = tl.load(st + 1, mask=cmask, other=0.0)
+    if HAS_W:
+        a = a * tl.load(W + c, mask=cmask, other=0.0).to(tl.float32)
+    shift = tl.load(BIAS + c, mask=cmask, other=0.0).to(tl.float32)[None, :] if HAS_BIAS else 0.0
+    x = tl.load(X + b * sb + (p * C)[:, None] + c[None, :], mask=mask, other=0.0).to(tl.float32)
+    y = _gn_affine((x - mean[None, :]) * a[None, :], HAS_BIAS, shift, SILU, FAST)
+    tl.store(Y + b * osb + (p * C)[:, None] + c[None, :], triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _gn_tile_coords(t, n_cblk, n_pblk, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, CB_INNER: tl.constexpr):
     """Sample, channels and positions of apply tile ``t``; ``CB_INNER``: consecutive tiles walk the
     channel blocks of one position block (channels_last), else the position blocks of one channel
@@ -460,12 +556,28 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
             device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
         )
         stats_args = (g.C, g.P, G, n_cblk, n_span, iters, g.sb, g.sc, g.sp)
-        apply = PreparedLaunch(
-            _gn_apply_kernel, (g.B * n_cblk * n_pblk,),
-            {"CG": Cg, "GPB": cfg.gpb, "BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, **affine},
-            device=x.device, n_ptrs=5, options=cfg.launch_options(plat),
-        )
-        apply_args = (g.C, g.P, G, n_cblk, n_pblk, g.sb, g.sc, g.sp, g.out_sb, g.out_sc, g.out_sp)
+        if cfg.apply_flat and g.sp == 1 and not g.channels_last:
+            a_pblk = -(-g.P // cfg.apply_flat)
+            apply = PreparedLaunch(
+                _gn_apply_flat_kernel, (g.B * g.C * a_pblk,), {"CG": Cg, "BLOCK": cfg.apply_flat, **affine},
+                device=x.device, n_ptrs=5, options=cfg.apply_launch_options(plat),
+            )
+            apply_args = (g.C, g.P, G, a_pblk, g.sb, g.sc, g.out_sb, g.out_sc)
+        elif cfg.apply_rows and g.dense_rows:
+            a_pblk = -(-g.P // cfg.apply_rows)
+            apply = PreparedLaunch(
+                _gn_apply_rows_kernel, (g.B * a_pblk,),
+                {"C": g.C, "CG": Cg, "BLOCK_C": next_pow2(g.C), "ROWS": cfg.apply_rows, **affine},
+                device=x.device, n_ptrs=5, options=cfg.apply_launch_options(plat),
+            )
+            apply_args = (g.P, G, a_pblk, g.sb, g.out_sb)
+        else:
+            apply = PreparedLaunch(
+                _gn_apply_kernel, (g.B * n_cblk * n_pblk,),
+                {"CG": Cg, "GPB": cfg.gpb, "BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, **affine},
+                device=x.device, n_ptrs=5, options=cfg.launch_options(plat),
+            )
+            apply_args = (g.C, g.P, G, n_cblk, n_pblk, g.sb, g.sc, g.sp, g.out_sb, g.out_sc, g.out_sp)
         n_ent = n_span
     finalize = PreparedLaunch(
         _gn_finalize_kernel, (g.B * G,),
@@ -539,6 +651,20 @@ def _apply_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str
     # SiLU's fast-math level of a launch of this dtype (triton_math.fast_level)
     fast = 0 if dt == "fp32" else (2 if platform == "cuda" else 1)
     affine = {"HAS_W": True, "HAS_BIAS": True, "SILU": True, "FAST": fast}
+    if cfg.apply_flat:
+        kernel = _gn_apply_flat_kernel
+        sig.update({n: "i32" for n in ("C", "P", "G", "n_pblk", "sb", "sc", "osb", "osc")})
+        const = {"CG": C // G, "BLOCK": cfg.apply_flat, **affine}
+    elif cfg.apply_rows:
+        kernel = _gn_apply_rows_kernel
+        sig.update({n: "i32" for n in ("P", "G", "n_pblk", "sb", "osb")})
+        const = {"C": C, "CG": C // G, "BLOCK_C": next_pow2(C), "ROWS": cfg.apply_rows, **affine}
+    if cfg.apply_flat or cfg.apply_rows:
+        sig.update({n: "constexpr" for n in const})
+        warps = cfg.apply_launch_options("cuda")["num_warps"]
+        return AotVariant(name=f"group_norm_silu.apply[{tag},w={warps}]", kernel=kernel, signature=sig,
+                          constexprs=const, num_warps=warps, options={"enable_fp_fusion": True},
+                          divisible_by_16=tuple(n for n in _DIVISIBLE if n in kernel.arg_names))
     if cfg.stream:
         kernel = _gn_apply_stream_kernel
         ints = ("C", "P", "G", "n_cblk", "n_pblk", "n_tiles", "iters")
@@ -573,6 +699,10 @@ def aot_variants(platform: str = "cuda"):
                     tag = f"{rule},{dt},C={C},G={G},{'channels_last' if cl else 'contiguous'},tile={tile}"
                     out.append(_stats_variant(dt, cfg, C, G, cl, tag))
                     out.append(_apply_variant(dt, cfg, C, G, cl, tag, platform))
+                v2 = _v2_config(C, G, esize, cl, platform)  # v1's statistics, the flat / rows apply
+                kind = f"rows {v2.apply_rows}" if cl else f"flat {v2.apply_flat}"
+                tag = f"v2,{dt},C={C},G={G},{'channels_last' if cl else 'contiguous'},apply={kind}"
+                out.append(_apply_variant(dt, v2, C, G, cl, tag, platform))
         for Cg in (3, 6, 12, 2):
             sig = {"PART": "*fp32", "STATS": "*fp32", "P": "i32", "n_span": "i32", "span_len": "i32", "eps": "fp32",
                    "CG": "constexpr", "BLOCK_S": "constexpr", "PER_CHANNEL": "constexpr"}
