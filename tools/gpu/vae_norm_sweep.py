@@ -103,7 +103,7 @@ def channel_rms_norm_rows(device: torch.device) -> list[dict]:
         stream = cfg_cls.from_heuristic(C, 2, cl, "cuda", rule="stream")
         # the default with SiLU's fast forms (triton_math.silu); contiguous x: v1 tiles with longer
         # per-channel runs; channels_last: the rows kernel at other positions per program x warps
-        configs = [default, v1, stream, dataclasses.replace(default, fast=True)]
+        configs = [default, v1, stream, dataclasses.replace(default, fast=not default.fast)]
         if cl:
             for r in (8, 16, 32, 64):
                 for w in (1, 2, 4):
@@ -149,7 +149,9 @@ def group_norm_silu_rows(device: torch.device) -> list[dict]:
         stream = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="stream")
         v1 = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="v1")
         # the default with SiLU's fast forms; its apply pass at half / twice the block and other warps
-        configs = [default, v1, stream, dataclasses.replace(default, fast=True)]
+        configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
+        # v1's statistics pass with 2x / 4x the positions per tile (more loads in flight per step)
+        configs += [dataclasses.replace(default, block_p=default.block_p * k, num_warps=8) for k in (2, 4)]
         field = "apply_rows" if cl else "apply_flat"
         n = getattr(default, field)
         for size, warps in ((n // 2, default.apply_warps // 2), (n, default.apply_warps * 2),

@@ -307,18 +307,21 @@ def _rows_config(C: int, elem_bytes: int, channels_last: bool, platform: str) ->
     positions per program, 4 KB of x (with the padded channels), four 16-byte accesses per thread.
     Contiguous x (channels strided by P) has no such rows and keeps the v1 rule.
 
-    Measured on one H200 (bf16, C = 96 channels_last_3d, docs/benchmarks/vae_norm_sweep_rows_h200.json):
-    16 positions x 2 warps 87.1% of copy, 32 x 4 85.0%, 32 x 8 81.4%; the stream rule 75.5%, v1
-    74.4%. The stream / v1 kernels reduce along the tile's first axis and move the whole tile
-    through shared memory (sm_90 SASS: STSM / LDS.128 and a barrier); the rows tile reduces along
-    its contiguous axis, as ``qk_norm`` does (97% of copy at head size 128)."""
+    Measured on one H200 (bf16, channels_last_3d, docs/benchmarks/vae_norm_sweep_rows*_h200.json):
+    at C = 96, 16 positions x 2 warps 86.9-87.1% of copy, 32 x 4 84.8-85.0%, 8 x 1 83.6%, other
+    tiles 40-84%; the stream rule 75.5%, v1 74.4%. The stream / v1 kernels reduce along the
+    tile's first axis and move the whole tile through shared memory (sm_90 SASS: STSM / LDS.128
+    and a barrier); the rows tile reduces along its contiguous axis, as ``qk_norm`` does (97% of
+    copy at head size 128)."""
     if not channels_last:
         return _channel_config_v1(C, elem_bytes, channels_last, platform)
     warp = 64 if platform == "hip" else 32
     block_c = next_pow2(max(C, 1))
     rows = max(1, min(256, _ROWS_TILE_BYTES // (block_c * elem_bytes)))
     warps = max(1, min(8, rows * block_c * elem_bytes // (16 * warp * _ROWS_ACCESSES)))
-    return ChannelConfig(block_c=block_c, block_p=rows, chunks=1, num_warps=warps, rows=rows)
+    # SiLU's fast forms for 16-bit outputs (fast=None): 93.0 / 92.8 / 92.6% of copy at C = 96 / 192 /
+    # 384 against 86.9 / 85.9 / 84.5% with the precise division (vae_norm_sweep_rows_v2_h200.json)
+    return ChannelConfig(block_c=block_c, block_p=rows, chunks=1, num_warps=warps, rows=rows, fast=None)
 
 
 @triton.jit(do_not_specialize=["n_rows", "eps"])
