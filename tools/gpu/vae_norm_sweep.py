@@ -108,9 +108,12 @@ def channel_rms_norm_rows(device: torch.device) -> list[dict]:
             for r in (8, 16, 32, 64):
                 for w in (1, 2, 4):
                     configs.append(dataclasses.replace(default, block_p=r, rows=r, num_warps=w))
-        else:
-            for bc, bp, w in ((32, 256, 8), (16, 512, 8), (32, 128, 4), (64, 128, 8)):
-                configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w))
+        else:  # v1 with its chunk loops unrolled; one whole-C register tile; other chunkings
+            full = 1 << (C - 1).bit_length()
+            configs += [dataclasses.replace(v1, unroll=True), dataclasses.replace(v1, unroll=True, fast=True)]
+            tiles = ((32, 128, 8), (64, 64, 8), (128, 32, 8), (full, 4096 // full, 8), (full, 2048 // full, 4))
+            for bc, bp, w in tiles:
+                configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, unroll=True))
         configs = list(dict.fromkeys(configs))
         ref = reference(x, gamma, bias, silu=True)
 

@@ -9,8 +9,9 @@ sqrt, statistics over the wrong channels) cannot hide in the contract tolerance.
 Under the interpreter the statistics split and the apply pass aim at 4 programs and finalize steps
 of 2 partials (``group_norm_silu_triton``), so these small shapes run several tiles per program and
 Chan's update between finalize steps. The generic tests run the default rule (v2: v1's statistics
-tiles of whole groups, then the flat apply kernel on contiguous x / the rows apply kernel on
-channels_last x); ``test_launch_configs`` runs the v1 rule, the v2 rule with several apply
+tiles of whole groups on contiguous x, the rows statistics kernel on channels_last x, then
+the flat apply kernel on contiguous x / the rows apply kernel on channels_last x);
+``test_launch_configs`` runs the v1 rule, the v2 rule with several apply
 blocks, the stream rule (per-channel partials over channel blocks that divide C) and stream
 variants explicitly. Shape grid (block sizes below are the stream rule's):
   C=6, G=3     2 channels per group (the smallest non-trivial group); blocks of 2 channels
@@ -195,6 +196,9 @@ def test_launch_configs(device, C, G, channels_last):
     assert (v2.apply_rows if channels_last else v2.apply_flat) > 0
     field = "apply_rows" if channels_last else "apply_flat"
     configs += [v2, *(dataclasses.replace(v2, **{field: n}, apply_warps=1) for n in (1, 4, 8))]
+    if channels_last:  # the rows statistics kernel: 1 / 2 / 8 positions per step (several spans)
+        assert v2.stats_rows > 0
+        configs += [dataclasses.replace(v2, stats_rows=n) for n in (1, 2, 8)]
     for cfg in configs:
         out = launch(x, G, w, b, geom=geom, config=cfg)
         assert out.stride() == ref.stride(), cfg

@@ -47,6 +47,7 @@ class ChannelConfig:
     programs: int = 0  # stream: the grid to aim for
     fast: bool | None = False  # SiLU's fast-math forms (None: by the output dtype, triton_math.fast_level)
     rows: int = 0  # > 0: the rows kernel (channels_last with dense rows), this many positions per program
+    unroll: bool = False  # v1 with chunks > 1: the chunk loops unrolled (every chunk's loads in flight at once)
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -173,7 +174,7 @@ def _channel_rms_kernel(
     X, G, BIAS, Y,
     C, P, n_pblk, sb, sc, sp, osb, osc, osp, scale, eps,
     BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, CHUNKS: tl.constexpr,
-    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0, UNROLL: tl.constexpr = False,
 ):
     pid = tl.program_id(0).to(tl.int64)
     b = pid // n_pblk
@@ -195,22 +196,43 @@ def _channel_rms_kernel(
         tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
     else:
         acc = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
-        for k in tl.range(0, CHUNKS):
-            c = k * BLOCK_C + tl.arange(0, BLOCK_C)
-            mask = (c < C)[:, None] & pmask[None, :]
-            x = tl.load(x_base + c.to(tl.int64)[:, None] * sc + x_p, mask=mask, other=0.0,
-                        eviction_policy="evict_last").to(tl.float32)
-            acc += x * x
-        inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
-        for k in tl.range(0, CHUNKS):
-            c = k * BLOCK_C + tl.arange(0, BLOCK_C)
-            cmask = c < C
-            mask = cmask[:, None] & pmask[None, :]
-            c64 = c.to(tl.int64)
-            x = tl.load(x_base + c64[:, None] * sc + x_p, mask=mask, other=0.0,
-                        eviction_policy="evict_first").to(tl.float32)
-            y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
-            tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+        if UNROLL:  # every chunk's loads issued at once (no load-use wait per chunk)
+            for k in tl.static_range(CHUNKS):
+                acc += _chunk_sq(x_base, x_p, pmask, C, sc, k, BLOCK_C)
+            inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
+            for k in tl.static_range(CHUNKS):
+                _chunk_out(x_base, x_p, y_base, y_p, pmask, inv, G, BIAS, Y, C, sc, osc, k, BLOCK_C, HAS_BIAS, SILU,
+                           FAST)
+        else:
+            for k in tl.range(0, CHUNKS):
+                acc += _chunk_sq(x_base, x_p, pmask, C, sc, k, BLOCK_C)
+            inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
+            for k in tl.range(0, CHUNKS):
+                _chunk_out(x_base, x_p, y_base, y_p, pmask, inv, G, BIAS, Y, C, sc, osc, k, BLOCK_C, HAS_BIAS, SILU,
+                           FAST)
+
+
+@triton.jit
+def _chunk_sq(x_base, x_p, pmask, C, sc, k, BLOCK_C: tl.constexpr):
+    """Squares of channel chunk ``k`` (the statistics pass; the chunk stays in L1 / L2 for the output pass)."""
+    c = k * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (c < C)[:, None] & pmask[None, :]
+    x = tl.load(x_base + c.to(tl.int64)[:, None] * sc + x_p, mask=mask, other=0.0,
+                eviction_policy="evict_last").to(tl.float32)
+    return x * x
+
+
+@triton.jit
+def _chunk_out(x_base, x_p, y_base, y_p, pmask, inv, G, BIAS, Y, C, sc, osc, k, BLOCK_C: tl.constexpr,
+               HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
+    """Normalize and store channel chunk ``k`` (re-read)."""
+    c = k * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = c < C
+    mask = cmask[:, None] & pmask[None, :]
+    c64 = c.to(tl.int64)
+    x = tl.load(x_base + c64[:, None] * sc + x_p, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
+    tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -398,7 +420,7 @@ def prepare(geom, x, gamma, bias, silu=False, config: ChannelConfig | None = Non
     else:
         grid = (geom.B * n_pblk,)
         kernel = _channel_rms_kernel
-        consts = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
+        consts = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll}
         scalars = (geom.C, geom.P, n_pblk, geom.sb, geom.sc, geom.sp, geom.out_sb, geom.out_sc, geom.out_sp,
                    float(geom.C) ** 0.5)
 

@@ -62,6 +62,9 @@ class GroupConfig:
     # (positions per program, all channels)
     apply_flat: int = 0
     apply_rows: int = 0
+    # > 0: the statistics pass of the rows kernel on channels_last x with dense rows (positions per
+    # step, all channels; v1's partial layout, one per (sample, group, span))
+    stats_rows: int = 0
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -120,6 +123,8 @@ def _group_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform
 # positions x padded channels), four 16-byte accesses per thread
 _APPLY_BYTES = 8192
 _APPLY_ACCESSES = 4
+# v2 statistics on channels_last x: bytes of x per step of the rows kernel (positions x padded channels)
+_STATS_ROWS_BYTES = 16384
 
 
 @functools.cache
@@ -137,7 +142,8 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
     if channels_last:
         rows = max(1, _APPLY_BYTES // (next_pow2(C) * elem_bytes))
         warps = max(1, min(8, rows * next_pow2(C) * elem_bytes // per_warp))
-        return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None)
+        srows = max(1, _STATS_ROWS_BYTES // (next_pow2(C) * elem_bytes)) if next_pow2(C) <= 1024 else 0
+        return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows)
     block = _APPLY_BYTES // elem_bytes
     return dataclasses.replace(base, apply_flat=block, apply_warps=max(1, min(8, _APPLY_BYTES // per_warp)),
                                fast=None)
@@ -237,6 +243,62 @@ def _gn_stats_kernel(
     out = PART + ((b * G + g) * n_span + span) * 2
     tl.store(out, mean_g, mask=gmask)
     tl.store(out + 1, m2_g, mask=gmask)
+
+
+@triton.jit
+def _gn_rows_tile(X, b, sb, i, p0, p_end, c, cmask, C: tl.constexpr, ROWS: tl.constexpr):
+    """Raw ``[ROWS, BLOCK_C]`` tile ``i`` of a span of positions starting at ``p0`` (dense rows of C
+    channels); nothing is read at or past ``p_end``."""
+    p = p0 + i * ROWS + tl.arange(0, ROWS).to(tl.int64)
+    return tl.load(X + b * sb + (p * C)[:, None] + c[None, :], mask=(p < p_end)[:, None] & cmask[None, :],
+                   other=0.0, eviction_policy="evict_first")
+
+
+@triton.jit(do_not_specialize=["n_span", "iters"])
+def _gn_stats_rows_kernel(
+    X, PART,
+    P, n_span, iters, sb,
+    C: tl.constexpr, G: tl.constexpr, CG: tl.constexpr, BLOCK_C: tl.constexpr, G_P2: tl.constexpr,
+    ROWS: tl.constexpr,
+):
+    """channels_last x with dense rows: the program of (sample, span) reads ``iters`` tiles
+    ``[ROWS, BLOCK_C]`` (all channels of ``ROWS`` positions; the loads of tile i + 1 issued before
+    tile i is accumulated) with shifted sums per channel (K: the channel's value at the span's
+    first position), combines the channels of each group (equal counts) and writes v1's partials
+    ``PART[((b * G + g) * n_span + span) * 2 + {0, 1}] = (mean, M2)``. The tile's channel axis is
+    its contiguous one, so the accumulation needs no data movement between threads."""
+    pid = tl.program_id(0).to(tl.int64)
+    span = pid % n_span
+    b = pid // n_span
+    c = tl.arange(0, BLOCK_C)
+    cmask = c < C
+    span_len = iters * ROWS
+    p0 = span * span_len
+    p_end = tl.minimum(P, p0 + span_len)
+    k = tl.load(X + b * sb + p0 * C + c, mask=cmask, other=0.0).to(tl.float32)
+    s1 = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
+    s2 = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
+    x = _gn_rows_tile(X, b, sb, 0, p0, p_end, c, cmask, C, ROWS)
+    for i in tl.range(0, iters):
+        xn = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, c, cmask, C, ROWS)
+        p = p0 + i * ROWS + tl.arange(0, ROWS).to(tl.int64)
+        d = tl.where((p < p_end)[:, None] & cmask[None, :], x.to(tl.float32) - k[None, :], 0.0)
+        s1 += d
+        s2 += d * d
+        x = xn
+    n = (p_end - p0).to(tl.float32)  # positions of this span (>= 1)
+    S1 = tl.sum(s1, axis=0)
+    S2 = tl.sum(s2, axis=0)
+    mean_c = k + S1 / n
+    m2_c = tl.maximum(S2 - S1 * (S1 / n), 0.0)
+    j = tl.arange(0, G_P2)
+    onehot = ((c // CG)[:, None] == j[None, :]) & cmask[:, None]
+    mean_g = tl.sum(tl.where(onehot, mean_c[:, None], 0.0), axis=0) / CG
+    dev = tl.where(onehot, mean_c[:, None] - mean_g[None, :], 0.0)
+    m2_g = tl.sum(tl.where(onehot, m2_c[:, None], 0.0), axis=0) + n * tl.sum(dev * dev, axis=0)
+    out = PART + ((b * G + j) * n_span + span) * 2
+    tl.store(out, mean_g, mask=j < G)
+    tl.store(out + 1, m2_g, mask=j < G)
 
 
 @triton.jit
@@ -529,6 +591,7 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
     if cfg.stream:
         n_cblk = -(-g.C // cfg.block_c)
         iters, n_span = stats_split(geom, cfg, n_cblk)
+        stats_block = cfg.block_p
         n_part = g.B * g.C * n_span * 2
         stats = PreparedLaunch(
             _gn_stats_stream_kernel, (g.B * n_cblk * n_span,),
@@ -551,15 +614,27 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
     else:
         n_cblk = -(-G // cfg.gpb)
         n_pblk = -(-g.P // cfg.block_p)
-        iters, n_span = stats_split(geom, cfg, n_cblk)
+        if cfg.stats_rows and g.dense_rows and next_pow2(g.C) <= 1024:
+            stats_block = cfg.stats_rows
+            iters = max(1, -(-(g.B * -(-g.P // stats_block)) // cfg.stats_programs))
+            n_span = -(-g.P // (iters * stats_block))
+            stats = PreparedLaunch(
+                _gn_stats_rows_kernel, (g.B * n_span,),
+                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": next_pow2(g.C), "G_P2": next_pow2(G), "ROWS": stats_block},
+                device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
+            )
+            stats_args = (g.P, n_span, iters, g.sb)
+        else:
+            stats_block = cfg.block_p
+            iters, n_span = stats_split(geom, cfg, n_cblk)
+            stats = PreparedLaunch(
+                _gn_stats_kernel, (g.B * n_cblk * n_span,),
+                {"CG": Cg, "GPB": cfg.gpb, "GPB_P2": next_pow2(cfg.gpb), "BLOCK_C": cfg.block_c,
+                 "BLOCK_P": cfg.block_p},
+                device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
+            )
+            stats_args = (g.C, g.P, G, n_cblk, n_span, iters, g.sb, g.sc, g.sp)
         n_part = g.B * G * n_span * 2
-        stats = PreparedLaunch(
-            _gn_stats_kernel, (g.B * n_cblk * n_span,),
-            {"CG": Cg, "GPB": cfg.gpb, "GPB_P2": next_pow2(cfg.gpb), "BLOCK_C": cfg.block_c,
-             "BLOCK_P": cfg.block_p},
-            device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
-        )
-        stats_args = (g.C, g.P, G, n_cblk, n_span, iters, g.sb, g.sc, g.sp)
         if cfg.apply_flat and g.sp == 1 and not g.channels_last:
             a_pblk = -(-g.P // cfg.apply_flat)
             apply = PreparedLaunch(
@@ -589,7 +664,7 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
         device=x.device, n_ptrs=2, options={"num_warps": 8 if cfg.finalize_block > 1024 else 4, "num_stages": 1},
     )
     shape, strides, dtype, device = g.shape, g.out_strides, x.dtype, x.device
-    span_len = iters * cfg.block_p
+    span_len = iters * stats_block
 
     def run(x, weight, bias, num_groups, eps, silu):
         part = torch.empty(n_part, dtype=torch.float32, device=device)
@@ -707,6 +782,16 @@ def aot_variants(platform: str = "cuda"):
                 kind = f"rows {v2.apply_rows}" if cl else f"flat {v2.apply_flat}"
                 tag = f"v2,{dt},C={C},G={G},{'channels_last' if cl else 'contiguous'},apply={kind}"
                 out.append(_apply_variant(dt, v2, C, G, cl, tag, platform))
+                if v2.stats_rows:  # the rows statistics kernel (channels_last)
+                    sig = {"X": f"*{dt}", "PART": "*fp32", "P": "i32", "n_span": "i32", "iters": "i32", "sb": "i32"}
+                    const = {"C": C, "G": G, "CG": C // G, "BLOCK_C": next_pow2(C), "G_P2": next_pow2(G),
+                             "ROWS": v2.stats_rows}
+                    sig.update({n: "constexpr" for n in const})
+                    out.append(AotVariant(name=f"group_norm_silu.stats[v2,{dt},C={C},G={G},channels_last,"
+                                               f"rows={v2.stats_rows},w={v2.num_warps}]",
+                                          kernel=_gn_stats_rows_kernel, signature=sig, constexprs=const,
+                                          num_warps=v2.num_warps, options={"enable_fp_fusion": True},
+                                          divisible_by_16=("X", "PART", "P", "sb")))
         for Cg in (3, 6, 12, 2):
             sig = {"PART": "*fp32", "STATS": "*fp32", "P": "i32", "n_span": "i32", "span_len": "i32", "eps": "fp32",
                    "CG": "constexpr", "BLOCK_S": "constexpr", "PER_CHANNEL": "constexpr"}
