@@ -1,9 +1,12 @@
-"""Sweep the launch rule of ``causal_conv3d_cat_pad``'s contiguous flat kernel (GPU).
+"""Sweep ``causal_conv3d_cat_pad``'s contiguous kernels at the Wan-VAE bench shapes (GPU).
 
-The kernel (``conv_pad_triton._cat_pad_flat_kernel``, session 5) measured 76.4 / 76.8% of copy
-bandwidth at its first rule (16 KB per program, 128 B per thread) on the Wan-VAE cases; this
-varies both (``_FLAT_RULE``, module data) and checks every configuration ``torch.equal`` to the
-eager chain. Usage: ``python3 tools/gpu/cat_pad_sweep.py OUT.json``.
+Session 5's flat kernel (``conv_pad_triton._cat_pad_flat_kernel``: aligned 16-byte vectors
+rearranged with ``tl.gather``) measured 76-80% of copy bandwidth at its rule (``_FLAT_RULE``);
+session 6's word kernel (``_cat_pad_words_kernel``: 32-bit words, a funnel shift for an odd
+left pad) serves 16-bit x with even rows. This times the word kernel at its rule and at other
+tiles (``_WORDS_RULE``: words per program, words per thread) against the flat kernel at its
+rule, bf16, and checks every configuration ``torch.equal`` to the eager chain.
+Usage: ``python3 tools/gpu/cat_pad_sweep.py OUT.json``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import torch
 from sgl_diffusion_core import bench, describe, resolve_target
 
 _MOD = "sgl_diffusion_layout.conv_pad_triton"
-RULE = resolve_target(f"{_MOD}:_FLAT_RULE")
+RULE = resolve_target(f"{_MOD}:_WORDS_RULE")
 prep = resolve_target(f"{_MOD}:_prep")
 reference = resolve_target("sgl_diffusion_layout.conv_pad_api:causal_conv3d_cat_pad_reference")
 VAE = resolve_target("sgl_diffusion_layout.layout_bench:VAE")
@@ -25,11 +28,11 @@ VAE = resolve_target("sgl_diffusion_layout.layout_bench:VAE")
 def main(path: str) -> None:
     device = torch.device("cuda")
     default = dict(RULE)
-    configs = [{}] + [
-        {"tile_bytes": t, "thread_bytes": b}
-        for t in (4096, 8192, 16384, 32768)
-        for b in (32, 64, 128)
-        if (t, b) != (default["tile_bytes"], default["thread_bytes"]) and t // b <= 32 * 32
+    configs = [{}, {"kernel": "flat"}] + [
+        {"tile_words": t, "thread_words": w}
+        for t in (1024, 2048, 4096, 8192)
+        for w in (4, 8, 16, 32)
+        if (t, w) != (default["tile_words"], default["thread_words"]) and t // w <= 32 * 16
     ]
     rows = []
     for name, (B, C, T, H, W) in VAE.items():
@@ -42,9 +45,11 @@ def main(path: str) -> None:
         nbytes = bench.tensor_bytes(x, cache, ref)
 
         def run_for(cfg, x=x, cache=cache, geom=geom, pad=pad):
+            cfg = dict(cfg)
+            words = cfg.pop("kernel", "words") == "words"
             RULE.clear()
             RULE.update({**default, **cfg})
-            run = prep(geom, x, cache)
+            run = prep(geom, x, cache, words=words)
             return lambda: run(x, cache, pad)
 
         def check(out, ref=ref):

@@ -10,7 +10,8 @@ fp32 reference chain (the ``torch`` backend) with the triton spec's declared tol
 mismatch is recorded in the row's ``note``, listed at the end, and makes the exit status 1.
 Configurations left when the time budget (290 s) runs out are skipped and listed.
 
-Usage: ``python3 tools/gpu/vae_norm_sweep.py OUT.json`` (PYTHONPATH holding packages/*/src).
+Usage: ``python3 tools/gpu/vae_norm_sweep.py OUT.json [CASES]`` (PYTHONPATH holding packages/*/src;
+CASES: a comma-separated subset such as ``channel_rms_norm/c96,group_norm_silu/c96-cl``).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _budgeted(case: str, configs: list, run_for):
     return run
 
 
-def channel_rms_norm_rows(device: torch.device) -> list[dict]:
+def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) -> list[dict]:
     cfg_cls = resolve_target(f"{_CH}:ChannelConfig")
     launch = resolve_target(f"{_CH}:channel_rms_norm")
     shapes = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:SHAPES")
@@ -93,6 +94,8 @@ def channel_rms_norm_rows(device: torch.device) -> list[dict]:
     reference = resolve_target("sgl_diffusion_norm:channel_rms_norm_reference")
     rows = []
     for name in ("c96", "c96-cl", "c384", "c384-cl", "c192-cl"):
+        if only is not None and f"channel_rms_norm/{name}" not in only:
+            continue
         shape, cl = shapes[name]
         print(f"[{_elapsed():5.1f}s] channel_rms_norm {name} {list(shape)}", flush=True)
         x, gamma, bias = make_inputs(shape, cl, torch.bfloat16, device)
@@ -134,7 +137,7 @@ def channel_rms_norm_rows(device: torch.device) -> list[dict]:
     return rows
 
 
-def group_norm_silu_rows(device: torch.device) -> list[dict]:
+def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> list[dict]:
     cfg_cls = resolve_target(f"{_GN}:GroupConfig")
     launch = resolve_target(f"{_GN}:group_norm_silu")
     shapes = resolve_target("sgl_diffusion_norm.group_norm_silu_bench:SHAPES")
@@ -143,6 +146,8 @@ def group_norm_silu_rows(device: torch.device) -> list[dict]:
     reference = resolve_target("sgl_diffusion_norm:group_norm_silu_reference")
     rows = []
     for name in ("c192-cl", "c192", "c96-cl", "c384-cl", "c384"):
+        if only is not None and f"group_norm_silu/{name}" not in only:
+            continue
         shape, cl, G = shapes[name]
         print(f"[{_elapsed():5.1f}s] group_norm_silu {name} {list(shape)} G={G}", flush=True)
         x, w, b = make_inputs(shape, cl, torch.bfloat16, device)
@@ -153,8 +158,10 @@ def group_norm_silu_rows(device: torch.device) -> list[dict]:
         v1 = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="v1")
         # the default with SiLU's fast forms; its apply pass at half / twice the block and other warps
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
-        # v1's statistics pass with 2x / 4x the positions per tile (more loads in flight per step)
-        configs += [dataclasses.replace(default, block_p=default.block_p * k, num_warps=8) for k in (2, 4)]
+        if default.stats_rows:  # the rows statistics kernel at half / twice the positions per step
+            configs += [dataclasses.replace(default, stats_rows=max(1, default.stats_rows // 2)),
+                        dataclasses.replace(default, stats_rows=default.stats_rows * 2),
+                        dataclasses.replace(default, stats_rows=default.stats_rows // 2, num_warps=4)]
         field = "apply_rows" if cl else "apply_flat"
         n = getattr(default, field)
         for size, warps in ((n // 2, default.apply_warps // 2), (n, default.apply_warps * 2),
@@ -181,7 +188,7 @@ def group_norm_silu_rows(device: torch.device) -> list[dict]:
     return rows
 
 
-def main(path: str, device: torch.device | None = None) -> int:
+def main(path: str, device: torch.device | None = None, only: set[str] | None = None) -> int:
     """``device``: CUDA unless given (a CPU run under ``TRITON_INTERPRET=1`` with the bench
     modules' SHAPES shrunk only exercises this script's logic; its times mean nothing)."""
     if device is None:
@@ -189,7 +196,7 @@ def main(path: str, device: torch.device | None = None) -> int:
             print("vae_norm_sweep: no CUDA device; nothing measured", file=sys.stderr)
             return 2
         device = torch.device("cuda")
-    rows = channel_rms_norm_rows(device) + group_norm_silu_rows(device)
+    rows = channel_rms_norm_rows(device, only) + group_norm_silu_rows(device, only)
     with open(path, "w") as f:
         json.dump(
             {
@@ -212,4 +219,5 @@ def main(path: str, device: torch.device | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "vae_norm_sweep.json"))
+    cases = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else None  # e.g. group_norm_silu/c96-cl
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "vae_norm_sweep.json", only=cases))

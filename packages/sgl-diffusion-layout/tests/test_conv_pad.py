@@ -193,8 +193,9 @@ def test_contiguous_flat_small_tiles(backend, device, monkeypatch, pads, tc, dty
 
 
 def test_contiguous_launch_choice(backend, device):
-    """Which kernel serves which layout: contiguous x and a cache with packed planes (contiguous,
-    or a T slice) the flat kernel, a W-strided cache view the tile kernel, channels_last_3d the
+    """Which kernel serves which layout: 16-bit contiguous x with even rows the word kernel;
+    contiguous x (odd W) and a cache with packed planes (contiguous, or a T slice) the flat
+    kernel, a W-strided cache view the tile kernel, channels_last_3d the
     flat row kernel."""
     if backend != "triton":
         pytest.skip("launch choices of the Triton backend")
@@ -203,10 +204,66 @@ def test_contiguous_launch_choice(backend, device):
     view = rnd(2, 4, 2, 8, 15, device=device)[..., 1:-1]
     last = rnd(2, 4, 5, 8, 13, device=device)[:, :, 3:]  # a previous chunk's last frames: packed planes
     cl = x.contiguous(memory_format=CL), cache.contiguous(memory_format=CL)
-    for args, name in (((x, cache), "_cat_pad_flat_kernel"), ((x, None), "_cat_pad_flat_kernel"),
+    even = _flat_inputs(12, 2, torch.bfloat16, device)
+    for args, name in ((even, "_cat_pad_words_kernel"),
+                       ((x, cache), "_cat_pad_flat_kernel"), ((x, None), "_cat_pad_flat_kernel"),
                        ((x, last), "_cat_pad_flat_kernel"), ((x, view), "_cat_pad_kernel"),
                        (cl, "_cat_pad_rows_kernel")):
         geom = describe(OP, *args, (1, 1, 1, 1, 0, 0)).info["geom"]
         runner = fn.prepare(geom, *args)
         assert runner.launch.kernel is resolve_target(f"{_BACKEND}:{name}"), name
         testing.assert_exact(runner(*args, (1, 1, 1, 1, 0, 0)), ref(*args, (1, 1, 1, 1, 0, 0)))
+
+
+# W pads with even sums (word kernel: odd and even left pads, crops) and one odd sum (flat kernel)
+WORD_PADS = {
+    "wan": (1, 1, 1, 1, 2, 0),
+    "all3": (3, 3, 3, 3, 1, 1),
+    "right2": (0, 2, 3, 0, 1, 0),
+    "crop-odd": (-1, 3, -2, 1, 0, 0),
+    "crop-even": (-2, 0, 1, -1, -1, 0),
+    "left3": (3, 0, 2, 1, 0, 1),
+}
+
+
+@pytest.mark.parametrize("pads", list(WORD_PADS))
+@pytest.mark.parametrize("tc", [None, 1, 2])
+@pytest.mark.parametrize("W", [12])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_contiguous_word_path(backend, device, pads, tc, W, dtype):
+    """16-bit contiguous x with even W and even output rows: the word kernel on triton (32-bit
+    words; an odd left pad makes every output word a funnel shift of two source words), for odd
+    and even left pads, crops, time padding and 0, 1 or 2 cache frames; an odd output row (pads
+    row (an odd sum of the W pads) leaves it to the flat kernel."""
+    torch.manual_seed(W + (tc or 0))
+    padding = WORD_PADS[pads]
+    x, cache = _flat_inputs(W, tc, dtype, device)
+    out = lay.causal_conv3d_cat_pad(x, cache, padding, backend=backend)
+    assert torch.equal(out, ref(x, cache, padding)) and out.is_contiguous()
+    if backend == "triton":
+        geom = describe(OP, x, cache, padding).info["geom"]
+        runner = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad").prepare(geom, x, cache)
+        even_row = (W + padding[0] + padding[1]) % 2 == 0
+        name = "_cat_pad_words_kernel" if even_row else "_cat_pad_flat_kernel"
+        assert runner.launch.kernel is resolve_target(f"{_BACKEND}:{name}")
+
+
+def test_word_path_unaligned_falls_back(backend, device):
+    """The word kernel reads and writes 4-byte words: x or a cache starting at an odd element
+    (2-byte aligned) is served by the element kernel of the same plan, and the result is still
+    exact."""
+    if backend != "triton":
+        pytest.skip("launch choices of the Triton backend")
+    fn = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad")
+    padding = FLAT_PADS["wan"]
+    x, cache = _flat_inputs(12, 2, torch.bfloat16, device)
+    geom = describe(OP, x, cache, padding).info["geom"]
+    runner = fn.prepare(geom, x, cache)
+    assert runner.launch.kernel is resolve_target(f"{_BACKEND}:_cat_pad_words_kernel")
+    assert runner.fallback.kernel is resolve_target(f"{_BACKEND}:_cat_pad_flat_kernel")
+    odd = torch.empty(cache.numel() + 1, dtype=cache.dtype, device=device)[1:].view(cache.shape)
+    odd.copy_(cache)
+    assert odd.data_ptr() % 4 == 2 and odd.stride() == cache.stride()
+    for c in (cache, odd):
+        testing.assert_exact(runner(x, c, padding), ref(x, c, padding))
+        testing.assert_exact(lay.causal_conv3d_cat_pad(x, c, padding, backend=backend), ref(x, c, padding))

@@ -212,6 +212,55 @@ def _cat_pad_flat_kernel(
     tl.store(out + i, v, mask=i < n_live)
 
 
+@triton.jit(do_not_specialize=["TO", "HO", "TC", "TX", "HI", "LO_T", "LO_H", "zero"])
+def _cat_pad_words_kernel(
+    X, CACHE, OUT,
+    TO, HO, TC, TX, HI, LO_T, LO_H,
+    xc_w, xt_w, cc_w, ct_w, zero,
+    WI: tl.constexpr, WOW: tl.constexpr, LO_W: tl.constexpr, ROWS: tl.constexpr, BLOCK_W: tl.constexpr,
+):
+    """16-bit contiguous x with even ``W`` and even output rows, read and written as 32-bit words
+    (two elements each): program ``(h block, t_o, b*C + c)`` writes ``ROWS`` output rows of
+    ``WOW`` words. With ``LO_W`` odd every output word straddles two source words: its low half is
+    the high half of source word ``j - (LO_W + 1) / 2``, its high half the low half of the next
+    one (a funnel shift of two loads, ``LO_W`` even: one load); the second load of a word reads
+    what the neighbouring lane's first load read (an L1 hit). Every access is a 4-byte one: the
+    output rows (``WOW`` odd at Wan's 418 elements) allow no wider stores, and ``zero`` (a runtime
+    0 added to every base offset) hides the source rows' 16-byte alignment from the compiler, so
+    loads and stores share one register layout (with a vectorized load, sm_90 SASS moved the
+    whole tile through shared memory between them). Padding rows and frames read nothing.
+    Strides in words."""
+    hb = tl.program_id(0)
+    t_o = tl.program_id(1)
+    bc = tl.program_id(2).to(tl.int64)
+    x32 = X.to(tl.pointer_type(tl.uint32), bitcast=True)
+    c32 = CACHE.to(tl.pointer_type(tl.uint32), bitcast=True)
+    o32 = OUT.to(tl.pointer_type(tl.uint32), bitcast=True)
+    ts = t_o - LO_T
+    has = (ts >= 0) & (ts < TC + TX)
+    src = x32 + bc * xc_w + (ts - TC).to(tl.int64) * xt_w + zero
+    if ts < TC:
+        src = c32 + bc * cc_w + ts.to(tl.int64) * ct_w + zero
+    h_o = hb * ROWS + tl.arange(0, ROWS)
+    hs = h_o - LO_H
+    row_ok = ((hs >= 0) & (hs < tl.where(has, HI, 0)))[:, None]
+    j = tl.arange(0, BLOCK_W)[None, :]
+    row = src + (tl.where(row_ok, hs[:, None], 0) * (WI // 2)).to(tl.int64)
+    if LO_W % 2 == 1:
+        e0 = 2 * j - LO_W  # source element of the word's low half
+        ok_a = row_ok & (e0 >= 0) & (e0 < WI) & (j < WOW)
+        ok_b = row_ok & (e0 + 1 >= 0) & (e0 + 1 < WI) & (j < WOW)
+        b = tl.load(row + (j - (LO_W + 1) // 2 + 1), mask=ok_b, other=0, eviction_policy="evict_first")
+        a = tl.load(row + (j - (LO_W + 1) // 2), mask=ok_a, other=0, eviction_policy="evict_first")
+        word = (a >> 16) | (b << 16)
+    else:
+        w = j - LO_W // 2
+        word = tl.load(row + w, mask=row_ok & (w >= 0) & (w < WI // 2) & (j < WOW), other=0,
+                       eviction_policy="evict_first")
+    out = o32 + ((bc * TO + t_o) * HO + h_o.to(tl.int64))[:, None] * WOW + j
+    tl.store(out, word, mask=(h_o < HO)[:, None] & (j < WOW))
+
+
 @triton.jit(do_not_specialize=["R1", "R2", "A", "TC", "TX", "HI", "WI", "NTA"])
 def _cat_pad_kernel(
     X, CACHE, OUT,
@@ -378,15 +427,48 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
     return (nj, R2, B * R1), {"BLOCK": block, "S": S, "VEC": vec}, warps, args
 
 
-def _prep(geom, x, cache_x):
+# the 16-bit word kernel: output words per program, 4-byte accesses per thread
+_WORDS_RULE = {"tile_words": 2048, "thread_words": 16}
+
+
+def _words_launch(cl, shape, scalars, elem_bytes, plat):
+    """The 16-bit word kernel's launch and its scalars, or None where it does not apply: x (and
+    the cache) contiguous-format planes, 16-bit elements, even input and output rows, even frame
+    strides (4-byte aligned rows given a 4-byte aligned base: checked per call)."""
+    R1, R2, A, N, TC, TX, HI, WI, CI, LO_T, LO_H, LO_W = scalars[:12]
+    if cl or elem_bytes != 2 or WI % 2 or N % 2 or WI < 2 or N < 2:
+        return None
+    B = shape[0]
+    xs = _frame_strides(B, CI, TX, HI, WI, scalars[12:17])
+    cs = _frame_strides(B, CI, TC, HI, WI, scalars[17:22]) if TC else xs
+    if xs is None or cs is None or any(v % 2 for v in (*xs, *cs)) or max(R2, B * R1) >= 2**16:
+        return None
+    wow = N // 2
+    block_w = next_pow2(wow)
+    rows = max(1, _WORDS_RULE["tile_words"] // block_w)
+    warp = 64 if plat == "hip" else 32
+    warps = max(1, min(8, rows * block_w // (_WORDS_RULE["thread_words"] * warp)))
+    args = (R2, A, TC, TX, HI, LO_T, LO_H, xs[0] // 2, xs[1] // 2, cs[0] // 2, cs[1] // 2, 0)
+    const = {"WI": WI, "WOW": wow, "LO_W": LO_W, "ROWS": rows, "BLOCK_W": block_w}
+    return (triton.cdiv(A, rows), R2, B * R1), const, warps, args
+
+
+def _prep(geom, x, cache_x, words: bool = True):
+    """The runner of one call signature. ``words=False`` leaves the 16-bit word kernel out (the
+    GPU sweep compares it with the flat kernel)."""
     cl, shape, scalars, (R1, R2, A, N) = geom
     plat = tensor_platform(x.device)
     rows = shape[0] * R1 * R2
-    launch = None
-    args = scalars
+    launch = word_launch = None
+    args = word_args = scalars
     if rows and A and N:
         fast = _row_launch(cl, shape, scalars, x.element_size(), plat)
         flat = None if fast is not None else _flat_launch(cl, shape, scalars, x.element_size(), plat)
+        wl = None if fast is not None or not words else _words_launch(cl, shape, scalars, x.element_size(), plat)
+        if wl is not None:
+            grid, const, warps, word_args = wl
+            word_launch = PreparedLaunch(_cat_pad_words_kernel, grid, const, device=x.device, n_ptrs=3,
+                                         options={"num_warps": warps, "num_stages": 1}, fp_fusion=False)
         if fast is not None:
             grid, const, warps, args = fast
             launch = PreparedLaunch(_cat_pad_rows_kernel, grid, const, device=x.device, n_ptrs=3,
@@ -409,11 +491,19 @@ def _prep(geom, x, cache_x):
 
     def run(x, cache_x, padding):
         out = torch.empty(shape, dtype=dtype, device=device, memory_format=fmt)
-        if launch is not None:
-            launch(x, cache_x if has_cache else x, out, *args)
+        c = cache_x if has_cache else x
+        # the word kernel reads and writes 32-bit words: 4-byte aligned tensors only (an address
+        # property, checked per call); anything else takes the element kernel
+        if word_launch is not None and not ((x.data_ptr() | c.data_ptr() | out.data_ptr()) & 3):
+            word_launch(x, c, out, *word_args)
+        elif launch is not None:
+            launch(x, c, out, *args)
         return out
 
-    run.launch = launch  # the chosen launch (None: nothing to write); tests read its kernel
+    # the preferred launch (None: nothing to write; tests read its kernel) and the element kernel
+    # that serves unaligned tensors
+    run.launch = word_launch or launch
+    run.fallback = launch
     return run
 
 
@@ -481,4 +571,20 @@ def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
                 kernel=_cat_pad_flat_kernel, signature=sig, constexprs=const,
                 num_warps=warps, options={"enable_fp_fusion": False}, divisible_by_16=("X", "CACHE", "OUT"),
             ))
+        if dt.itemsize == 2:  # the 16-bit word kernel: Wan's 3x3x3 pads and a crop-and-pad case
+            for C, H, W, lo_w in ((96, 240, 416, 1), (384, 120, 208, 1), (96, 240, 416, 2)):
+                T, HW = 21, H * W
+                geom_scalars = (C, 2 + T, H + 2, W + 2, 2, T, H, W, C, 0, 1, lo_w,
+                                C * T * HW, T * HW, HW, W, 1, C * 2 * HW, 2 * HW, HW, W, 1)
+                _, const, warps, _ = _words_launch(False, (1, C, 2 + T, H + 2, W + 2), geom_scalars, 2, platform)
+                sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
+                for n in _cat_pad_words_kernel.arg_names:
+                    sig.setdefault(n, "constexpr" if n in const else "i32")
+                out.append(AotVariant(
+                    name=f"causal_conv3d_cat_pad_words[{nm},contig,C={C},W={W},lo_w={lo_w},rows={const['ROWS']},"
+                         f"block_w={const['BLOCK_W']},w={warps}]",
+                    kernel=_cat_pad_words_kernel, signature={n: sig[n] for n in _cat_pad_words_kernel.arg_names},
+                    constexprs=const, num_warps=warps, options={"enable_fp_fusion": False},
+                    divisible_by_16=("X", "CACHE", "OUT", "xc_w", "xt_w", "cc_w", "ct_w"),
+                ))
     return out
