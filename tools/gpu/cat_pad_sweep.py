@@ -30,9 +30,9 @@ def main(path: str) -> None:
     default = dict(RULE)
     configs = [{}, {"kernel": "flat"}] + [
         {"tile_words": t, "thread_words": w}
-        for t in (1024, 2048, 4096, 8192)
-        for w in (4, 8, 16, 32)
-        if (t, w) != (default["tile_words"], default["thread_words"]) and t // w <= 32 * 16
+        for t in (512, 1024, 2048, 4096)
+        for w in (8, 16, 32, 64)
+        if (t, w) != (default["tile_words"], default["thread_words"]) and t // w <= 32 * 16 and t >= 32 * w
     ]
     rows = []
     for name, (B, C, T, H, W) in VAE.items():

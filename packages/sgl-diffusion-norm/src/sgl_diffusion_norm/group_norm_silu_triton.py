@@ -123,8 +123,12 @@ def _group_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform
 # positions x padded channels), four 16-byte accesses per thread
 _APPLY_BYTES = 8192
 _APPLY_ACCESSES = 4
-# v2 statistics on channels_last x: bytes of x per step of the rows kernel (positions x padded channels)
-_STATS_ROWS_BYTES = 16384
+# v2 statistics on channels_last x: bytes of x per step of the rows kernel (positions x padded
+# channels) and warps. H200 sweep (bf16, docs/benchmarks/vae_norm_sweep_s6_contig_cl_h200.json, %
+# of the two-pass bound at C = 192 / 96 / 384): 8 KB x 4 warps 81.8 / 77.0 / 68.2%, 16 KB x 8
+# warps 76.4 / 72.8 / 66.4%, v1's statistics 71.3 / 71.5 / 59.5%
+_STATS_ROWS_BYTES = 8192
+_STATS_ROWS_WARPS = 4
 
 
 @functools.cache
@@ -143,7 +147,8 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
         rows = max(1, _APPLY_BYTES // (next_pow2(C) * elem_bytes))
         warps = max(1, min(8, rows * next_pow2(C) * elem_bytes // per_warp))
         srows = max(1, _STATS_ROWS_BYTES // (next_pow2(C) * elem_bytes)) if next_pow2(C) <= 1024 else 0
-        return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows)
+        return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows,
+                                   num_warps=_STATS_ROWS_WARPS if srows else base.num_warps)
     block = _APPLY_BYTES // elem_bytes
     return dataclasses.replace(base, apply_flat=block, apply_warps=max(1, min(8, _APPLY_BYTES // per_warp)),
                                fast=None)
