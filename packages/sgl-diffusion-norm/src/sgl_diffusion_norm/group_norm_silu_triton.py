@@ -65,6 +65,7 @@ class GroupConfig:
     # > 0: the statistics pass of the rows kernel on channels_last x with dense rows (positions per
     # step, all channels; v1's partial layout, one per (sample, group, span))
     stats_rows: int = 0
+    stats_unroll: int = 0  # rows statistics: 0, one step of loads ahead; n > 0, the loop unrolled n times
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -259,12 +260,20 @@ def _gn_rows_tile(X, b, sb, i, p0, p_end, c, cmask, C: tl.constexpr, ROWS: tl.co
                    other=0.0, eviction_policy="evict_first")
 
 
+@triton.jit
+def _gn_rows_acc(s1, s2, x, k, i, p0, p_end, cmask, ROWS: tl.constexpr):
+    """Shifted sums of step ``i``'s tile (positions at or past ``p_end`` count nothing)."""
+    p = p0 + i * ROWS + tl.arange(0, ROWS).to(tl.int64)
+    d = tl.where((p < p_end)[:, None] & cmask[None, :], x.to(tl.float32) - k[None, :], 0.0)
+    return s1 + d, s2 + d * d
+
+
 @triton.jit(do_not_specialize=["n_span", "iters"])
 def _gn_stats_rows_kernel(
     X, PART,
     P, n_span, iters, sb,
     C: tl.constexpr, G: tl.constexpr, CG: tl.constexpr, BLOCK_C: tl.constexpr, G_P2: tl.constexpr,
-    ROWS: tl.constexpr,
+    ROWS: tl.constexpr, UNROLL: tl.constexpr = 0,
 ):
     """channels_last x with dense rows: the program of (sample, span) reads ``iters`` tiles
     ``[ROWS, BLOCK_C]`` (all channels of ``ROWS`` positions; the loads of tile i + 1 issued before
@@ -283,14 +292,16 @@ def _gn_stats_rows_kernel(
     k = tl.load(X + b * sb + p0 * C + c, mask=cmask, other=0.0).to(tl.float32)
     s1 = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
     s2 = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
-    x = _gn_rows_tile(X, b, sb, 0, p0, p_end, c, cmask, C, ROWS)
-    for i in tl.range(0, iters):
-        xn = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, c, cmask, C, ROWS)
-        p = p0 + i * ROWS + tl.arange(0, ROWS).to(tl.int64)
-        d = tl.where((p < p_end)[:, None] & cmask[None, :], x.to(tl.float32) - k[None, :], 0.0)
-        s1 += d
-        s2 += d * d
-        x = xn
+    if UNROLL == 0:  # the next step's loads issued before this step is accumulated
+        x = _gn_rows_tile(X, b, sb, 0, p0, p_end, c, cmask, C, ROWS)
+        for i in tl.range(0, iters):
+            xn = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, c, cmask, C, ROWS)
+            s1, s2 = _gn_rows_acc(s1, s2, x, k, i, p0, p_end, cmask, ROWS)
+            x = xn
+    else:  # the loop unrolled UNROLL times (their loads scheduled together)
+        for i in tl.range(0, iters, loop_unroll_factor=UNROLL):
+            x = _gn_rows_tile(X, b, sb, i, p0, p_end, c, cmask, C, ROWS)
+            s1, s2 = _gn_rows_acc(s1, s2, x, k, i, p0, p_end, cmask, ROWS)
     n = (p_end - p0).to(tl.float32)  # positions of this span (>= 1)
     S1 = tl.sum(s1, axis=0)
     S2 = tl.sum(s2, axis=0)
@@ -625,7 +636,8 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
             n_span = -(-g.P // (iters * stats_block))
             stats = PreparedLaunch(
                 _gn_stats_rows_kernel, (g.B * n_span,),
-                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": next_pow2(g.C), "G_P2": next_pow2(G), "ROWS": stats_block},
+                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": next_pow2(g.C), "G_P2": next_pow2(G), "ROWS": stats_block,
+                 "UNROLL": cfg.stats_unroll},
                 device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
             )
             stats_args = (g.P, n_span, iters, g.sb)
@@ -790,7 +802,7 @@ def aot_variants(platform: str = "cuda"):
                 if v2.stats_rows:  # the rows statistics kernel (channels_last)
                     sig = {"X": f"*{dt}", "PART": "*fp32", "P": "i32", "n_span": "i32", "iters": "i32", "sb": "i32"}
                     const = {"C": C, "G": G, "CG": C // G, "BLOCK_C": next_pow2(C), "G_P2": next_pow2(G),
-                             "ROWS": v2.stats_rows}
+                             "ROWS": v2.stats_rows, "UNROLL": v2.stats_unroll}
                     sig.update({n: "constexpr" for n in const})
                     out.append(AotVariant(name=f"group_norm_silu.stats[v2,{dt},C={C},G={G},channels_last,"
                                                f"rows={v2.stats_rows},w={v2.num_warps}]",
