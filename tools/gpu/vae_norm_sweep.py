@@ -160,9 +160,9 @@ def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> 
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
         if default.stats_rows:  # the rows statistics kernel: loop unrolled, programs, positions per step
             configs += [dataclasses.replace(default, stats_unroll=u) for u in (2, 4, 8)]
-            configs += [dataclasses.replace(default, stats_programs=n) for n in (512, 1024, 4096)]
-            configs += [dataclasses.replace(default, stats_rows=default.stats_rows * 2, num_warps=8, stats_unroll=4),
-                        dataclasses.replace(default, stats_programs=1024, stats_unroll=4)]
+            configs += [dataclasses.replace(default, stats_programs=n) for n in (256, 1024, 2048)]
+            configs += [dataclasses.replace(default, stats_rows=default.stats_rows * 2, num_warps=8),
+                        dataclasses.replace(default, stats_rows=max(1, default.stats_rows // 2))]
         field = "apply_rows" if cl else "apply_flat"
         n = getattr(default, field)
         for size, warps in ((n // 2, default.apply_warps // 2), (n, default.apply_warps * 2),
