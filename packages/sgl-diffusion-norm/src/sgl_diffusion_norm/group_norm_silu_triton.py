@@ -129,7 +129,10 @@ _APPLY_ACCESSES = 4
 # of the two-pass bound at C = 192 / 96 / 384): 8 KB x 4 warps 81.8 / 77.0 / 68.2%, 16 KB x 8
 # warps 76.4 / 72.8 / 66.4%, v1's statistics 71.3 / 71.5 / 59.5%
 _STATS_ROWS_BYTES = 8192
-_STATS_ROWS_WARPS = 4
+_STATS_THREAD_BYTES = 64
+# ... at least 16 positions per step (C = 384: 16 KB steps, 8 warps, 78.8% against 72.4% with 8 KB
+# and 4 warps, vae_norm_sweep_s6_stats_final_h200.json; C = 96 / 192 keep 32 / 16 positions)
+_STATS_MIN_ROWS = 16
 # ... and programs: fewer, longer programs amortize each program's group combination (H200,
 # vae_norm_sweep_s6_stats_*_h200.json: 512 programs 85.3 / 81.0 / 72.7% at C = 192 / 96 / 384,
 # 1024 84.3 / 79.9 / 71.3%, 2048 82.2 / 77.2 / 68.3%, 4096 77.6 / 72.5 / 63.0%; the loop
@@ -152,10 +155,12 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
     if channels_last:
         rows = max(1, _APPLY_BYTES // (next_pow2(C) * elem_bytes))
         warps = max(1, min(8, rows * next_pow2(C) * elem_bytes // per_warp))
-        srows = max(1, _STATS_ROWS_BYTES // (next_pow2(C) * elem_bytes)) if next_pow2(C) <= 1024 else 0
+        row_bytes = next_pow2(C) * elem_bytes
+        srows = max(_STATS_MIN_ROWS, _STATS_ROWS_BYTES // row_bytes) if next_pow2(C) <= 1024 else 0
+        swarps = max(1, min(8, srows * row_bytes // (_STATS_THREAD_BYTES * warp)))
         programs = _STATS_ROWS_PROGRAMS if srows and platform != "cpu" else base.stats_programs
         return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows,
-                                   num_warps=_STATS_ROWS_WARPS if srows else base.num_warps, stats_programs=programs)
+                                   num_warps=swarps if srows else base.num_warps, stats_programs=programs)
     block = _APPLY_BYTES // elem_bytes
     return dataclasses.replace(base, apply_flat=block, apply_warps=max(1, min(8, _APPLY_BYTES // per_warp)),
                                fast=None)
