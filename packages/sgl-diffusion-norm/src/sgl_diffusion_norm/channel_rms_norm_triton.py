@@ -321,13 +321,15 @@ def _channel_rms_stream_kernel(
 # rows kernel: bytes of x per program (positions x padded channels), 16-byte accesses per thread
 _ROWS_TILE_BYTES = 4096
 _ROWS_ACCESSES = 4
+_ROWS_MAX_C = 4096  # wider rows take the v1 rule (chunks of a position's channels)
 
 
 @functools.cache
 def _rows_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
     """The rows kernel (channels_last x whose positions are dense rows of C values): ``rows``
     positions per program, 4 KB of x (with the padded channels), four 16-byte accesses per thread.
-    Contiguous x (channels strided by P) has no such rows and keeps the v1 rule.
+    Contiguous x (channels strided by P) has no such rows and keeps the v1 rule, as do rows of more
+    than 4096 channels.
 
     Measured on one H200 (bf16, channels_last_3d, docs/benchmarks/vae_norm_sweep_rows*_h200.json):
     at C = 96, 16 positions x 2 warps 86.9-87.1% of copy, 32 x 4 84.8-85.0%, 8 x 1 83.6%, other
@@ -335,10 +337,10 @@ def _rows_config(C: int, elem_bytes: int, channels_last: bool, platform: str) ->
     tile's first axis and move the whole tile through shared memory (sm_90 SASS: STSM / LDS.128
     and a barrier); the rows tile reduces along its contiguous axis, as ``qk_norm`` does (97% of
     copy at head size 128)."""
-    if not channels_last:
+    block_c = next_pow2(max(C, 1))
+    if not channels_last or block_c > _ROWS_MAX_C:  # one register tile per position: bounded
         return _channel_config_v1(C, elem_bytes, channels_last, platform)
     warp = 64 if platform == "hip" else 32
-    block_c = next_pow2(max(C, 1))
     rows = max(1, min(256, _ROWS_TILE_BYTES // (block_c * elem_bytes)))
     warps = max(1, min(8, rows * block_c * elem_bytes // (16 * warp * _ROWS_ACCESSES)))
     # SiLU's fast forms for 16-bit outputs (fast=None): 93.0 / 92.8 / 92.6% of copy at C = 96 / 192 /

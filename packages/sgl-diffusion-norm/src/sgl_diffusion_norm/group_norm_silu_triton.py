@@ -124,6 +124,7 @@ def _group_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform
 # positions x padded channels), four 16-byte accesses per thread
 _APPLY_BYTES = 8192
 _APPLY_ACCESSES = 4
+_APPLY_MAX_C = 4096  # channels_last with wider rows keeps v1 (its statistics and apply tiles)
 # v2 statistics on channels_last x: bytes of x per step of the rows kernel (positions x padded
 # channels) and warps. H200 sweep (bf16, docs/benchmarks/vae_norm_sweep_s6_contig_cl_h200.json, %
 # of the two-pass bound at C = 192 / 96 / 384): 8 KB x 4 warps 81.8 / 77.0 / 68.2%, 16 KB x 8
@@ -152,6 +153,8 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
     warp = 64 if platform == "hip" else 32
     base = _group_config(C, G, elem_bytes, channels_last, platform)
     per_warp = 16 * warp * _APPLY_ACCESSES
+    if channels_last and next_pow2(C) > _APPLY_MAX_C:  # one register tile per position: bounded
+        return base
     if channels_last:
         rows = max(1, _APPLY_BYTES // (next_pow2(C) * elem_bytes))
         warps = max(1, min(8, rows * next_pow2(C) * elem_bytes // per_warp))
