@@ -497,7 +497,8 @@ def aot_variants(platform: str = "cuda"):
                                  "AHEAD": cfg.ahead}
                         tile = f"stream {cfg.block_c}+{cfg.block_c2}x{cfg.block_p} ahead {cfg.ahead}"
                     else:
-                        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
+                        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks,
+                                 "UNROLL": cfg.unroll}
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
                     const.update({"HAS_BIAS": full, "SILU": full, "FAST": 0})
                     sig.update({n: "constexpr" for n in const})
