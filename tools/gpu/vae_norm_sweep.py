@@ -111,12 +111,11 @@ def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) ->
             for r in (8, 16, 32, 64):
                 for w in (1, 2, 4):
                     configs.append(dataclasses.replace(default, block_p=r, rows=r, num_warps=w))
-        else:  # v1 with its chunk loops unrolled; one whole-C register tile; other chunkings
+        else:  # one whole-C register tile; other chunkings
             full = 1 << (C - 1).bit_length()
-            configs += [dataclasses.replace(v1, unroll=True), dataclasses.replace(v1, unroll=True, fast=True)]
             tiles = ((32, 128, 8), (64, 64, 8), (128, 32, 8), (full, 4096 // full, 8), (full, 2048 // full, 4))
             for bc, bp, w in tiles:
-                configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, unroll=True))
+                configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w))
         configs = list(dict.fromkeys(configs))
         ref = reference(x, gamma, bias, silu=True)
 
@@ -158,8 +157,7 @@ def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> 
         v1 = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="v1")
         # the default with SiLU's fast forms; its apply pass at half / twice the block and other warps
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
-        if default.stats_rows:  # the rows statistics kernel: loop unrolled, programs, positions per step
-            configs += [dataclasses.replace(default, stats_unroll=u) for u in (2, 4, 8)]
+        if default.stats_rows:  # the rows statistics kernel: programs, positions per step
             configs += [dataclasses.replace(default, stats_programs=n) for n in (256, 1024, 2048)]
             configs += [dataclasses.replace(default, stats_rows=default.stats_rows * 2, num_warps=8),
                         dataclasses.replace(default, stats_rows=max(1, default.stats_rows // 2))]

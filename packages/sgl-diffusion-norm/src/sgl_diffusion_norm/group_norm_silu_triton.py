@@ -65,7 +65,6 @@ class GroupConfig:
     # > 0: the statistics pass of the rows kernel on channels_last x with dense rows (positions per
     # step, all channels; v1's partial layout, one per (sample, group, span))
     stats_rows: int = 0
-    stats_unroll: int = 0  # rows statistics: 0, one step of loads ahead; n > 0, the loop unrolled n times
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -143,13 +142,13 @@ _STATS_ROWS_PROGRAMS = 512
 
 @functools.cache
 def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: str) -> GroupConfig:
-    """The v1 statistics with the apply pass of :func:`_gn_apply_flat_kernel` (contiguous x) or
-    :func:`_gn_apply_rows_kernel` (channels_last x). Nsight Compute on one H200 (bf16, C = 384,
-    session 6) put v1's apply kernel at 38% (contiguous) / 45% (channels_last) of DRAM bandwidth,
-    the larger part of the op's time; the statistics kernel at 61% / 28%. With v2 the op measured
-    92.8 / 90.5% of the two-pass bound at C = 192 / 384 contiguous (v1: 66.5 / 65.0%), 59-71% on
-    channels_last, where v1's statistics pass is the short one (vae_norm_sweep_rows_v2_h200.json).
-    SiLU takes its fast forms for 16-bit outputs (``fast=None``): 0-5 points ahead there."""
+    """Contiguous x: v1's statistics, then :func:`_gn_apply_flat_kernel`. channels_last x with dense
+    rows: :func:`_gn_stats_rows_kernel` and :func:`_gn_apply_rows_kernel`. Nsight Compute on one
+    H200 (bf16, C = 384, session 6) put v1's apply kernel at 38% (contiguous) / 45%
+    (channels_last) of DRAM bandwidth, its statistics at 61% / 28%. With v2 (session 6 benches):
+    93.3 / 90.9% of the two-pass bound at C = 192 / 384 contiguous (v1: 66.5 / 65.0%), 84.8 /
+    81.2 / 78.7% at C = 192 / 96 / 384 channels_last (v1: 53.5-61.5%). SiLU takes its fast forms
+    for 16-bit outputs (``fast=None``): 0-5 points ahead in the sweep."""
     warp = 64 if platform == "hip" else 32
     base = _group_config(C, G, elem_bytes, channels_last, platform)
     per_warp = 16 * warp * _APPLY_ACCESSES
@@ -287,7 +286,7 @@ def _gn_stats_rows_kernel(
     X, PART,
     P, n_span, iters, sb,
     C: tl.constexpr, G: tl.constexpr, CG: tl.constexpr, BLOCK_C: tl.constexpr, G_P2: tl.constexpr,
-    ROWS: tl.constexpr, UNROLL: tl.constexpr = 0,
+    ROWS: tl.constexpr,
 ):
     """channels_last x with dense rows: the program of (sample, span) reads ``iters`` tiles
     ``[ROWS, BLOCK_C]`` (all channels of ``ROWS`` positions; the loads of tile i + 1 issued before
@@ -306,16 +305,13 @@ def _gn_stats_rows_kernel(
     k = tl.load(X + b * sb + p0 * C + c, mask=cmask, other=0.0).to(tl.float32)
     s1 = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
     s2 = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
-    if UNROLL == 0:  # the next step's loads issued before this step is accumulated
-        x = _gn_rows_tile(X, b, sb, 0, p0, p_end, c, cmask, C, ROWS)
-        for i in tl.range(0, iters):
-            xn = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, c, cmask, C, ROWS)
-            s1, s2 = _gn_rows_acc(s1, s2, x, k, i, p0, p_end, cmask, ROWS)
-            x = xn
-    else:  # the loop unrolled UNROLL times (their loads scheduled together)
-        for i in tl.range(0, iters, loop_unroll_factor=UNROLL):
-            x = _gn_rows_tile(X, b, sb, i, p0, p_end, c, cmask, C, ROWS)
-            s1, s2 = _gn_rows_acc(s1, s2, x, k, i, p0, p_end, cmask, ROWS)
+    # the next step's loads issued before this step is accumulated (unrolling the loop 2 / 4 / 8
+    # times instead measured -10 to +7 points, vae_norm_sweep_s6_stats_*_h200.json)
+    x = _gn_rows_tile(X, b, sb, 0, p0, p_end, c, cmask, C, ROWS)
+    for i in tl.range(0, iters):
+        xn = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, c, cmask, C, ROWS)
+        s1, s2 = _gn_rows_acc(s1, s2, x, k, i, p0, p_end, cmask, ROWS)
+        x = xn
     n = (p_end - p0).to(tl.float32)  # positions of this span (>= 1)
     S1 = tl.sum(s1, axis=0)
     S2 = tl.sum(s2, axis=0)
@@ -650,8 +646,7 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
             n_span = -(-g.P // (iters * stats_block))
             stats = PreparedLaunch(
                 _gn_stats_rows_kernel, (g.B * n_span,),
-                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": next_pow2(g.C), "G_P2": next_pow2(G), "ROWS": stats_block,
-                 "UNROLL": cfg.stats_unroll},
+                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": next_pow2(g.C), "G_P2": next_pow2(G), "ROWS": stats_block},
                 device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
             )
             stats_args = (g.P, n_span, iters, g.sb)
@@ -816,7 +811,7 @@ def aot_variants(platform: str = "cuda"):
                 if v2.stats_rows:  # the rows statistics kernel (channels_last)
                     sig = {"X": f"*{dt}", "PART": "*fp32", "P": "i32", "n_span": "i32", "iters": "i32", "sb": "i32"}
                     const = {"C": C, "G": G, "CG": C // G, "BLOCK_C": next_pow2(C), "G_P2": next_pow2(G),
-                             "ROWS": v2.stats_rows, "UNROLL": v2.stats_unroll}
+                             "ROWS": v2.stats_rows}
                     sig.update({n: "constexpr" for n in const})
                     out.append(AotVariant(name=f"group_norm_silu.stats[v2,{dt},C={C},G={G},channels_last,"
                                                f"rows={v2.stats_rows},w={v2.num_warps}]",
