@@ -30,7 +30,11 @@ LayerNorm (``F.layer_norm``; ATen ``layer_norm_kernel.cu``, ``vectorized_layer_n
 512-wide chunk, each running Welford's online update (``cuWelfordOnlineSum``: count as a
 float, ``mean += delta * (1/count)``, ``m2 += delta * (x - new_mean)``); then the warp tree
 (offsets 16, 8, ..., 1, lane ``i`` combining with ``i + offset``: ``cuWelfordCombine``), then
-the warps halving through shared memory; ``var = m2 / D``; ``rstd = rsqrt(var + eps)``; output
+the warps halving through shared memory; the counts, and so every combine's ``1 / count``,
+``nA`` and ``nB``, follow from ``D`` alone and come from a host table computed in fp32 as eager
+does (:func:`welford_tree_table`; session 7: the fp64 divisions the kernel did instead held
+136-141 registers on sm_90, three programs per SM; the table build holds 64); ``var = m2 / D``;
+``rstd = rsqrt(var + eps)``; output
 ``gamma * (rstd * (x - mean)) + beta`` in fp32, rounded once to x's dtype. nvcc contracts
 ``a * b + c`` in that code into FMAs (it compiles without ``--use_fast_math`` but with
 ``--fmad=true``); we assume the contraction LLVM's DAG combiner makes (the left product of a
@@ -46,6 +50,8 @@ verifies only inputs whose sums are exact in any order.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import triton
@@ -85,34 +91,37 @@ def _halves(x, R: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
-def _welford_combine(mb, sb, cb, ma, sa, ca, one, HW: tl.constexpr):
-    """``cuWelfordCombine(dataB=(mb, sb, cb), dataA=(ma, sa, ca))``."""
-    delta = mb - ma
-    count = ca + cb
-    ok = count > 0.0
-    coef = _div(tl.full(count.shape, 1.0, tl.float32), tl.where(ok, count, 1.0), one)
-    na = ca * coef
-    nb = cb * coef
-    mean = _fma(na, ma, nb * mb, HW)
-    m2 = _fma((delta * delta) * ca, nb, sa + sb, HW)
-    return tl.where(ok, mean, 0.0), tl.where(ok, m2, 0.0), count
+def _welford_merge(m, s, TAB, OFF: tl.constexpr, TOTAL: tl.constexpr, R: tl.constexpr, N: tl.constexpr,
+                   HW: tl.constexpr):
+    """One level of the combine tree on ``[R, N]`` partial statistics: lane ``i`` (``dataB``)
+    with lane ``i + N/2`` (``dataA``), as ``cuWelfordCombine(dataB, dataA)``:
+    ``mean = nA * meanA + nB * meanB``, ``m2 = m2A + m2B + delta * delta * countA * nB``.
 
-
-@triton.jit
-def _welford_halve(m, s, c, one, R: tl.constexpr, N: tl.constexpr, HW: tl.constexpr):
+    The counts do not depend on the data (they follow from ``D`` and the thread layout), so
+    ``nA = countA * (1 / count)``, ``nB`` and ``countA`` of every combine come from a host table
+    (``TAB``: three rows of ``TOTAL`` fp32, this level's entries from ``OFF``, computed in fp32
+    as eager does, :func:`welford_tree_table`); an empty pair has ``nA = nB = countA = 0`` and
+    gives eager's zeros."""
+    H: tl.constexpr = N // 2
     mb, ma = _halves(m, R, N)
     sb, sa = _halves(s, R, N)
-    cb, ca = _halves(c, R, N)
-    return _welford_combine(mb, sb, cb, ma, sa, ca, one, HW)
+    idx = OFF + tl.arange(0, R)[:, None] * H + tl.arange(0, H)[None, :]
+    na = tl.load(TAB + idx)
+    nb = tl.load(TAB + TOTAL + idx)
+    ca = tl.load(TAB + 2 * TOTAL + idx)
+    delta = mb - ma
+    mean = _fma(na, ma, nb * mb, HW)
+    m2 = _fma((delta * delta) * ca, nb, sa + sb, HW)
+    return mean, m2
 
 
 @triton.jit
-def _welford_step(m, s, c, v, ok, rc, HW: tl.constexpr):
+def _welford_step(m, s, v, ok, rc, HW: tl.constexpr):
     """``cuWelfordOnlineSum`` for the threads whose element is valid (``rc = 1 / new_count``)."""
     delta = v - m
     nm = _fma(delta, rc, m, HW)
     ns = _fma(delta, v - nm, s, HW)
-    return tl.where(ok, nm, m), tl.where(ok, ns, s), tl.where(ok, c + 1.0, c)
+    return tl.where(ok, nm, m), tl.where(ok, ns, s)
 
 
 @triton.jit
@@ -124,13 +133,12 @@ def _slot(x_row, base, lane4, ii, D):
 
 
 @triton.jit
-def _layer_stats(x_row, D, one64, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
+def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
                  HW: tl.constexpr, UNROLL: tl.constexpr):
     NT: tl.constexpr = WARP * NWARP
     lane4 = tl.arange(0, NT) * 4
     m = tl.zeros([NT], tl.float32)
     s = tl.zeros([NT], tl.float32)
-    c = tl.zeros([NT], tl.float32)
     for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
         base = k * 4 * NT
         # 1 / new_count, the same for every thread with a valid element: from a host table of
@@ -138,34 +146,35 @@ def _layer_stats(x_row, D, one64, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, 
         # four strided loads (one per vector slot) instead of a [NT, 4] block and a split: the
         # four together read each cache line once, and no layout conversion enters the loop
         v, ok = _slot(x_row, base, lane4, 0, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 0), HW)
+        m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 0), HW)
         v, ok = _slot(x_row, base, lane4, 1, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 1), HW)
+        m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 1), HW)
         v, ok = _slot(x_row, base, lane4, 2, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 2), HW)
+        m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 2), HW)
         v, ok = _slot(x_row, base, lane4, 3, D)
-        m, s, c = _welford_step(m, s, c, v, ok, tl.load(RCP + k * 4 + 3), HW)
+        m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 3), HW)
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
-    c = tl.reshape(c, [NWARP, WARP])
-    # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset
+    # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset; the table holds the
+    # levels in this order (level N at NWARP * (WARP - N)), then the inter-warp levels
+    T: tl.constexpr = NT - 1
     if WARP >= 64:
-        m, s, c = _welford_halve(m, s, c, one64, NWARP, 64, HW)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 32, HW)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 16, HW)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 8, HW)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 4, HW)
-    m, s, c = _welford_halve(m, s, c, one64, NWARP, 2, HW)
+        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 64), T, NWARP, 64, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 32), T, NWARP, 32, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 16), T, NWARP, 16, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 8), T, NWARP, 8, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 4), T, NWARP, 4, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 2), T, NWARP, 2, HW)
     # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1
     m = tl.reshape(m, [1, NWARP])
     s = tl.reshape(s, [1, NWARP])
-    c = tl.reshape(c, [1, NWARP])
+    B: tl.constexpr = NWARP * (WARP - 1)
     if NWARP >= 8:
-        m, s, c = _welford_halve(m, s, c, one64, 1, 8, HW)
+        m, s = _welford_merge(m, s, TAB, B + NWARP - 8, T, 1, 8, HW)
     if NWARP >= 4:
-        m, s, c = _welford_halve(m, s, c, one64, 1, 4, HW)
+        m, s = _welford_merge(m, s, TAB, B + NWARP - 4, T, 1, 4, HW)
     if NWARP >= 2:
-        m, s, c = _welford_halve(m, s, c, one64, 1, 2, HW)
+        m, s = _welford_merge(m, s, TAB, B + NWARP - 2, T, 1, 2, HW)
     mean = tl.sum(tl.reshape(m, [1]), axis=0)
     m2 = tl.sum(tl.reshape(s, [1]), axis=0)
     return mean, m2
@@ -234,7 +243,7 @@ def _sum_squares(x_rows, rmask, D, R: tl.constexpr, LANES: tl.constexpr, WARP: t
 
 @triton.jit(do_not_specialize=["n_rows", "S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
 def _row_norm_exact_kernel(
-    X, SC, SH, W, BIAS, Y, ONE, RCP,
+    X, SC, SH, W, BIAS, Y, ONE, RCP, TAB,
     n_rows, S, D,
     x_sb, x_ss,
     sc_sb, sc_ss, sc_L,
@@ -264,7 +273,7 @@ def _row_norm_exact_kernel(
         CH: tl.constexpr = 4 * NT
         row1 = tl.program_id(0).to(tl.int64)  # ROWS == 1
         b1 = row1 // S
-        mean, m2 = _layer_stats(X + b1 * x_sb + (row1 - b1 * S) * x_ss, D, one64, RCP, WARP, NWARP, CHUNKS, HW_FMA,
+        mean, m2 = _layer_stats(X + b1 * x_sb + (row1 - b1 * S) * x_ss, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA,
                                 UNROLL)
         var = _div(m2, d_float, one64)
     else:
@@ -343,6 +352,40 @@ def reduce_lanes(rows: int, D: int, warp: int) -> tuple[int, bool]:
     per_thread = -(-D // width)
     split = per_thread >= height * 16 or per_thread >= 256
     return max(width, warp), vectorized and not split
+
+
+@functools.lru_cache(maxsize=64)
+def welford_tree_table(D: int, warp: int, nwarp: int) -> torch.Tensor:
+    """The combine coefficients of LayerNorm's reduction tree (see ``_welford_merge``), fp32 CPU
+    tensor ``[3 * (NT - 1)]``: rows ``nA``, ``nB``, ``countA``; within a row the levels in the
+    kernel's order (intra-warp ``[nwarp, N/2]`` for N = warp .. 2, then inter-warp ``[1, N/2]``
+    for N = nwarp .. 2), each row-major. Thread ``t`` of ``NT = warp * nwarp`` holds the
+    elements ``4t .. 4t+3`` of every ``4 * NT``-wide chunk; its count is how many lie below
+    ``D``. ``coef = 1 / count``, ``nA = countA * coef``, ``nB = countB * coef`` are rounded to
+    fp32 at each step, as in ``cuWelfordCombine`` (IEEE fp32 division and products on the host)."""
+    nt = warp * nwarp
+    chunk = 4 * nt
+    full, rest = divmod(D, chunk)
+    t = torch.arange(nt)
+    counts = (full * 4 + (rest - 4 * t).clamp(0, 4)).to(torch.float32)
+    rows: list[list[torch.Tensor]] = [[], [], []]
+
+    def level(c: torch.Tensor) -> torch.Tensor:
+        half = c.shape[1] // 2
+        cb, ca = c[:, :half], c[:, half:]
+        total = ca + cb
+        coef = torch.where(total > 0, 1.0 / torch.where(total > 0, total, torch.ones_like(total)), 0.0)
+        for r, v in zip(rows, (ca * coef, cb * coef, ca)):
+            r.append(v.reshape(-1))
+        return total
+
+    c = counts.reshape(nwarp, warp)
+    while c.shape[1] > 1:
+        c = level(c)
+    c = c.reshape(1, nwarp)
+    while c.shape[1] > 1:
+        c = level(c)
+    return torch.cat([torch.cat(r) for r in rows]).to(torch.float32)
 
 
 def mean_factor(rows: int, D: int) -> float:
@@ -427,8 +470,9 @@ def prepare(geom, x, scale, shift, weight, bias, tuning: dict | None = None):
     one = torch.ones(1, dtype=torch.float64, device=x.device)
     # 1 / n for n = 1 .. 4 * CHUNKS, divided in fp32 on the host (IEEE, as eager's `1.f / count`)
     rcp = (1.0 / torch.arange(1, 4 * const["CHUNKS"] + 1, dtype=torch.float32)).to(x.device)
+    tab = welford_tree_table(g.D, const["WARP"], const["NWARP"]).to(x.device) if const["NORM"] == 0 else rcp
     launch = PreparedLaunch(_row_norm_exact_kernel, (triton.cdiv(g.rows, const["ROWS"]),), const, device=x.device,
-                            n_ptrs=8,
+                            n_ptrs=9,
                             options={"num_warps": _num_warps(const), "num_stages": 1}, fp_fusion=False)
     gate = exact_gate(geom.op)
     static = call_signature(x, scale, shift, weight, bias)
@@ -437,7 +481,7 @@ def prepare(geom, x, scale, shift, weight, bias, tuning: dict | None = None):
     def fused(x, scale, shift, weight, bias, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)
         launch(x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
-               x if bias is None else bias, out, one, rcp, *scalars, eps, scale_offset, factor, d_float)
+               x if bias is None else bias, out, one, rcp, tab, *scalars, eps, scale_offset, factor, d_float)
         return out
 
     def run(x, scale, shift, weight, bias, eps, scale_offset):
@@ -506,6 +550,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                     sig = {n: f"*{names[dt]}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
                     sig["ONE"] = "*fp64"
                     sig["RCP"] = "*fp32"
+                    sig["TAB"] = "*fp32"
                     sig.update({n: "i32" for n in ("n_rows", "S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L",
                                                    "sh_sb", "sh_ss", "sh_L")})
                     sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})
