@@ -64,9 +64,8 @@ def _configs(op: str, D: int) -> list[dict]:
             {"ROWS": 2, "UNROLL_OUT": 4},
         ]
     chunks = -(-D // 512)
-    return [{}, {"UNROLL_OUT": 1}, {"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": chunks, "UNROLL_OUT": 1},
-            {"UNROLL": 2, "UNROLL_OUT": 2}, {"UNROLL": chunks, "UNROLL_OUT": chunks}, {"REVERSE_OUT": True},
-            {"REVERSE_OUT": True, "UNROLL_OUT": 1}, {"HW_FMA": False}]
+    return [{}, {"EVEN": False}, {"RESIDENT": False}, {"RESIDENT": False, "UNROLL": 1, "UNROLL_OUT": 1},
+            {"RESIDENT": False, "UNROLL": chunks, "UNROLL_OUT": 1}, {"HW_FMA": False}]
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:

@@ -204,9 +204,34 @@ def test_build_choices_keep_the_bits(op):
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
     ref = prepare(geom, *tensors).fused(*tensors, 1e-6, 1.0)
     choices = [{"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": 3, "UNROLL_OUT": 2}]
-    choices += [{"HW_FMA": False}] if op == "layer_norm" else [{"ROWS": 2}, {"ROWS": 4, "UNROLL": 1}]
+    choices += (
+        [{"HW_FMA": False}, {"RESIDENT": False}, {"RESIDENT": False, "HW_FMA": False}]
+        if op == "layer_norm"
+        else [{"ROWS": 2}, {"ROWS": 4, "UNROLL": 1}]
+    )
     for tuning in choices:
         testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), ref)
     if op == "layer_norm":
         with pytest.raises(ValueError, match="one row per program"):
             prepare(geom, *tensors, tuning={"ROWS": 2})
+
+
+@pytest.mark.parametrize("D", [1536, 2432, 8704])
+def test_layer_norm_resident_row_keeps_the_bits(D):
+    """The exact LayerNorm kernel keeps a row of up to 15 chunks in registers (tiles of 8, 4, 2, 1
+    chunks; without masks when every chunk is full): the same bits as the loop that reads the
+    row twice, whole chunks (1536, 3 tiles) or a partial last chunk (2432); above 15 chunks
+    (8704) the default is the loop."""
+    from sgl_diffusion_core import describe, resolve_target
+
+    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    torch.manual_seed(D)
+    x = (torch.randn(1, 3, D) * 2 + 0.5).to(torch.bfloat16)
+    w, b = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16), (0.1 * torch.randn(D)).to(torch.bfloat16)
+    geom = describe("norm.layer_norm", x, w, b).info["geom"]
+    tensors = (x, None, None, w, b)
+    loop = prepare(geom, *tensors, tuning={"RESIDENT": False}).fused(*tensors, 1e-6, 1.0)
+    for tuning in ({}, {"RESIDENT": True}, {"RESIDENT": True, "EVEN": False}):
+        if D > 15 * 512 and tuning:
+            continue  # more chunks than the resident tiles hold
+        testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), loop)

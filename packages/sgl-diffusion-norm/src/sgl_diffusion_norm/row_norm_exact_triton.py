@@ -153,6 +153,13 @@ def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CH
         m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 2), HW)
         v, ok = _slot(x_row, base, lane4, 3, D)
         m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 3), HW)
+    return _welford_tree(m, s, TAB, WARP, NWARP, HW)
+
+
+@triton.jit
+def _welford_tree(m, s, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, HW: tl.constexpr):
+    """Per-thread ``[NT]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree order."""
+    NT: tl.constexpr = WARP * NWARP
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
     # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset; the table holds the
@@ -178,6 +185,69 @@ def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CH
     mean = tl.sum(tl.reshape(m, [1]), axis=0)
     m2 = tl.sum(tl.reshape(s, [1]), axis=0)
     return mean, m2
+
+
+@triton.jit
+def _pick(t, K: tl.constexpr, N: tl.constexpr, NT: tl.constexpr):
+    """Chunk ``K`` of ``[N, NT]`` (N <= 8, a power of two) as ``[NT]``: splits along a chunk axis
+    every thread holds in its own registers (no data movement), one bit of ``K`` per level."""
+    x = tl.permute(t, (1, 0))
+    if N == 1:
+        out = tl.reshape(x, [NT])
+    else:
+        if N >= 8:
+            e, o = tl.split(tl.reshape(x, [NT, 4, 2]))
+            x = o if K % 2 == 1 else e
+        if N >= 4:
+            e, o = tl.split(tl.reshape(x, [NT, 2, 2]))
+            x = o if (K // (N // 4)) % 2 == 1 else e
+        e, o = tl.split(x)
+        out = o if (K // (N // 2)) % 2 == 1 else e
+    return out
+
+
+@triton.jit
+def _chunk_tile(x_row, FIRST: tl.constexpr, N: tl.constexpr, NT: tl.constexpr, D):
+    """Chunks ``FIRST .. FIRST + N - 1`` of a row as ``[N, NT, 4]`` (thread ``t`` owns elements
+    ``4t .. 4t+3`` of each ``4 * NT``-wide chunk): offsets and the raw load (storage dtype)."""
+    k = tl.arange(0, N)[:, None, None]
+    t = tl.arange(0, NT)[None, :, None]
+    i = tl.arange(0, 4)[None, None, :]
+    offs = (FIRST + k) * (4 * NT) + t * 4 + i
+    return offs, tl.load(x_row + offs, mask=offs < D, other=0.0)
+
+
+@triton.jit
+def _welford_tile(m, s, xt, D, FIRST: tl.constexpr, N: tl.constexpr, NT: tl.constexpr, EVEN: tl.constexpr,
+                  HW: tl.constexpr):
+    """Welford steps over a resident ``[N, NT, 4]`` tile, chunk by chunk and slot by slot: the
+    order of the loop version (``_layer_stats``), without its loads. ``1 / count`` is a
+    compile-time constant here (Python's double division rounded to fp32: the same correctly
+    rounded value, double rounding being innocuous for a quotient); ``EVEN``: ``D`` is a
+    multiple of the chunk, so every element is valid."""
+    if N > 0:
+        lane4 = tl.arange(0, NT) * 4
+        p, q = tl.split(tl.reshape(triton_math.widen(xt), [N, NT, 2, 2]))
+        c0, c2 = tl.split(p)
+        c1, c3 = tl.split(q)
+        for kk in tl.static_range(N):
+            base = (FIRST + kk) * 4 * NT + lane4
+            m, s = _welford_slot(m, s, _pick(c0, kk, N, NT), base, D, 1.0 / ((FIRST + kk) * 4 + 1), EVEN, HW)
+            m, s = _welford_slot(m, s, _pick(c1, kk, N, NT), base + 1, D, 1.0 / ((FIRST + kk) * 4 + 2), EVEN, HW)
+            m, s = _welford_slot(m, s, _pick(c2, kk, N, NT), base + 2, D, 1.0 / ((FIRST + kk) * 4 + 3), EVEN, HW)
+            m, s = _welford_slot(m, s, _pick(c3, kk, N, NT), base + 3, D, 1.0 / ((FIRST + kk) * 4 + 4), EVEN, HW)
+    return m, s
+
+
+@triton.jit
+def _welford_slot(m, s, v, offs, D, RC: tl.constexpr, EVEN: tl.constexpr, HW: tl.constexpr):
+    rc = tl.full([], RC, tl.float32)  # Python's double 1 / count rounded to fp32 (round to nearest)
+    if EVEN:
+        delta = v - m
+        nm = _fma(delta, rc, m, HW)
+        return nm, _fma(delta, v - nm, s, HW)
+    else:
+        return _welford_step(m, s, v, offs < D, rc, HW)
 
 
 @triton.jit
@@ -241,6 +311,48 @@ def _sum_squares(x_rows, rmask, D, R: tl.constexpr, LANES: tl.constexpr, WARP: t
     return tl.reshape(t, [R, 1])
 
 
+@triton.jit
+def _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
+          NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr,
+          HAS_BIAS: tl.constexpr, P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr,
+          N_DT: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+          ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
+    """The output chain on fp32 elements ``v`` at ``offs`` (any shape), stored to ``y_row``."""
+    if NORM == 0:
+        xc = v - mean
+        t = rstd * xc
+        if HAS_W:
+            w = triton_math.round_to(triton_math.widen(tl.load(W + offs, mask=mask, other=0.0)), P_DT)
+        if HAS_BIAS:
+            bb = triton_math.round_to(triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), P_DT)
+        if HAS_W and HAS_BIAS:
+            h = _fma(w, t, bb, HW_FMA)
+        elif HAS_W:
+            h = w * t
+        elif HAS_BIAS:
+            h = _fma(rstd, xc, bb, HW_FMA)
+        else:
+            h = t
+        h = triton_math.round_to(h, N_DT)
+    else:
+        h = triton_math.round_to(v * rstd, C_DT)
+        if HAS_W:
+            h = triton_math.round_to(h * triton_math.widen(tl.load(W + offs, mask=mask, other=0.0)), A_DT)
+        if HAS_BIAS:
+            h = triton_math.round_to(h + triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), N_DT)
+    if HAS_SCALE:
+        off = scale_offset
+        if ROUND_OFFSET:  # CPU eager rounds the Python scalar to scale's dtype first
+            off = triton_math.round_to(off, T1)
+        sc = triton_math.widen(tl.load(sc_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
+        t1 = triton_math.round_to(off + sc, T1)
+        h = triton_math.round_to(h * t1, T2)
+        if HAS_SHIFT:
+            sh = triton_math.widen(tl.load(sh_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
+            h = triton_math.round_to(h + sh, T3)
+    tl.store(y_row + offs, triton_math.narrow(h, OUT), mask=mask)
+
+
 @triton.jit(do_not_specialize=["n_rows", "S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
 def _row_norm_exact_kernel(
     X, SC, SH, W, BIAS, Y, ONE, RCP, TAB,
@@ -256,7 +368,7 @@ def _row_norm_exact_kernel(
     MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
-    REVERSE_OUT: tl.constexpr,
+    REVERSE_OUT: tl.constexpr, RESIDENT: tl.constexpr, EVEN: tl.constexpr,
 ):
     # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
@@ -273,8 +385,59 @@ def _row_norm_exact_kernel(
         CH: tl.constexpr = 4 * NT
         row1 = tl.program_id(0).to(tl.int64)  # ROWS == 1
         b1 = row1 // S
-        mean, m2 = _layer_stats(X + b1 * x_sb + (row1 - b1 * S) * x_ss, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA,
-                                UNROLL)
+        x1 = X + b1 * x_sb + (row1 - b1 * S) * x_ss
+        if RESIDENT:
+            # the whole row in registers, loaded at once as up to four [N, NT, 4] tiles (N = 8, 4,
+            # 2, 1: the binary digits of CHUNKS, in chunk order); the output reuses them, so x is
+            # read from memory once and every load of the row is in flight together
+            y1 = Y + row1 * D
+            sc1 = SC + b1 * sc_sb + ((row1 - b1 * S) // sc_L) * sc_ss
+            sh1 = SH + b1 * sh_sb + ((row1 - b1 * S) // sh_L) * sh_ss
+            N8: tl.constexpr = CHUNKS // 8 * 8
+            N4: tl.constexpr = CHUNKS % 8 // 4 * 4
+            N2: tl.constexpr = CHUNKS % 4 // 2 * 2
+            N1: tl.constexpr = CHUNKS % 2
+            F4: tl.constexpr = N8
+            F2: tl.constexpr = N8 + N4
+            F1: tl.constexpr = N8 + N4 + N2
+            if N8 > 0:
+                o8, t8 = _chunk_tile(x1, 0, N8, NT, D)
+            if N4 > 0:
+                o4, t4 = _chunk_tile(x1, F4, N4, NT, D)
+            if N2 > 0:
+                o2, t2 = _chunk_tile(x1, F2, N2, NT, D)
+            if N1 > 0:
+                o1, t1 = _chunk_tile(x1, F1, N1, NT, D)
+            m = tl.zeros([NT], tl.float32)
+            m2 = tl.zeros([NT], tl.float32)
+            if N8 > 0:
+                m, m2 = _welford_tile(m, m2, t8, D, 0, N8, NT, EVEN, HW_FMA)
+            if N4 > 0:
+                m, m2 = _welford_tile(m, m2, t4, D, F4, N4, NT, EVEN, HW_FMA)
+            if N2 > 0:
+                m, m2 = _welford_tile(m, m2, t2, D, F2, N2, NT, EVEN, HW_FMA)
+            if N1 > 0:
+                m, m2 = _welford_tile(m, m2, t1, D, F1, N1, NT, EVEN, HW_FMA)
+            mean, m2 = _welford_tree(m, m2, TAB, WARP, NWARP, HW_FMA)
+            rstd = tl.math.rsqrt(_div(m2, d_float, one64) + eps)
+            if N8 > 0:
+                _emit(triton_math.widen(t8), o8, o8 < D, mean, rstd, W, BIAS, sc1, sh1, y1, scale_offset, NORM,
+                      HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                      ROUND_OFFSET, HW_FMA)
+            if N4 > 0:
+                _emit(triton_math.widen(t4), o4, o4 < D, mean, rstd, W, BIAS, sc1, sh1, y1, scale_offset, NORM,
+                      HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                      ROUND_OFFSET, HW_FMA)
+            if N2 > 0:
+                _emit(triton_math.widen(t2), o2, o2 < D, mean, rstd, W, BIAS, sc1, sh1, y1, scale_offset, NORM,
+                      HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                      ROUND_OFFSET, HW_FMA)
+            if N1 > 0:
+                _emit(triton_math.widen(t1), o1, o1 < D, mean, rstd, W, BIAS, sc1, sh1, y1, scale_offset, NORM,
+                      HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                      ROUND_OFFSET, HW_FMA)
+            return
+        mean, m2 = _layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA, UNROLL)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -294,42 +457,10 @@ def _row_norm_exact_kernel(
         else:
             k = kk
         offs = k * CH + cols
-        cmask = offs < D
-        mask = rmask & cmask
+        mask = rmask & (offs < D)
         v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
-        if NORM == 0:
-            xc = v - mean
-            t = rstd * xc
-            if HAS_W:
-                w = triton_math.round_to(triton_math.widen(tl.load(W + offs, mask=mask, other=0.0)), P_DT)
-            if HAS_BIAS:
-                bb = triton_math.round_to(triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), P_DT)
-            if HAS_W and HAS_BIAS:
-                h = _fma(w, t, bb, HW_FMA)
-            elif HAS_W:
-                h = w * t
-            elif HAS_BIAS:
-                h = _fma(rstd, xc, bb, HW_FMA)
-            else:
-                h = t
-            h = triton_math.round_to(h, N_DT)
-        else:
-            h = triton_math.round_to(v * rstd, C_DT)
-            if HAS_W:
-                h = triton_math.round_to(h * triton_math.widen(tl.load(W + offs, mask=mask, other=0.0)), A_DT)
-            if HAS_BIAS:
-                h = triton_math.round_to(h + triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), N_DT)
-        if HAS_SCALE:
-            off = scale_offset
-            if ROUND_OFFSET:  # CPU eager rounds the Python scalar to scale's dtype first
-                off = triton_math.round_to(off, T1)
-            sc = triton_math.widen(tl.load(sc_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
-            t1 = triton_math.round_to(off + sc, T1)
-            h = triton_math.round_to(h * t1, T2)
-            if HAS_SHIFT:
-                sh = triton_math.widen(tl.load(sh_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
-                h = triton_math.round_to(h + sh, T3)
-        tl.store(y_row + offs, triton_math.narrow(h, OUT), mask=mask)
+        _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, NORM, HAS_SCALE, HAS_SHIFT,
+              HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
 
 
 # --- launch configuration: eager's own thread layout ---------------------------------------------
@@ -438,8 +569,11 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1,
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= 16384,
+        "RESIDENT": geom.norm == "layer" and chunks <= 15,
         **(tuning or {}),
     }
+    # every chunk full (the layout after any override): the Welford steps need no masks
+    out.setdefault("EVEN", g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     return out
@@ -526,8 +660,8 @@ def aot_variants_rms_modulate(platform: str = "cuda"):
 
 
 def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(False, True)):
-    """Exact kernels at FLUX / Wan widths, bf16 and fp32, with the platform's thread layout and
-    production row counts; built without FMA contraction."""
+    """Exact kernels at FLUX / Wan widths (LayerNorm also SD3.5's 2432 in bf16), bf16 and fp32,
+    with the platform's thread layout and production row counts; built without FMA contraction."""
     from types import SimpleNamespace
 
     from sgl_diffusion_core import AotVariant, RowGeometry
@@ -537,8 +671,10 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
     names = {torch.bfloat16: "bf16", torch.float32: "fp32"}
     out = []
     for dt in (torch.bfloat16, torch.float32):
-        for D in (3072, 5120):
+        for D in (2432, 3072, 5120):
             for norm in norms:
+                if D == 2432 and (norm != "layer" or dt != torch.bfloat16):
+                    continue  # SD3.5's width: the resident LayerNorm's 4 + 1 chunk tiles, a partial last chunk
                 for modulated in modulation:
                     rows = 75600
                     mod = torch.empty(0, dtype=dt)
