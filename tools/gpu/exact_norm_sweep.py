@@ -64,8 +64,9 @@ def _configs(op: str, D: int) -> list[dict]:
             {"ROWS": 2, "UNROLL_OUT": 4},
         ]
     chunks = -(-D // 512)
-    return [{}, {"EVEN": False}, {"RESIDENT": False}, {"RESIDENT": False, "UNROLL": 1, "UNROLL_OUT": 1},
-            {"RESIDENT": False, "UNROLL": chunks, "UNROLL_OUT": 1}, {"HW_FMA": False}]
+    return [{}, {"VEC": True}, {"EVEN": False}, {"VEC": True, "UNROLL": 1, "UNROLL_OUT": 1},
+            {"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": chunks, "UNROLL_OUT": 1}, {"VEC": True, "UNROLL": chunks},
+            {"VEC": True, "UNROLL": 2, "UNROLL_OUT": 2}]
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:

@@ -101,7 +101,8 @@ def _welford_merge(m, s, TAB, OFF: tl.constexpr, TOTAL: tl.constexpr, R: tl.cons
     ``nA = countA * (1 / count)``, ``nB`` and ``countA`` of every combine come from a host table
     (``TAB``: three rows of ``TOTAL`` fp32, this level's entries from ``OFF``, computed in fp32
     as eager does, :func:`welford_tree_table`); an empty pair has ``nA = nB = countA = 0`` and
-    gives eager's zeros."""
+    gives eager's zeros. (The level's ``[R, N/2]`` loads also fix the layouts of the halving: with
+    one scalar per level, for uniform counts, sm_90 went from 64 to 168 registers.)"""
     H: tl.constexpr = N // 2
     mb, ma = _halves(m, R, N)
     sb, sa = _halves(s, R, N)
@@ -134,7 +135,7 @@ def _slot(x_row, base, lane4, ii, D):
 
 @triton.jit
 def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
-                 HW: tl.constexpr, UNROLL: tl.constexpr):
+                 HW: tl.constexpr, UNROLL: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr):
     NT: tl.constexpr = WARP * NWARP
     lane4 = tl.arange(0, NT) * 4
     m = tl.zeros([NT], tl.float32)
@@ -143,16 +144,28 @@ def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CH
         base = k * 4 * NT
         # 1 / new_count, the same for every thread with a valid element: from a host table of
         # correctly rounded reciprocals (eager's `1.f / count` is an IEEE division)
-        # four strided loads (one per vector slot) instead of a [NT, 4] block and a split: the
-        # four together read each cache line once, and no layout conversion enters the loop
-        v, ok = _slot(x_row, base, lane4, 0, D)
-        m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 0), HW)
-        v, ok = _slot(x_row, base, lane4, 1, D)
-        m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 1), HW)
-        v, ok = _slot(x_row, base, lane4, 2, D)
-        m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 2), HW)
-        v, ok = _slot(x_row, base, lane4, 3, D)
-        m, s = _welford_step(m, s, v, ok, tl.load(RCP + k * 4 + 3), HW)
+        if VEC:
+            # one [NT, 4] vector load per chunk, split into the four slots in registers
+            offs = base + lane4[:, None] + tl.arange(0, 4)[None, :]
+            raw = tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy="evict_last")
+            p, q = tl.split(tl.reshape(triton_math.widen(raw), [NT, 2, 2]))
+            v0, v2 = tl.split(p)
+            v1, v3 = tl.split(q)
+            ok = base + lane4 < D
+            m, s = _welford_slot(m, s, v0, ok, tl.load(RCP + k * 4 + 0), EVEN, HW)
+            m, s = _welford_slot(m, s, v1, base + lane4 + 1 < D, tl.load(RCP + k * 4 + 1), EVEN, HW)
+            m, s = _welford_slot(m, s, v2, base + lane4 + 2 < D, tl.load(RCP + k * 4 + 2), EVEN, HW)
+            m, s = _welford_slot(m, s, v3, base + lane4 + 3 < D, tl.load(RCP + k * 4 + 3), EVEN, HW)
+        else:
+            # four strided loads (one per vector slot): the four together read each cache line once
+            v, ok = _slot(x_row, base, lane4, 0, D)
+            m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 0), EVEN, HW)
+            v, ok = _slot(x_row, base, lane4, 1, D)
+            m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 1), EVEN, HW)
+            v, ok = _slot(x_row, base, lane4, 2, D)
+            m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 2), EVEN, HW)
+            v, ok = _slot(x_row, base, lane4, 3, D)
+            m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 3), EVEN, HW)
     return _welford_tree(m, s, TAB, WARP, NWARP, HW)
 
 
@@ -188,66 +201,15 @@ def _welford_tree(m, s, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, HW: tl.con
 
 
 @triton.jit
-def _pick(t, K: tl.constexpr, N: tl.constexpr, NT: tl.constexpr):
-    """Chunk ``K`` of ``[N, NT]`` (N <= 8, a power of two) as ``[NT]``: splits along a chunk axis
-    every thread holds in its own registers (no data movement), one bit of ``K`` per level."""
-    x = tl.permute(t, (1, 0))
-    if N == 1:
-        out = tl.reshape(x, [NT])
-    else:
-        if N >= 8:
-            e, o = tl.split(tl.reshape(x, [NT, 4, 2]))
-            x = o if K % 2 == 1 else e
-        if N >= 4:
-            e, o = tl.split(tl.reshape(x, [NT, 2, 2]))
-            x = o if (K // (N // 4)) % 2 == 1 else e
-        e, o = tl.split(x)
-        out = o if (K // (N // 2)) % 2 == 1 else e
-    return out
-
-
-@triton.jit
-def _chunk_tile(x_row, FIRST: tl.constexpr, N: tl.constexpr, NT: tl.constexpr, D):
-    """Chunks ``FIRST .. FIRST + N - 1`` of a row as ``[N, NT, 4]`` (thread ``t`` owns elements
-    ``4t .. 4t+3`` of each ``4 * NT``-wide chunk): offsets and the raw load (storage dtype)."""
-    k = tl.arange(0, N)[:, None, None]
-    t = tl.arange(0, NT)[None, :, None]
-    i = tl.arange(0, 4)[None, None, :]
-    offs = (FIRST + k) * (4 * NT) + t * 4 + i
-    return offs, tl.load(x_row + offs, mask=offs < D, other=0.0)
-
-
-@triton.jit
-def _welford_tile(m, s, xt, D, FIRST: tl.constexpr, N: tl.constexpr, NT: tl.constexpr, EVEN: tl.constexpr,
-                  HW: tl.constexpr):
-    """Welford steps over a resident ``[N, NT, 4]`` tile, chunk by chunk and slot by slot: the
-    order of the loop version (``_layer_stats``), without its loads. ``1 / count`` is a
-    compile-time constant here (Python's double division rounded to fp32: the same correctly
-    rounded value, double rounding being innocuous for a quotient); ``EVEN``: ``D`` is a
-    multiple of the chunk, so every element is valid."""
-    if N > 0:
-        lane4 = tl.arange(0, NT) * 4
-        p, q = tl.split(tl.reshape(triton_math.widen(xt), [N, NT, 2, 2]))
-        c0, c2 = tl.split(p)
-        c1, c3 = tl.split(q)
-        for kk in tl.static_range(N):
-            base = (FIRST + kk) * 4 * NT + lane4
-            m, s = _welford_slot(m, s, _pick(c0, kk, N, NT), base, D, 1.0 / ((FIRST + kk) * 4 + 1), EVEN, HW)
-            m, s = _welford_slot(m, s, _pick(c1, kk, N, NT), base + 1, D, 1.0 / ((FIRST + kk) * 4 + 2), EVEN, HW)
-            m, s = _welford_slot(m, s, _pick(c2, kk, N, NT), base + 2, D, 1.0 / ((FIRST + kk) * 4 + 3), EVEN, HW)
-            m, s = _welford_slot(m, s, _pick(c3, kk, N, NT), base + 3, D, 1.0 / ((FIRST + kk) * 4 + 4), EVEN, HW)
-    return m, s
-
-
-@triton.jit
-def _welford_slot(m, s, v, offs, D, RC: tl.constexpr, EVEN: tl.constexpr, HW: tl.constexpr):
-    rc = tl.full([], RC, tl.float32)  # Python's double 1 / count rounded to fp32 (round to nearest)
+def _welford_slot(m, s, v, ok, rc, EVEN: tl.constexpr, HW: tl.constexpr):
+    """A Welford step; ``EVEN``: every element of the row is valid (``D`` a multiple of the
+    chunk), so no select on ``ok``."""
     if EVEN:
         delta = v - m
         nm = _fma(delta, rc, m, HW)
         return nm, _fma(delta, v - nm, s, HW)
     else:
-        return _welford_step(m, s, v, offs < D, rc, HW)
+        return _welford_step(m, s, v, ok, rc, HW)
 
 
 @triton.jit
@@ -368,7 +330,7 @@ def _row_norm_exact_kernel(
     MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
-    REVERSE_OUT: tl.constexpr, RESIDENT: tl.constexpr, EVEN: tl.constexpr,
+    REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr,
 ):
     # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
@@ -386,58 +348,7 @@ def _row_norm_exact_kernel(
         row1 = tl.program_id(0).to(tl.int64)  # ROWS == 1
         b1 = row1 // S
         x1 = X + b1 * x_sb + (row1 - b1 * S) * x_ss
-        if RESIDENT:
-            # the whole row in registers, loaded at once as up to four [N, NT, 4] tiles (N = 8, 4,
-            # 2, 1: the binary digits of CHUNKS, in chunk order); the output reuses them, so x is
-            # read from memory once and every load of the row is in flight together
-            y1 = Y + row1 * D
-            sc1 = SC + b1 * sc_sb + ((row1 - b1 * S) // sc_L) * sc_ss
-            sh1 = SH + b1 * sh_sb + ((row1 - b1 * S) // sh_L) * sh_ss
-            N8: tl.constexpr = CHUNKS // 8 * 8
-            N4: tl.constexpr = CHUNKS % 8 // 4 * 4
-            N2: tl.constexpr = CHUNKS % 4 // 2 * 2
-            N1: tl.constexpr = CHUNKS % 2
-            F4: tl.constexpr = N8
-            F2: tl.constexpr = N8 + N4
-            F1: tl.constexpr = N8 + N4 + N2
-            if N8 > 0:
-                o8, t8 = _chunk_tile(x1, 0, N8, NT, D)
-            if N4 > 0:
-                o4, t4 = _chunk_tile(x1, F4, N4, NT, D)
-            if N2 > 0:
-                o2, t2 = _chunk_tile(x1, F2, N2, NT, D)
-            if N1 > 0:
-                o1, t1 = _chunk_tile(x1, F1, N1, NT, D)
-            m = tl.zeros([NT], tl.float32)
-            m2 = tl.zeros([NT], tl.float32)
-            if N8 > 0:
-                m, m2 = _welford_tile(m, m2, t8, D, 0, N8, NT, EVEN, HW_FMA)
-            if N4 > 0:
-                m, m2 = _welford_tile(m, m2, t4, D, F4, N4, NT, EVEN, HW_FMA)
-            if N2 > 0:
-                m, m2 = _welford_tile(m, m2, t2, D, F2, N2, NT, EVEN, HW_FMA)
-            if N1 > 0:
-                m, m2 = _welford_tile(m, m2, t1, D, F1, N1, NT, EVEN, HW_FMA)
-            mean, m2 = _welford_tree(m, m2, TAB, WARP, NWARP, HW_FMA)
-            rstd = tl.math.rsqrt(_div(m2, d_float, one64) + eps)
-            if N8 > 0:
-                _emit(triton_math.widen(t8), o8, o8 < D, mean, rstd, W, BIAS, sc1, sh1, y1, scale_offset, NORM,
-                      HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
-                      ROUND_OFFSET, HW_FMA)
-            if N4 > 0:
-                _emit(triton_math.widen(t4), o4, o4 < D, mean, rstd, W, BIAS, sc1, sh1, y1, scale_offset, NORM,
-                      HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
-                      ROUND_OFFSET, HW_FMA)
-            if N2 > 0:
-                _emit(triton_math.widen(t2), o2, o2 < D, mean, rstd, W, BIAS, sc1, sh1, y1, scale_offset, NORM,
-                      HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
-                      ROUND_OFFSET, HW_FMA)
-            if N1 > 0:
-                _emit(triton_math.widen(t1), o1, o1 < D, mean, rstd, W, BIAS, sc1, sh1, y1, scale_offset, NORM,
-                      HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
-                      ROUND_OFFSET, HW_FMA)
-            return
-        mean, m2 = _layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA, UNROLL)
+        mean, m2 = _layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA, UNROLL, VEC, EVEN)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -569,7 +480,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1,
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= 16384,
-        "RESIDENT": geom.norm == "layer" and chunks <= 15,
+        "VEC": False,
         **(tuning or {}),
     }
     # every chunk full (the layout after any override): the Welford steps need no masks
