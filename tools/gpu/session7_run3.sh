@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 7, third call (nvidia-h200-x2, ~5 minutes). Run 2 measured the register-resident row
+# Session 7, third call (~5 minutes on nvidia-h200-x2, ~8 on one GPU, the parts in sequence). Run 2 measured the register-resident row
 # (dropped since: 40.7% at Wan against the loop's 62.6%). Now the loop version with the mask-free
 # Welford step for full chunks (EVEN) and, as a build choice, one vector load per chunk (VEC).
 #   GPU 0: the build-choice sweep of layer_norm / ln_modulate at FLUX, Wan, HunyuanVideo (every
@@ -9,7 +9,7 @@
 # Usage on the device machine, from the repo root: bash tools/gpu/session7_run3.sh SHA OUT
 set -uo pipefail
 source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out_s7c
-{
+gpu1() {
     t row_norm_exact_s7_final 200 packages/sgl-diffusion-norm/tests/test_row_norm_exact_gpu.py
     cp row_norm_gate_report.json "$OUT/row_norm_gate_report_h200_s7.json" 2>/dev/null
     snap
@@ -22,9 +22,11 @@ source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out_s7c
     grep -E "Duration|DRAM Through|Compute \(SM\)|Issue Slots Busy|Issued Ipc|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Stall" \
         "$OUT/ncu_layer_norm_exact_wan.txt" | head -20
     snap
-} &
+}
+sweep() {
 CUDA_VISIBLE_DEVICES=0 timeout 330 python3 tools/gpu/exact_norm_sweep.py "$OUT/exact_norm_sweep_layer_s7_vec_h200.json" \
     layer_norm,ln_modulate flux,wan,hunyuan > "$OUT/exact_norm_sweep_layer_s7_vec.log" 2>&1
 grep -v "^\[" "$OUT/exact_norm_sweep_layer_s7_vec.log" | tail -8
-wait
+}
+if [ "$G2" -gt 0 ]; then gpu1 & sweep; wait; else sweep; gpu1; fi  # one GPU: one after the other
 snap
