@@ -441,8 +441,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     ``NWARP``, ``CHUNKS``), the chain's dtypes, and build choices ``tuning`` may override (none
     changes the arithmetic's order): ``HW_FMA`` (the hardware FMA where nvcc contracts; else the
     fp64 emulation), ``UNROLL`` / ``UNROLL_OUT`` (unroll factors of the statistics loop and the
-    output loop; None: the compiler's choice), ``ROWS`` (RMSNorm rows per program, a warp each) and
-    ``REVERSE_OUT`` (the output pass over the chunks last to first).
+    output loop; None: the compiler's choice), ``ROWS`` (RMSNorm rows per program, a warp each),
+    ``REVERSE_OUT`` (the output pass over the chunks last to first), ``VEC`` (LayerNorm: one vector
+    load per chunk) and ``EVEN`` (LayerNorm: every chunk full, no masks; derived from ``D``).
 
     Measured on one H200, bf16 (docs/benchmarks/exact_norm_sweep_h200.json, % of a same-run copy,
     FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
@@ -456,6 +457,14 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     docs/benchmarks/exact_norm_sweep_reverse_*_h200.json): rms_modulate Wan 77.4 -> 80.3%,
     rms_norm Wan 91.8 -> 92.9%, HunyuanVideo +0.1 / +0.5 points; at FLUX it lost 1.2-2.4 points;
     LayerNorm was not measured with it and keeps the forward order.
+
+    LayerNorm, session 7 (docs/benchmarks/exact_norm_sweep_layer_s7_*_h200.json, FLUX / Wan /
+    HunyuanVideo): the combine coefficients from a host table (no fp64 division, 64 registers
+    instead of 136-141) took layer_norm from 35 / 18 / 26% to 56 / 63 / 51%; ``EVEN`` (no masks
+    when every chunk is full) to 64 / 68 / 56%; ``VEC`` (one vector load per chunk, split in
+    registers, instead of four strided slot loads) to 71 / 77 / 67% (ln_modulate 66 / 65 / 60%).
+    Nsight Compute at Wan before ``VEC``: SM throughput 84%, DRAM 48%: bound by instructions, not
+    memory. Keeping the row in registers (one read) measured 41% at Wan (102-134 registers).
     """
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
@@ -480,7 +489,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1,
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= 16384,
-        "VEC": False,
+        "VEC": geom.norm == "layer",
         **(tuning or {}),
     }
     # every chunk full (the layout after any override): the Welford steps need no masks
