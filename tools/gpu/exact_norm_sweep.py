@@ -64,9 +64,7 @@ def _configs(op: str, D: int) -> list[dict]:
             {"ROWS": 2, "UNROLL_OUT": 4},
         ]
     chunks = -(-D // 512)
-    return [{}, {"VEC": True}, {"EVEN": False}, {"VEC": True, "UNROLL": 1, "UNROLL_OUT": 1},
-            {"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": chunks, "UNROLL_OUT": 1}, {"VEC": True, "UNROLL": chunks},
-            {"VEC": True, "UNROLL": 2, "UNROLL_OUT": 2}]
+    return [{}, {"VEC": False}, {"EVEN": False}, {"UNROLL_OUT": 1}, {"UNROLL_OUT": chunks}, {"REVERSE_OUT": True}]
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:

@@ -91,25 +91,26 @@ def _halves(x, R: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
-def _welford_merge(m, s, TAB, OFF: tl.constexpr, TOTAL: tl.constexpr, R: tl.constexpr, N: tl.constexpr,
-                   HW: tl.constexpr):
+def _welford_merge(m, s, TAB, OFF: tl.constexpr, R: tl.constexpr, N: tl.constexpr, HW: tl.constexpr):
     """One level of the combine tree on ``[R, N]`` partial statistics: lane ``i`` (``dataB``)
     with lane ``i + N/2`` (``dataA``), as ``cuWelfordCombine(dataB, dataA)``:
     ``mean = nA * meanA + nB * meanB``, ``m2 = m2A + m2B + delta * delta * countA * nB``.
 
     The counts do not depend on the data (they follow from ``D`` and the thread layout), so
     ``nA = countA * (1 / count)``, ``nB`` and ``countA`` of every combine come from a host table
-    (``TAB``: three rows of ``TOTAL`` fp32, this level's entries from ``OFF``, computed in fp32
+    (``TAB``: entries of four fp32, this level's from entry ``OFF``, computed in fp32
     as eager does, :func:`welford_tree_table`); an empty pair has ``nA = nB = countA = 0`` and
     gives eager's zeros. (The level's ``[R, N/2]`` loads also fix the layouts of the halving: with
     one scalar per level, for uniform counts, sm_90 went from 64 to 168 registers.)"""
     H: tl.constexpr = N // 2
     mb, ma = _halves(m, R, N)
     sb, sa = _halves(s, R, N)
-    idx = OFF + tl.arange(0, R)[:, None] * H + tl.arange(0, H)[None, :]
-    na = tl.load(TAB + idx)
-    nb = tl.load(TAB + TOTAL + idx)
-    ca = tl.load(TAB + 2 * TOTAL + idx)
+    # entry i of the table is (nA, nB, countA, 0) at 4 * i: one 16-byte load per combine
+    idx = OFF + tl.arange(0, R)[:, None, None] * H + tl.arange(0, H)[None, :, None]
+    coef = tl.load(TAB + idx * 4 + tl.arange(0, 4)[None, None, :])
+    ab, cz = tl.split(tl.reshape(coef, [R, H, 2, 2]))
+    na, nb = tl.split(ab)
+    ca, _ = tl.split(cz)
     delta = mb - ma
     mean = _fma(na, ma, nb * mb, HW)
     m2 = _fma((delta * delta) * ca, nb, sa + sb, HW)
@@ -140,24 +141,31 @@ def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CH
     lane4 = tl.arange(0, NT) * 4
     m = tl.zeros([NT], tl.float32)
     s = tl.zeros([NT], tl.float32)
-    for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
-        base = k * 4 * NT
-        # 1 / new_count, the same for every thread with a valid element: from a host table of
-        # correctly rounded reciprocals (eager's `1.f / count` is an IEEE division)
-        if VEC:
-            # one [NT, 4] vector load per chunk, split into the four slots in registers
+    if VEC:
+        # one [NT, 4] vector load per chunk, split into the four slots in registers; the chunks
+        # unrolled at compile time, so 1 / count is a constant (Python's double quotient rounded
+        # to fp32: the correctly rounded fp32 quotient, double rounding being innocuous for a
+        # division)
+        for k in tl.static_range(CHUNKS):
+            base = k * 4 * NT
             offs = base + lane4[:, None] + tl.arange(0, 4)[None, :]
-            raw = tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy="evict_last")
+            if EVEN:
+                raw = tl.load(x_row + offs, eviction_policy="evict_last")
+            else:
+                raw = tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy="evict_last")
             p, q = tl.split(tl.reshape(triton_math.widen(raw), [NT, 2, 2]))
             v0, v2 = tl.split(p)
             v1, v3 = tl.split(q)
-            ok = base + lane4 < D
-            m, s = _welford_slot(m, s, v0, ok, tl.load(RCP + k * 4 + 0), EVEN, HW)
-            m, s = _welford_slot(m, s, v1, base + lane4 + 1 < D, tl.load(RCP + k * 4 + 1), EVEN, HW)
-            m, s = _welford_slot(m, s, v2, base + lane4 + 2 < D, tl.load(RCP + k * 4 + 2), EVEN, HW)
-            m, s = _welford_slot(m, s, v3, base + lane4 + 3 < D, tl.load(RCP + k * 4 + 3), EVEN, HW)
-        else:
-            # four strided loads (one per vector slot): the four together read each cache line once
+            m, s = _welford_slot(m, s, v0, base + lane4 < D, _const_rcp(k * 4 + 1), EVEN, HW)
+            m, s = _welford_slot(m, s, v1, base + lane4 + 1 < D, _const_rcp(k * 4 + 2), EVEN, HW)
+            m, s = _welford_slot(m, s, v2, base + lane4 + 2 < D, _const_rcp(k * 4 + 3), EVEN, HW)
+            m, s = _welford_slot(m, s, v3, base + lane4 + 3 < D, _const_rcp(k * 4 + 4), EVEN, HW)
+    else:
+        for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
+            base = k * 4 * NT
+            # 1 / new_count, the same for every thread with a valid element: from a host table of
+            # correctly rounded reciprocals (eager's `1.f / count` is an IEEE division); four
+            # strided loads (one per vector slot): the four together read each cache line once
             v, ok = _slot(x_row, base, lane4, 0, D)
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 0), EVEN, HW)
             v, ok = _slot(x_row, base, lane4, 1, D)
@@ -171,33 +179,38 @@ def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CH
 
 @triton.jit
 def _welford_tree(m, s, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, HW: tl.constexpr):
-    """Per-thread ``[NT]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree order."""
-    NT: tl.constexpr = WARP * NWARP
+    """Per-thread ``[WARP * NWARP]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree order."""
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
     # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset; the table holds the
     # levels in this order (level N at NWARP * (WARP - N)), then the inter-warp levels
-    T: tl.constexpr = NT - 1
     if WARP >= 64:
-        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 64), T, NWARP, 64, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 32), T, NWARP, 32, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 16), T, NWARP, 16, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 8), T, NWARP, 8, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 4), T, NWARP, 4, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 2), T, NWARP, 2, HW)
+        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 64), NWARP, 64, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 32), NWARP, 32, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 16), NWARP, 16, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 8), NWARP, 8, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 4), NWARP, 4, HW)
+    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 2), NWARP, 2, HW)
     # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1
     m = tl.reshape(m, [1, NWARP])
     s = tl.reshape(s, [1, NWARP])
     B: tl.constexpr = NWARP * (WARP - 1)
     if NWARP >= 8:
-        m, s = _welford_merge(m, s, TAB, B + NWARP - 8, T, 1, 8, HW)
+        m, s = _welford_merge(m, s, TAB, B + NWARP - 8, 1, 8, HW)
     if NWARP >= 4:
-        m, s = _welford_merge(m, s, TAB, B + NWARP - 4, T, 1, 4, HW)
+        m, s = _welford_merge(m, s, TAB, B + NWARP - 4, 1, 4, HW)
     if NWARP >= 2:
-        m, s = _welford_merge(m, s, TAB, B + NWARP - 2, T, 1, 2, HW)
+        m, s = _welford_merge(m, s, TAB, B + NWARP - 2, 1, 2, HW)
     mean = tl.sum(tl.reshape(m, [1]), axis=0)
     m2 = tl.sum(tl.reshape(s, [1]), axis=0)
     return mean, m2
+
+
+@triton.jit
+def _const_rcp(N: tl.constexpr):
+    """``1 / N`` for a compile-time count, as an fp32 scalar (Python's double quotient rounded to
+    nearest fp32: the correctly rounded fp32 quotient)."""
+    return tl.full([], 1.0 / N, tl.float32)
 
 
 @triton.jit
@@ -399,7 +412,7 @@ def reduce_lanes(rows: int, D: int, warp: int) -> tuple[int, bool]:
 @functools.lru_cache(maxsize=64)
 def welford_tree_table(D: int, warp: int, nwarp: int) -> torch.Tensor:
     """The combine coefficients of LayerNorm's reduction tree (see ``_welford_merge``), fp32 CPU
-    tensor ``[3 * (NT - 1)]``: rows ``nA``, ``nB``, ``countA``; within a row the levels in the
+    tensor ``[4 * (NT - 1)]``: per combine ``(nA, nB, countA, 0)``; the combines by level in the
     kernel's order (intra-warp ``[nwarp, N/2]`` for N = warp .. 2, then inter-warp ``[1, N/2]``
     for N = nwarp .. 2), each row-major. Thread ``t`` of ``NT = warp * nwarp`` holds the
     elements ``4t .. 4t+3`` of every ``4 * NT``-wide chunk; its count is how many lie below
@@ -427,7 +440,8 @@ def welford_tree_table(D: int, warp: int, nwarp: int) -> torch.Tensor:
     c = c.reshape(1, nwarp)
     while c.shape[1] > 1:
         c = level(c)
-    return torch.cat([torch.cat(r) for r in rows]).to(torch.float32)
+    na, nb, ca = (torch.cat(r) for r in rows)
+    return torch.stack([na, nb, ca, torch.zeros_like(ca)], dim=1).reshape(-1).to(torch.float32)
 
 
 def mean_factor(rows: int, D: int) -> float:
