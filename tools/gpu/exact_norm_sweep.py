@@ -63,8 +63,7 @@ def _configs(op: str, D: int) -> list[dict]:
             {"UNROLL": 4, "UNROLL_OUT": 2},
             {"ROWS": 2, "UNROLL_OUT": 4},
         ]
-    chunks = -(-D // 512)
-    return [{}, {"VEC": False}, {"EVEN": False}, {"UNROLL_OUT": 1}, {"UNROLL_OUT": chunks}, {"REVERSE_OUT": True}]
+    return [{}, {"VEC": False}, {"EVEN": False}, {"UNROLL_OUT": 1}, {"UNROLL_OUT": 2}, {"REVERSE_OUT": True}]
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:

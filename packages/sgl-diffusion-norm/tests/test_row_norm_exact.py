@@ -232,3 +232,75 @@ def test_layer_norm_load_forms_keep_the_bits(D):
     ref = prepare(geom, *tensors, tuning={"VEC": False, "EVEN": False}).fused(*tensors, 1e-6, 1.0)
     for tuning in ({}, {"VEC": True}, {"VEC": True, "EVEN": False}, {"EVEN": True} if D == 1536 else {}):
         testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), ref)
+
+
+def _aten_layer_norm_order(x: torch.Tensor, eps: float, warp: int = 32, nwarp: int = 4) -> torch.Tensor:
+    """An independent model of CUDA eager's LayerNorm statistics order (vectorized path): per-thread
+    Welford over 4-element slots of ``4 * warp * nwarp``-wide chunks, then ``cuWelfordCombine``
+    halving within warps and across warps; every fp32 step rounded, each contracted ``a * b + c``
+    rounded once (fp64 product and sum, the kernel's ``HW_FMA=False`` form). Rows of fp32 ``x``;
+    returns ``rstd * (x - mean)`` with the interpreter's ``rsqrt`` (``1 / sqrt`` in fp32)."""
+    import numpy as np
+
+    f32 = np.float32
+
+    def fma(a, b, c):
+        return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(f32)
+
+    nt = warp * nwarp
+    out = []
+    for row in x.numpy().astype(f32):
+        D = row.size
+        m = np.zeros(nt, f32)
+        s = np.zeros(nt, f32)
+        c = np.zeros(nt, f32)
+        for k in range(-(-D // (4 * nt))):
+            for ii in range(4):
+                idx = k * 4 * nt + 4 * np.arange(nt) + ii
+                ok = idx < D
+                v = np.where(ok, row[np.minimum(idx, D - 1)], f32(0))
+                rc = np.float32(1.0) / np.float32(k * 4 + ii + 1)
+                delta = (v - m).astype(f32)
+                nm = fma(delta, np.full(nt, rc, f32), m)
+                ns = fma(delta, (v - nm).astype(f32), s)
+                m, s, c = np.where(ok, nm, m), np.where(ok, ns, s), np.where(ok, c + 1, c).astype(f32)
+
+        def halve(m, s, c):
+            h = m.shape[1] // 2
+            mb, ma, sb, sa, cb, ca = m[:, :h], m[:, h:], s[:, :h], s[:, h:], c[:, :h], c[:, h:]
+            cnt = (ca + cb).astype(f32)
+            coef = np.where(cnt > 0, f32(1) / np.where(cnt > 0, cnt, f32(1)), f32(0)).astype(f32)
+            na, nb = (ca * coef).astype(f32), (cb * coef).astype(f32)
+            delta = (mb - ma).astype(f32)
+            mean = fma(na, ma, (nb * mb).astype(f32))
+            m2 = fma((((delta * delta).astype(f32)) * ca).astype(f32), nb, (sa + sb).astype(f32))
+            return np.where(cnt > 0, mean, f32(0)), np.where(cnt > 0, m2, f32(0)), cnt
+
+        m, s, c = m.reshape(nwarp, warp), s.reshape(nwarp, warp), c.reshape(nwarp, warp)
+        while m.shape[1] > 1:
+            m, s, c = halve(m, s, c)
+        m, s, c = m.reshape(1, nwarp), s.reshape(1, nwarp), c.reshape(1, nwarp)
+        while m.shape[1] > 1:
+            m, s, c = halve(m, s, c)
+        mean, m2 = m[0, 0], s[0, 0]
+        var = np.float32(np.float64(m2) / np.float64(D))
+        rstd = f32(1) / np.sqrt(f32(var + f32(eps)))
+        out.append((rstd * (row - mean).astype(f32)).astype(f32))
+    return torch.from_numpy(np.stack(out))
+
+
+@pytest.mark.parametrize("D", [520, 1536, 2432])
+@pytest.mark.parametrize("vec", [True, False])
+def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec):
+    """The exact LayerNorm kernel against an independent model of eager's CUDA order (above), on
+    random fp32 rows where the order decides the bits: catches a wrong tree, table or slot order
+    on the CPU lane (the gate's own CPU checks cannot: there eager sums in another order)."""
+    from sgl_diffusion_core import describe, resolve_target
+
+    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    torch.manual_seed(D)
+    x = torch.randn(1, 3, D) * 3 + 0.7
+    geom = describe("norm.layer_norm", x).info["geom"]
+    tensors = (x, None, None, None, None)
+    got = prepare(geom, *tensors, tuning={"HW_FMA": False, "VEC": vec}).fused(*tensors, 1e-6, 1.0)
+    testing.assert_exact(got.reshape(3, D), _aten_layer_norm_order(x.reshape(3, D), 1e-6))

@@ -108,9 +108,9 @@ def _welford_merge(m, s, TAB, OFF: tl.constexpr, R: tl.constexpr, N: tl.constexp
     # entry i of the table is (nA, nB, countA, 0) at 4 * i: one 16-byte load per combine
     idx = OFF + tl.arange(0, R)[:, None, None] * H + tl.arange(0, H)[None, :, None]
     coef = tl.load(TAB + idx * 4 + tl.arange(0, 4)[None, None, :])
-    ab, cz = tl.split(tl.reshape(coef, [R, H, 2, 2]))
-    na, nb = tl.split(ab)
-    ca, _ = tl.split(cz)
+    even, odd = tl.split(tl.reshape(coef, [R, H, 2, 2]))  # the last axis: (nA, countA), (nB, 0)
+    na, ca = tl.split(even)
+    nb, _ = tl.split(odd)
     delta = mb - ma
     mean = _fma(na, ma, nb * mb, HW)
     m2 = _fma((delta * delta) * ca, nb, sa + sb, HW)
@@ -500,7 +500,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "T3": TL_DTYPES[ch.t3] if ch.t3 else f32, "OUT": TL_DTYPES[ch.out],
         "MEAN_DIV": platform == "cpu", "ROUND_OFFSET": platform == "cpu",
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks,
-        "HW_FMA": True, "UNROLL": unroll, "UNROLL_OUT": unroll,
+        "HW_FMA": True, "UNROLL": unroll,
+        "UNROLL_OUT": chunks if geom.norm == "layer" and chunks <= 16 else unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1,
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= 16384,
         "VEC": geom.norm == "layer",
