@@ -47,23 +47,9 @@ OPS = {  # op -> (op id, modulated)
 
 
 def _configs(op: str, D: int) -> list[dict]:
-    if op.startswith("rms"):
-        return [
-            {},
-            {"REVERSE_OUT": True},
-            {"REVERSE_OUT": True, "ROWS": 1},
-            {"ROWS": 1},
-            {"ROWS": 2},
-            {"UNROLL_OUT": 1},
-            {"UNROLL_OUT": 2},
-            {"UNROLL_OUT": 4},
-            {"UNROLL_OUT": 8},
-            {"UNROLL": 8},
-            {"UNROLL": 8, "UNROLL_OUT": 4},
-            {"UNROLL": 4, "UNROLL_OUT": 2},
-            {"ROWS": 2, "UNROLL_OUT": 4},
-        ]
-    return [{}, {"VEC": False}, {"EVEN": False}, {"UNROLL_OUT": 1}, {"UNROLL_OUT": 2}, {"REVERSE_OUT": True}]
+    if op.startswith("rms"):  # sessions 4-5 swept unrolling, rows per program and REVERSE_OUT
+        return [{}, {"EVEN": False}]
+    return [{}, {"EVEN": False}, {"VEC": False}, {"UNROLL_OUT": 1}]
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:

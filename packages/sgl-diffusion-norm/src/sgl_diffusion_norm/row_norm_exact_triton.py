@@ -248,15 +248,19 @@ def _columns(x, R: tl.constexpr, NT: tl.constexpr):
 
 @triton.jit
 def _sum_squares(x_rows, rmask, D, R: tl.constexpr, LANES: tl.constexpr, WARP: tl.constexpr,
-                 CHUNKS: tl.constexpr, UNROLL: tl.constexpr):
-    """Sums of squares of ``R`` rows (``x_rows``: ``[R, 1]`` pointers), each in eager's order."""
+                 CHUNKS: tl.constexpr, UNROLL: tl.constexpr, FULL: tl.constexpr):
+    """Sums of squares of ``R`` rows (``x_rows``: ``[R, 1]`` pointers), each in eager's order.
+    ``FULL``: one row, every chunk full (no masks)."""
     # one contiguous 4 * LANES block per row and chunk (8-byte vector loads for bf16), 4 accumulators per lane
     cols = tl.arange(0, 4 * LANES)[None, :]
     acc = tl.zeros([R, 4 * LANES], tl.float32)
     for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
         offs = k * 4 * LANES + cols
-        v = triton_math.widen(tl.load(x_rows + offs, mask=rmask & (offs < D), other=0.0,
-                                      eviction_policy="evict_last"))
+        if FULL:
+            v = triton_math.widen(tl.load(x_rows + offs, eviction_policy="evict_last"))
+        else:
+            v = triton_math.widen(tl.load(x_rows + offs, mask=rmask & (offs < D), other=0.0,
+                                          eviction_policy="evict_last"))
         acc += v * v
     a0, a1, a2, a3 = _columns(acc, R, LANES)
     t = ((a0 + a1) + a2) + a3
@@ -365,7 +369,7 @@ def _row_norm_exact_kernel(
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
-        total = _sum_squares(x_row, rmask, D, ROWS, LANES, WARP, CHUNKS, UNROLL)
+        total = _sum_squares(x_row, rmask, D, ROWS, LANES, WARP, CHUNKS, UNROLL, EVEN and ROWS == 1)
         mean = 0.0
         if MEAN_DIV:
             var = _div(total, d_float, one64)
@@ -381,7 +385,10 @@ def _row_norm_exact_kernel(
         else:
             k = kk
         offs = k * CH + cols
-        mask = rmask & (offs < D)
+        if EVEN and ROWS == 1:  # one row per program, every chunk full: a constant mask (folded away)
+            mask = tl.full([1, CH], 1, tl.int1)
+        else:
+            mask = rmask & (offs < D)
         v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
         _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, NORM, HAS_SCALE, HAS_SHIFT,
               HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
@@ -507,8 +514,10 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "VEC": geom.norm == "layer",
         **(tuning or {}),
     }
-    # every chunk full (the layout after any override): the Welford steps need no masks
-    out.setdefault("EVEN", g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
+    # every chunk full (the layout after any override): no masks (LayerNorm's Welford steps; with
+    # one row per program, the loads and stores of both norms)
+    chunk = 4 * out["WARP"] * out["NWARP"] if out["NORM"] == 0 else 4 * out["LANES"]
+    out.setdefault("EVEN", g.D == out["CHUNKS"] * chunk)
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     return out
