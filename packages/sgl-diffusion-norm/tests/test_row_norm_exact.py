@@ -306,10 +306,10 @@ def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec):
     testing.assert_exact(got.reshape(3, D), _aten_layer_norm_order(x.reshape(3, D), 1e-6))
 
 
-@pytest.mark.parametrize("op", ["rms_norm", "rms_modulate", "layer_norm", "ln_modulate"])
+@pytest.mark.parametrize("op", ["layer_norm", "ln_modulate"])
 def test_unmasked_full_chunks_keep_the_bits(op):
-    """With one row per program and every chunk full (``EVEN``) the exact kernel drops its masks
-    (loads, stores, LayerNorm's Welford selects): the same bits as the masked build."""
+    """With every chunk full (``EVEN``) the exact LayerNorm kernel drops its masks (loads, stores,
+    Welford selects): the same bits as the masked build."""
     from sgl_diffusion_core import describe, resolve_target
 
     prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
@@ -318,12 +318,10 @@ def test_unmasked_full_chunks_keep_the_bits(op):
     x = torch.randn(1, 3, D, dtype=torch.bfloat16)
     mod = (torch.randn(1, 2, D) * 0.5).to(torch.bfloat16)
     w = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16)
-    if op in ("rms_modulate", "ln_modulate"):
-        kw = {"weight": w} if op == "rms_modulate" else {}
-        args, tensors = (x, mod[:, :1], mod[:, 1:]), (x, mod[:, :1], mod[:, 1:], kw.get("weight"), None)
+    if op == "ln_modulate":
+        args, kw, tensors = (x, mod[:, :1], mod[:, 1:]), {}, (x, mod[:, :1], mod[:, 1:], None, None)
     else:
         args, kw, tensors = (x, w), {}, (x, None, None, w, None)
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
-    base = {"ROWS": 1} if op.startswith("rms") else {}
-    ref = prepare(geom, *tensors, tuning={**base, "EVEN": False}).fused(*tensors, 1e-6, 1.0)
-    testing.assert_exact(prepare(geom, *tensors, tuning=base).fused(*tensors, 1e-6, 1.0), ref)
+    ref = prepare(geom, *tensors, tuning={"EVEN": False}).fused(*tensors, 1e-6, 1.0)
+    testing.assert_exact(prepare(geom, *tensors).fused(*tensors, 1e-6, 1.0), ref)

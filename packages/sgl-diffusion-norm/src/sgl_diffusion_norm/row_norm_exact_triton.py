@@ -248,19 +248,15 @@ def _columns(x, R: tl.constexpr, NT: tl.constexpr):
 
 @triton.jit
 def _sum_squares(x_rows, rmask, D, R: tl.constexpr, LANES: tl.constexpr, WARP: tl.constexpr,
-                 CHUNKS: tl.constexpr, UNROLL: tl.constexpr, FULL: tl.constexpr):
-    """Sums of squares of ``R`` rows (``x_rows``: ``[R, 1]`` pointers), each in eager's order.
-    ``FULL``: one row, every chunk full (no masks)."""
+                 CHUNKS: tl.constexpr, UNROLL: tl.constexpr):
+    """Sums of squares of ``R`` rows (``x_rows``: ``[R, 1]`` pointers), each in eager's order."""
     # one contiguous 4 * LANES block per row and chunk (8-byte vector loads for bf16), 4 accumulators per lane
     cols = tl.arange(0, 4 * LANES)[None, :]
     acc = tl.zeros([R, 4 * LANES], tl.float32)
     for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
         offs = k * 4 * LANES + cols
-        if FULL:
-            v = triton_math.widen(tl.load(x_rows + offs, eviction_policy="evict_last"))
-        else:
-            v = triton_math.widen(tl.load(x_rows + offs, mask=rmask & (offs < D), other=0.0,
-                                          eviction_policy="evict_last"))
+        v = triton_math.widen(tl.load(x_rows + offs, mask=rmask & (offs < D), other=0.0,
+                                      eviction_policy="evict_last"))
         acc += v * v
     a0, a1, a2, a3 = _columns(acc, R, LANES)
     t = ((a0 + a1) + a2) + a3
@@ -369,7 +365,7 @@ def _row_norm_exact_kernel(
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
-        total = _sum_squares(x_row, rmask, D, ROWS, LANES, WARP, CHUNKS, UNROLL, EVEN and ROWS == 1)
+        total = _sum_squares(x_row, rmask, D, ROWS, LANES, WARP, CHUNKS, UNROLL)
         mean = 0.0
         if MEAN_DIV:
             var = _div(total, d_float, one64)
@@ -385,7 +381,7 @@ def _row_norm_exact_kernel(
         else:
             k = kk
         offs = k * CH + cols
-        if EVEN and ROWS == 1:  # one row per program, every chunk full: a constant mask (folded away)
+        if NORM == 0 and EVEN:  # LayerNorm: one row per program, every chunk full: a constant mask
             mask = tl.full([1, CH], 1, tl.int1)
         else:
             mask = rmask & (offs < D)
@@ -479,13 +475,15 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     rms_norm Wan 91.8 -> 92.9%, HunyuanVideo +0.1 / +0.5 points; at FLUX it lost 1.2-2.4 points;
     LayerNorm was not measured with it and keeps the forward order.
 
-    LayerNorm, session 7 (docs/benchmarks/exact_norm_sweep_layer_s7_*_h200.json, FLUX / Wan /
+    LayerNorm, session 7 (docs/benchmarks/exact_norm_sweep_*s7*_h200.json, FLUX / Wan /
     HunyuanVideo): the combine coefficients from a host table (no fp64 division, 64 registers
     instead of 136-141) took layer_norm from 35 / 18 / 26% to 56 / 63 / 51%; ``EVEN`` (no masks
-    when every chunk is full) to 64 / 68 / 56%; ``VEC`` (one vector load per chunk, split in
-    registers, instead of four strided slot loads) to 71 / 77 / 67% (ln_modulate 66 / 65 / 60%).
-    Nsight Compute at Wan before ``VEC``: SM throughput 84%, DRAM 48%: bound by instructions, not
-    memory. Keeping the row in registers (one read) measured 41% at Wan (102-134 registers).
+    in the Welford steps when every chunk is full) to 64 / 68 / 56%; ``VEC`` (one vector load per
+    chunk, split in registers) to 71 / 77 / 67%; the chunks unrolled at compile time and the
+    output loop fully unrolled (``UNROLL_OUT``) to 75 / 90 / 74%; unmasked loads and stores to
+    77 / 94 / 75% (ln_modulate 70 / 87 / 65%). Nsight Compute at Wan before ``VEC``: SM throughput
+    84%, DRAM 48%: bound by instructions, not memory. Keeping the row in registers (one read)
+    measured 41% at Wan (102-134 registers).
     """
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
@@ -514,10 +512,11 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "VEC": geom.norm == "layer",
         **(tuning or {}),
     }
-    # every chunk full (the layout after any override): no masks (LayerNorm's Welford steps; with
-    # one row per program, the loads and stores of both norms)
-    chunk = 4 * out["WARP"] * out["NWARP"] if out["NORM"] == 0 else 4 * out["LANES"]
-    out.setdefault("EVEN", g.D == out["CHUNKS"] * chunk)
+    # LayerNorm with every chunk full (the layout after any override): no masks (Welford selects,
+    # loads, stores). Unmasked RMSNorm builds measured slower (session 7: rms_modulate at Wan 59.9%
+    # against 79.8%, docs/benchmarks/exact_norm_sweep_s7_unmasked_h200.json), so EVEN is
+    # LayerNorm's alone
+    out.setdefault("EVEN", out["NORM"] == 0 and g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     return out
