@@ -460,7 +460,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     fp64 emulation), ``UNROLL`` / ``UNROLL_OUT`` (unroll factors of the statistics loop and the
     output loop; None: the compiler's choice), ``ROWS`` (RMSNorm rows per program, a warp each),
     ``REVERSE_OUT`` (the output pass over the chunks last to first), ``VEC`` (LayerNorm: one vector
-    load per chunk) and ``EVEN`` (LayerNorm: every chunk full, no masks; derived from ``D``).
+    load per chunk, the chunks unrolled at compile time; up to 16 chunks) and ``EVEN`` (LayerNorm:
+    every chunk full, no masks; derived from ``D``).
 
     Measured on one H200, bf16 (docs/benchmarks/exact_norm_sweep_h200.json, % of a same-run copy,
     FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
@@ -509,7 +510,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "UNROLL_OUT": chunks if geom.norm == "layer" and chunks <= 16 else unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1,
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= 16384,
-        "VEC": geom.norm == "layer",
+        # VEC unrolls the statistics at compile time: up to 16 chunks (D <= 8192 on CUDA); at
+        # D = 65536 (128 chunks) one sm_90 build took 69 s, so wider rows keep the loop
+        "VEC": geom.norm == "layer" and chunks <= 16,
         **(tuning or {}),
     }
     # LayerNorm with every chunk full (the layout after any override): no masks (Welford selects,
@@ -617,7 +620,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
         for D in (2432, 3072, 5120):
             for norm in norms:
                 if D == 2432 and (norm != "layer" or dt != torch.bfloat16):
-                    continue  # SD3.5's width: the resident LayerNorm's 4 + 1 chunk tiles, a partial last chunk
+                    continue  # SD3.5's width: LayerNorm with a partial last chunk (the masked build)
                 for modulated in modulation:
                     rows = 75600
                     mod = torch.empty(0, dtype=dt)
