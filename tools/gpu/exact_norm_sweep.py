@@ -49,7 +49,7 @@ OPS = {  # op -> (op id, modulated)
 def _configs(op: str, D: int) -> list[dict]:
     if op.startswith("rms"):  # sessions 4-5 swept unrolling, rows per program and REVERSE_OUT
         return [{}, {"EVEN": False}]
-    return [{}, {"EVEN": False}, {"VEC": False}, {"UNROLL_OUT": 1}]
+    return [{}, {"TREE": 0}, {"EVEN": False}]  # session 8: the shuffle tree (TREE 1) against shared-memory halving
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:

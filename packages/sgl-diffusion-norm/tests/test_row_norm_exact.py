@@ -291,7 +291,8 @@ def _aten_layer_norm_order(x: torch.Tensor, eps: float, warp: int = 32, nwarp: i
 
 @pytest.mark.parametrize("D", [520, 1536, 2432])
 @pytest.mark.parametrize("vec", [True, False])
-def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec):
+@pytest.mark.parametrize("tree", [0, 1])
+def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec, tree):
     """The exact LayerNorm kernel against an independent model of eager's CUDA order (above), on
     random fp32 rows where the order decides the bits: catches a wrong tree, table or slot order
     on the CPU lane (the gate's own CPU checks cannot: there eager sums in another order)."""
@@ -302,7 +303,7 @@ def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec):
     x = torch.randn(1, 3, D) * 3 + 0.7
     geom = describe("norm.layer_norm", x).info["geom"]
     tensors = (x, None, None, None, None)
-    got = prepare(geom, *tensors, tuning={"HW_FMA": False, "VEC": vec}).fused(*tensors, 1e-6, 1.0)
+    got = prepare(geom, *tensors, tuning={"HW_FMA": False, "VEC": vec, "TREE": tree}).fused(*tensors, 1e-6, 1.0)
     testing.assert_exact(got.reshape(3, D), _aten_layer_norm_order(x.reshape(3, D), 1e-6))
 
 

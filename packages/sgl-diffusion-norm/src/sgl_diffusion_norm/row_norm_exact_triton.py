@@ -136,7 +136,8 @@ def _slot(x_row, base, lane4, ii, D):
 
 @triton.jit
 def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
-                 HW: tl.constexpr, UNROLL: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr):
+                 HW: tl.constexpr, UNROLL: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr,
+                 TREE: tl.constexpr = 0):
     NT: tl.constexpr = WARP * NWARP
     lane4 = tl.arange(0, NT) * 4
     m = tl.zeros([NT], tl.float32)
@@ -174,23 +175,68 @@ def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CH
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 2), EVEN, HW)
             v, ok = _slot(x_row, base, lane4, 3, D)
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 3), EVEN, HW)
-    return _welford_tree(m, s, TAB, WARP, NWARP, HW)
+    return _welford_tree(m, s, TAB, WARP, NWARP, HW, TREE, 4 * CHUNKS if EVEN else 0)
 
 
 @triton.jit
-def _welford_tree(m, s, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, HW: tl.constexpr):
+def _shfl_merge(m, s, lane, wrp, TAB, OFF: tl.constexpr, H: tl.constexpr, WARP: tl.constexpr, HW: tl.constexpr,
+                UNIFORM: tl.constexpr):
+    """One intra-warp level as eager's ``WARP_SHFL_DOWN``: ``[NWARP, WARP]`` partial statistics,
+    lane ``i`` combining with lane ``i + H`` (a warp-local ``tl.gather``; lanes past the warp
+    keep their own value, like the shuffle's clamp, and only lanes below ``H`` feed lane 0).
+    ``UNIFORM > 0``: every thread counted ``UNIFORM`` elements (every chunk full), so both sides
+    of every combine at this level count ``UNIFORM * WARP / (2 * H)`` and the coefficients are
+    compile-time constants (fp32 products of constants, folded as IEEE fp32); otherwise they come
+    from the host table, entry ``OFF + warp * H + lane`` (lanes from ``H`` read a valid entry they
+    do not need)."""
+    src = tl.where(lane + H < WARP, lane + H, lane)
+    ma = tl.gather(m, src, axis=1)
+    sa = tl.gather(s, src, axis=1)
+    if UNIFORM > 0:
+        CNT: tl.constexpr = UNIFORM * WARP // (2 * H)
+        ca = tl.full([], CNT, tl.float32)
+        na = ca * _const_rcp(2 * CNT)
+        nb = na
+    else:
+        e = (OFF + wrp * H + (lane % H)) * 4
+        na = tl.load(TAB + e)
+        nb = tl.load(TAB + e + 1)
+        ca = tl.load(TAB + e + 2)
+    delta = m - ma
+    mean = _fma(na, ma, nb * m, HW)
+    m2 = _fma((delta * delta) * ca, nb, sa + s, HW)
+    return mean, m2
+
+
+@triton.jit
+def _welford_tree(m, s, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, HW: tl.constexpr, TREE: tl.constexpr = 0,
+                  UNIFORM: tl.constexpr = 0):
     """Per-thread ``[WARP * NWARP]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree order."""
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
-    # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset; the table holds the
-    # levels in this order (level N at NWARP * (WARP - N)), then the inter-warp levels
-    if WARP >= 64:
-        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 64), NWARP, 64, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 32), NWARP, 32, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 16), NWARP, 16, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 8), NWARP, 8, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 4), NWARP, 4, HW)
-    m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 2), NWARP, 2, HW)
+    if TREE == 1:
+        lane = tl.zeros([NWARP, WARP], tl.int32) + tl.arange(0, WARP)[None, :]
+        wrp = tl.zeros([NWARP, WARP], tl.int32) + tl.arange(0, NWARP)[:, None]
+        if WARP >= 64:
+            m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 64), 32, WARP, HW, UNIFORM)
+        m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 32), 16, WARP, HW, UNIFORM)
+        m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 16), 8, WARP, HW, UNIFORM)
+        m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 8), 4, WARP, HW, UNIFORM)
+        m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 4), 2, WARP, HW, UNIFORM)
+        m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 2), 1, WARP, HW, UNIFORM)
+        # lane 0 of each warp holds the warp's statistics (a sum of one value and zeros)
+        m = tl.sum(tl.where(lane == 0, m, 0.0), axis=1)[:, None]
+        s = tl.sum(tl.where(lane == 0, s, 0.0), axis=1)[:, None]
+    else:
+        # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset; the table holds the
+        # levels in this order (level N at NWARP * (WARP - N)), then the inter-warp levels
+        if WARP >= 64:
+            m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 64), NWARP, 64, HW)
+        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 32), NWARP, 32, HW)
+        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 16), NWARP, 16, HW)
+        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 8), NWARP, 8, HW)
+        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 4), NWARP, 4, HW)
+        m, s = _welford_merge(m, s, TAB, NWARP * (WARP - 2), NWARP, 2, HW)
     # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1
     m = tl.reshape(m, [1, NWARP])
     s = tl.reshape(s, [1, NWARP])
@@ -343,7 +389,7 @@ def _row_norm_exact_kernel(
     MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
-    REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr,
+    REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr, TREE: tl.constexpr = 0,
 ):
     # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
@@ -361,7 +407,7 @@ def _row_norm_exact_kernel(
         row1 = tl.program_id(0).to(tl.int64)  # ROWS == 1
         b1 = row1 // S
         x1 = X + b1 * x_sb + (row1 - b1 * S) * x_ss
-        mean, m2 = _layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA, UNROLL, VEC, EVEN)
+        mean, m2 = _layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA, UNROLL, VEC, EVEN, TREE)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -513,6 +559,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         # VEC unrolls the statistics at compile time: up to 16 chunks (D <= 8192 on CUDA); at
         # D = 65536 (128 chunks) one sm_90 build took 69 s, so wider rows keep the loop
         "VEC": geom.norm == "layer" and chunks <= 16,
+        # LayerNorm's intra-warp combines as warp-local gathers (shuffles) instead of halving the
+        # statistics through shared memory: 680 sm_90 instructions per thread at D = 3072, not 856
+        "TREE": 1,
         **(tuning or {}),
     }
     # LayerNorm with every chunk full (the layout after any override): no masks (Welford selects,
