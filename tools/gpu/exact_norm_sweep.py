@@ -47,9 +47,12 @@ OPS = {  # op -> (op id, modulated)
 
 
 def _configs(op: str, D: int) -> list[dict]:
-    if op.startswith("rms"):  # sessions 4-5 swept unrolling, rows per program and REVERSE_OUT
-        return [{}, {"EVEN": False}]
-    return [{}, {"TREE": 0}, {"EVEN": False}]  # session 8: the shuffle tree (TREE 1) against shared-memory halving
+    # sessions 4-5 swept unrolling, rows per program and REVERSE_OUT; session 7 EVEN; session 8 run 1
+    # TREE (the shuffle tree against shared-memory halving); session 8 run 2: a persistent grid of
+    # PERSIST programs per SM (bounding the rows whose second read should hit L1 / L2)
+    if op.startswith("rms"):
+        return [{}, {"PERSIST": 4}, {"PERSIST": 8}, {"PERSIST": 12}, {"PERSIST": 16}, {"PERSIST": 24}]
+    return [{}, {"PERSIST": 8}, {"PERSIST": 16}]
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:
