@@ -187,9 +187,9 @@ def test_exact_empty(device, shape):
 
 @pytest.mark.parametrize("op", ["rms_norm", "rms_modulate", "layer_norm"])
 def test_build_choices_keep_the_bits(op):
-    """The exact kernel's build choices (unroll factors, RMSNorm rows per program, the FMA form,
-    a persistent grid of fewer programs than blocks) change its speed, never its arithmetic: every
-    choice gives the default's bits, including a last program with fewer rows than ROWS."""
+    """The exact kernel's build choices (unroll factors, RMSNorm rows per program, the FMA form)
+    change its speed, never its arithmetic: every choice gives the default's bits, including a
+    last program with fewer rows than ROWS."""
     from sgl_diffusion_core import describe, resolve_target
 
     prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
@@ -203,11 +203,11 @@ def test_build_choices_keep_the_bits(op):
         args, kw, tensors = (x, w), {}, (x, None, None, w, None)
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
     ref = prepare(geom, *tensors).fused(*tensors, 1e-6, 1.0)
-    choices = [{"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": 3, "UNROLL_OUT": 2}, {"PERSIST": 2}]
+    choices = [{"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": 3, "UNROLL_OUT": 2}]
     choices += (
         [{"HW_FMA": False}, {"VEC": False}, {"VEC": False, "HW_FMA": False}]
         if op == "layer_norm"
-        else [{"ROWS": 2}, {"ROWS": 4, "UNROLL": 1}, {"ROWS": 2, "PERSIST": 3}]
+        else [{"ROWS": 2}, {"ROWS": 4, "UNROLL": 1}]
     )
     for tuning in choices:
         testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), ref)

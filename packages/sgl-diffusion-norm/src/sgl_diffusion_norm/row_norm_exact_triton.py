@@ -374,9 +374,8 @@ def _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offse
     tl.store(y_row + offs, triton_math.narrow(h, OUT), mask=mask)
 
 
-@triton.jit
-def _row_block(
-    blk,
+@triton.jit(do_not_specialize=["n_rows", "S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
+def _row_norm_exact_kernel(
     X, SC, SH, W, BIAS, Y, ONE, RCP, TAB,
     n_rows, S, D,
     x_sb, x_ss,
@@ -390,10 +389,10 @@ def _row_block(
     MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
-    REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr, TREE: tl.constexpr,
+    REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr, TREE: tl.constexpr = 0,
 ):
     # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
-    row = blk * ROWS + tl.arange(0, ROWS)[:, None]
+    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
     rmask = row < n_rows
     b = row // S
     s = row - b * S
@@ -405,7 +404,7 @@ def _row_block(
     if NORM == 0:
         NT: tl.constexpr = WARP * NWARP
         CH: tl.constexpr = 4 * NT
-        row1 = blk  # ROWS == 1
+        row1 = tl.program_id(0).to(tl.int64)  # ROWS == 1
         b1 = row1 // S
         x1 = X + b1 * x_sb + (row1 - b1 * S) * x_ss
         mean, m2 = _layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA, UNROLL, VEC, EVEN, TREE)
@@ -435,45 +434,6 @@ def _row_block(
         v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
         _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, NORM, HAS_SCALE, HAS_SHIFT,
               HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
-
-
-@triton.jit(do_not_specialize=["n_rows", "S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
-def _row_norm_exact_kernel(
-    X, SC, SH, W, BIAS, Y, ONE, RCP, TAB,
-    n_rows, S, D,
-    x_sb, x_ss,
-    sc_sb, sc_ss, sc_L,
-    sh_sb, sh_ss, sh_L,
-    eps, scale_offset, mean_factor, d_float,
-    NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr,
-    HAS_BIAS: tl.constexpr,
-    P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
-    T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
-    MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
-    LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
-    HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
-    REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr, TREE: tl.constexpr = 0,
-    PERSIST: tl.constexpr = 0,
-):
-    """``ROWS`` rows per block (RMSNorm: one warp each; LayerNorm: 1). ``PERSIST``: a grid smaller
-    than the blocks (sized on the host), each program walking blocks ``pid, pid + grid, ...``, so
-    the rows in flight per SM (whose second read should hit L1 / L2) are bounded by the grid, not
-    by occupancy; otherwise one block per program."""
-    if PERSIST:
-        blk = tl.program_id(0).to(tl.int64)
-        while blk < tl.cdiv(n_rows, ROWS):
-            _row_block(blk,
-                       X, SC, SH, W, BIAS, Y, ONE, RCP, TAB, n_rows, S, D, x_sb, x_ss, sc_sb, sc_ss, sc_L, sh_sb,
-                       sh_ss, sh_L, eps, scale_offset, mean_factor, d_float, NORM, HAS_SCALE, HAS_SHIFT, HAS_W,
-                       HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, MEAN_DIV, ROUND_OFFSET, LANES, WARP,
-                       NWARP, CHUNKS, HW_FMA, UNROLL, UNROLL_OUT, ROWS, REVERSE_OUT, VEC, EVEN, TREE)
-            blk += tl.num_programs(0)
-    else:
-        _row_block(tl.program_id(0).to(tl.int64),
-                   X, SC, SH, W, BIAS, Y, ONE, RCP, TAB, n_rows, S, D, x_sb, x_ss, sc_sb, sc_ss, sc_L, sh_sb,
-                   sh_ss, sh_L, eps, scale_offset, mean_factor, d_float, NORM, HAS_SCALE, HAS_SHIFT, HAS_W,
-                   HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, MEAN_DIV, ROUND_OFFSET, LANES, WARP,
-                   NWARP, CHUNKS, HW_FMA, UNROLL, UNROLL_OUT, ROWS, REVERSE_OUT, VEC, EVEN, TREE)
 
 
 # --- launch configuration: eager's own thread layout ---------------------------------------------
@@ -602,7 +562,6 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         # LayerNorm's intra-warp combines as warp-local gathers (shuffles) instead of halving the
         # statistics through shared memory: 680 sm_90 instructions per thread at D = 3072, not 856
         "TREE": 1,
-        "PERSIST": 0,
         **(tuning or {}),
     }
     # LayerNorm with every chunk full (the layout after any override): no masks (Welford selects,
@@ -641,11 +600,7 @@ def prepare(geom, x, scale, shift, weight, bias, tuning: dict | None = None):
     # 1 / n for n = 1 .. 4 * CHUNKS, divided in fp32 on the host (IEEE, as eager's `1.f / count`)
     rcp = (1.0 / torch.arange(1, 4 * const["CHUNKS"] + 1, dtype=torch.float32)).to(x.device)
     tab = welford_tree_table(g.D, const["WARP"], const["NWARP"]).to(x.device) if const["NORM"] == 0 else rcp
-    blocks = triton.cdiv(g.rows, const["ROWS"])
-    if const["PERSIST"]:  # PERSIST programs per SM (per CPU lane test: in all), each walking blocks
-        sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.device.type == "cuda" else 1
-        blocks = max(1, min(blocks, const["PERSIST"] * sms))
-    launch = PreparedLaunch(_row_norm_exact_kernel, (blocks,), const, device=x.device,
+    launch = PreparedLaunch(_row_norm_exact_kernel, (triton.cdiv(g.rows, const["ROWS"]),), const, device=x.device,
                             n_ptrs=9,
                             options={"num_warps": _num_warps(const), "num_stages": 1}, fp_fusion=False)
     gate = exact_gate(geom.op)
