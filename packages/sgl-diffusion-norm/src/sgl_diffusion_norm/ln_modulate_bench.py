@@ -1,8 +1,8 @@
 """Benchmark cases of ``ln_modulate`` at production shapes (../shared/SHAPES.md).
 
-Providers: ``sgl_diffusion`` (the public op with its default, ``exact=None``: the close kernel),
-``sgl_diffusion(exact)`` (``exact=True``: the exact kernel behind its gate), ``sgl_diffusion(exact
-kernel)`` (the exact kernel alone, without its gate), ``eager`` (the diffusers
+Providers: ``sgl_diffusion`` (the public op with its default, ``exact=None``: since session 8 the
+exact kernel behind its gate), ``sgl_diffusion(close)`` (``exact=False``: the close kernel),
+``sgl_diffusion(exact kernel)`` (the exact kernel alone, without its gate), ``eager`` (the diffusers
 chain ``F.layer_norm(x) * (1 + scale) + shift`` in the storage dtype), ``torch.compile``
 of that chain specialized to each shape (``dynamic=False``: what a pipeline running at one
 resolution gets) and ``torch.compile(dynamic)`` (``dynamic=True``: what one compiled
@@ -87,9 +87,9 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
 
         def check(x=x, scale=scale, shift=shift, out=out):
             ref = ln_modulate_reference(x, scale, shift)
-            testing.assert_exact(ln_modulate(x, scale, shift, exact=True), ref)  # gated kernel or eager: same bits
+            testing.assert_exact(ln_modulate(x, scale, shift), ref)  # default: gated kernel or eager, same bits
             atol, rtol = _close_tolerance(x.dtype)
-            testing.assert_close(ln_modulate(x, scale, shift), ref, atol=atol, rtol=rtol)  # default: close
+            testing.assert_close(ln_modulate(x, scale, shift, exact=False), ref, atol=atol, rtol=rtol)
 
         kernel = exact_kernel("ln_modulate", (x, scale, shift), {})  # the exact kernel alone, no gate
         nbytes = bench.tensor_bytes(x, out) + (
@@ -102,7 +102,7 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
             bytes=nbytes,
             providers={
                 "sgl_diffusion": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b),
-                "sgl_diffusion(exact)": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b, exact=True),
+                "sgl_diffusion(close)": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b, exact=False),
                 **({"sgl_diffusion(exact kernel)": kernel} if kernel is not None else {}),
                 "eager": lambda x=x, a=scale, b=shift, L=L: _eager(x, a, b, L),
                 "torch.compile": lambda x=x, a=scale, b=shift, L=L, f=compiled: f(x, a, b, L),

@@ -34,23 +34,24 @@ _RMS_TOL = {"bfloat16": (1e-2, 2**-6), "float16": (1e-3, 2**-9), "float32": (1e-
 
 _ROW_OPS = (
     # op, summary, fp32 close tolerance table, aot entry of the close kernel, exact by default
-    ("layer_norm", "F.layer_norm(x, (D,), weight, bias, eps)", _PLAIN_TOL, "aot_variants_layer_norm", False),
+    ("layer_norm", "F.layer_norm(x, (D,), weight, bias, eps)", _PLAIN_TOL, "aot_variants_layer_norm", True),
     ("rms_norm", "x * rsqrt(mean(x.float()**2) + eps) [* weight] [+ bias] (diffusers RMSNorm)", _RMS_TOL,
      "aot_variants_rms_norm", True),
     ("ln_modulate", "LayerNorm(x) [* weight + bias] * (scale_offset + scale) + shift", _MOD_TOL, "aot_variants",
-     False),
+     True),
     ("rms_modulate", "RMSNorm(x) [* weight] * (scale_offset + scale) + shift", _MOD_TOL, "aot_variants_rms_modulate",
      True),
 )
 
-# Exact by default where it pays (DESIGN.md, "Numeric contracts", makes exact the default wherever
-# an exact kernel exists). On one H200 (session 3) the gate verified all 40 call signatures of
-# test_row_norm_exact_gpu.py (D 1536/2432/3072/5120; per-sample, per-token, per-frame modulation;
-# plain, affine, fp32 weights): torch.equal to eager, for all four ops. Speed decides the default:
-# the RMS exact kernels ran at 57-91% of copy (7-17x eager), but the LayerNorm one, which replays
-# ATen's Welford order element by element, at 12-18% of copy: 5x slower than eager's own
-# F.layer_norm. So rms_norm / rms_modulate are exact by default, layer_norm / ln_modulate close
-# by default (exact=True still selects their gated exact kernel).
+# Exact by default (DESIGN.md, "Numeric contracts", makes exact the default wherever an exact
+# kernel exists). The gate verified all 40 call signatures of test_row_norm_exact_gpu.py on an H200
+# (D 1536/2432/3072/5120; per-sample, per-token, per-frame modulation; plain, affine, fp32
+# weights): torch.equal to eager, for all four ops. Until session 7 layer_norm / ln_modulate were
+# close by default because their exact kernel (a replay of ATen's Welford order) ran at 12-35% of
+# copy, slower than eager's own F.layer_norm; since session 8 (the combine tree as warp shuffles)
+# it runs at 96-103% of copy (layer_norm) and 83-92% (ln_modulate; the close kernel 94-100%), so
+# all four are exact by default and exact=False selects the close kernel
+# (docs/benchmarks/layer_norm_bench_h200_s8.json, ln_modulate_bench_h200_s8.json).
 for _name, _summary, _tol, _aot, _exact_default in _ROW_OPS:
     _op = f"norm.{_name}"
     register_op(
