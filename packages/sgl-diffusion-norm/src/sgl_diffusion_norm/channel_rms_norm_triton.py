@@ -54,20 +54,23 @@ class ChannelConfig:
     @classmethod
     def from_heuristic(cls, C: int, elem_bytes: int, channels_last: bool, platform: str,
                        arch: int | str | None = None, rule: str = "auto") -> ChannelConfig:
-        """``rule``: ``"auto"`` (the default: the measured winner per layout), ``"stream"`` or
-        ``"v1"`` (the session-3 rule).
+        """``rule``: ``"auto"`` (the default: the measured winner per layout), ``"rows"``,
+        ``"slab"`` (contiguous x up to 128 channels), ``"stream"`` or ``"v1"`` (the session-3 rule).
 
         Measured on one H200, bf16 (docs/benchmarks/vae_norm_sweep_h200.json, % of copy): on
         channels_last_3d the stream kernel 75.5 / 77.4 / 75.7% at C = 96 / 192 / 384 (v1 74.7 /
         76.3 / 75.6%); on contiguous x v1 68.9 / 66.8% at C = 96 / 384 (stream 57.8 / 47.3%)."""
         if rule == "auto":
-            rule = "rows" if channels_last else "v1"
+            rule = "rows" if channels_last else ("slab" if C <= _SLAB_MAX_C else "v1")
         if rule == "v1":
             return _channel_config_v1(C, elem_bytes, channels_last, platform)
+        if rule == "slab":
+            return _slab_config(C, elem_bytes, channels_last, platform)
         if rule == "rows":
             return _rows_config(C, elem_bytes, channels_last, platform)
         if rule != "stream":
-            raise ValueError(f"unknown channel_rms_norm launch rule {rule!r}; known: 'auto', 'rows', 'stream', 'v1'")
+            raise ValueError(f"unknown channel_rms_norm launch rule {rule!r}; known: 'auto', 'rows', 'slab', "
+                             "'stream', 'v1'")
         return _channel_config(C, elem_bytes, channels_last, platform)
 
 
@@ -106,6 +109,30 @@ def _channel_config_v1(C: int, elem_bytes: int, channels_last: bool, platform: s
     per_thread = 4 if channels_last else 2  # 16-byte accesses per thread
     warps = max(1, min(8, block_c * block_p * elem_bytes // (16 * warp * per_thread)))
     return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps)
+
+
+# contiguous x with at most this many channels: v1's kernel over 128-byte channel runs, 4 warps
+_SLAB_MAX_C = 128
+_SLAB_RUN_BYTES = 128
+_SLAB_TILE_BYTES = 8192
+
+
+@functools.cache
+def _slab_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
+    """Contiguous x with up to 128 channels: v1's two-pass kernel over ``[64, 128 bytes]`` channel
+    chunks (8 KB, four 16-byte accesses per thread: 4 warps on CUDA) with SiLU's fast forms for
+    16-bit outputs. H200 sweep (session 8, bf16, Wan-VAE C = 96, % of copy,
+    docs/benchmarks/vae_norm_sweep_s8_contig_h200.json): 64 x 64 x 4 warps 77.3%, 32 x 128 x 4
+    warps 76.0%, 32 x 64 x 2 warps 75.5%, the v1 rule (32 x 128 x 8 warps) 69.1%. At C = 384 no
+    tile beat v1 (67.0% best, 4 warps 52-63%), so wider C keeps it."""
+    if channels_last or C > _SLAB_MAX_C:
+        return _channel_config_v1(C, elem_bytes, channels_last, platform)
+    warp = 64 if platform == "hip" else 32
+    block_p = max(1, _SLAB_RUN_BYTES // elem_bytes)
+    block_c = min(next_pow2(max(C, 1)), max(1, _SLAB_TILE_BYTES // (block_p * elem_bytes)))
+    warps = max(1, min(8, block_c * block_p * elem_bytes // (16 * warp * 4)))
+    return ChannelConfig(block_c=block_c, block_p=block_p, chunks=-(-max(C, 1) // block_c), num_warps=warps,
+                         fast=None)
 
 
 def split_channels(C: int) -> tuple[int, int]:
@@ -474,8 +501,9 @@ def aot_variants(platform: str = "cuda"):
         for C in (96, 192, 384, 768, 1024):
             for cl in (False, True):
                 cfgs = [_channel_config(C, esize, cl, platform)]
-                if _channel_config_v1(C, esize, cl, platform) != cfgs[0]:
-                    cfgs.append(_channel_config_v1(C, esize, cl, platform))
+                for extra in (_channel_config_v1(C, esize, cl, platform), _slab_config(C, esize, cl, platform)):
+                    if extra not in cfgs:
+                        cfgs.append(extra)
                 for cfg in cfgs:
                     full = C != 768
                     idx = "i64" if C == 1024 else "i32"
@@ -490,7 +518,11 @@ def aot_variants(platform: str = "cuda"):
                     else:
                         const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
-                    const.update({"HAS_BIAS": full, "SILU": full, "FAST": 0})
+                    tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dt]
+                    fast = triton_math.fast_level(tdt, platform, cfg.fast) if cfg.fast is not False else 0
+                    const.update({"HAS_BIAS": full, "SILU": full, "FAST": fast})
+                    if fast:
+                        tile += f" fast {fast}"
                     sig.update({n: "constexpr" for n in const})
                     # the specialization a real launch gets: the unit stride of the layout
                     unit = ("sc", "osc") if cl else ("sp", "osp")
