@@ -118,11 +118,13 @@ def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) ->
                 configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w))
             # session 8: fewer warps per slab (session 6 measured 32 x 128 x 3 with 4 warps at 75.5%
             # at C = 96, 8 warps 69.1%) with SiLU's fast forms, at other slab sizes
-            for bc, bp, w in ((32, 128, 4), (32, 128, 2), (64, 64, 4), (64, 64, 2), (128, 32, 4), (32, 64, 2),
-                              (16, 128, 2), (32, 256, 4)):
-                if bc * bp // (32 * w) > 64 or bc > full:
-                    continue
-                configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, fast=None))
+            # session 8 run 5: the chunk loops software-pipelined (STAGES 2 / 3: cp.async into shared
+            # memory), at the default and at the tiles run 3 measured best
+            for base in (default, cfg_cls(block_c=64, block_p=64, chunks=-(-C // 64), num_warps=8),
+                         cfg_cls(block_c=32, block_p=128, chunks=-(-C // 32), num_warps=8, fast=None),
+                         cfg_cls(block_c=64, block_p=64, chunks=-(-C // 64), num_warps=4, fast=None)):
+                if base.chunks > 1:
+                    configs += [dataclasses.replace(base, stages=n) for n in (2, 3)]
         configs = list(dict.fromkeys(configs))
         ref = reference(x, gamma, bias, silu=True)
 
