@@ -47,15 +47,13 @@ OPS = {  # op -> (op id, modulated)
 
 
 def _configs(op: str, D: int) -> list[dict]:
-    # sessions 4-5 swept unrolling, rows per program and REVERSE_OUT; session 7 EVEN; session 8 run 1
-    # TREE (the shuffle tree against shared-memory halving); session 8 run 2: a persistent grid of
-    # PERSIST programs per SM (bounding the rows whose second read should hit L1 / L2)
-    # (rejected, reverted: exact_norm_sweep_s8_persist_rejected_h200.json); session 8 run 6: a register
-    # cap (MAXNREG; rms_modulate at Wan: 94 registers, 20 warps per SM, Nsight Compute: 47% of the
-    # stall cycles on L1TEX scoreboards, 1.02 eligible warps per scheduler; 64 fit without spills)
+    # sessions 4-5 swept unrolling, rows per program and REVERSE_OUT; session 7 EVEN; session 8: run 1
+    # TREE (the shuffle tree against shared-memory halving: adopted), run 2 a persistent grid
+    # (exact_norm_sweep_s8_persist_rejected_h200.json) and run 6 a register cap
+    # (exact_norm_sweep_s8_maxnreg_rejected_h200.json), both rejected and their code reverted
     if op.startswith("rms"):
-        return [{}, {"MAXNREG": 48}, {"MAXNREG": 56}, {"MAXNREG": 64}, {"MAXNREG": 80}]
-    return [{}, {"MAXNREG": 40}]
+        return [{}, {"EVEN": False}]
+    return [{}, {"TREE": 0}, {"EVEN": False}]
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:

@@ -600,13 +600,9 @@ def prepare(geom, x, scale, shift, weight, bias, tuning: dict | None = None):
     # 1 / n for n = 1 .. 4 * CHUNKS, divided in fp32 on the host (IEEE, as eager's `1.f / count`)
     rcp = (1.0 / torch.arange(1, 4 * const["CHUNKS"] + 1, dtype=torch.float32)).to(x.device)
     tab = welford_tree_table(g.D, const["WARP"], const["NWARP"]).to(x.device) if const["NORM"] == 0 else rcp
-    const = dict(const)
-    options = {"num_warps": _num_warps(const), "num_stages": 1}
-    maxnreg = const.pop("MAXNREG", None)  # a launch option, not a constexpr (CUDA only)
-    if maxnreg and plat == "cuda":
-        options["maxnreg"] = maxnreg
     launch = PreparedLaunch(_row_norm_exact_kernel, (triton.cdiv(g.rows, const["ROWS"]),), const, device=x.device,
-                            n_ptrs=9, options=options, fp_fusion=False)
+                            n_ptrs=9,
+                            options={"num_warps": _num_warps(const), "num_stages": 1}, fp_fusion=False)
     gate = exact_gate(geom.op)
     static = call_signature(x, scale, shift, weight, bias)
     shape, dtype, device, norm = g.shape, geom.chain.out, x.device, geom.norm
