@@ -506,8 +506,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     fp64 emulation), ``UNROLL`` / ``UNROLL_OUT`` (unroll factors of the statistics loop and the
     output loop; None: the compiler's choice), ``ROWS`` (RMSNorm rows per program, a warp each),
     ``REVERSE_OUT`` (the output pass over the chunks last to first), ``VEC`` (LayerNorm: one vector
-    load per chunk, the chunks unrolled at compile time; up to 16 chunks) and ``EVEN`` (LayerNorm:
-    every chunk full, no masks; derived from ``D``).
+    load per chunk, the chunks unrolled at compile time; up to 16 chunks), ``EVEN`` (LayerNorm:
+    every chunk full, no masks; derived from ``D``) and ``TREE`` (LayerNorm: 1, the intra-warp
+    combines as warp-local ``tl.gather``s; 0, halving through shared memory; the same order).
 
     Measured on one H200, bf16 (docs/benchmarks/exact_norm_sweep_h200.json, % of a same-run copy,
     FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
@@ -530,7 +531,11 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     output loop fully unrolled (``UNROLL_OUT``) to 75 / 90 / 74%; unmasked loads and stores to
     77 / 94 / 75% (ln_modulate 70 / 87 / 65%). Nsight Compute at Wan before ``VEC``: SM throughput
     84%, DRAM 48%: bound by instructions, not memory. Keeping the row in registers (one read)
-    measured 41% at Wan (102-134 registers).
+    measured 41% at Wan (102-134 registers). Session 8 (``exact_norm_sweep_s8_tree_h200.json``):
+    ``TREE`` 1 (sm_90: 856 -> 648 instructions per thread at D = 3072) took layer_norm to 103 / 96 /
+    99% and ln_modulate to 92 / 92 / 87%. Rejected there for the RMSNorm kernel: a persistent grid
+    (39-85% against 79-95%) and a register cap (rms_modulate at Wan 60% at 48-64 registers against
+    81%; ``exact_norm_sweep_s8_*_rejected_h200.json``).
     """
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
@@ -560,7 +565,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         # D = 65536 (128 chunks) one sm_90 build took 69 s, so wider rows keep the loop
         "VEC": geom.norm == "layer" and chunks <= 16,
         # LayerNorm's intra-warp combines as warp-local gathers (shuffles) instead of halving the
-        # statistics through shared memory: 680 sm_90 instructions per thread at D = 3072, not 856
+        # statistics through shared memory: 648 sm_90 instructions per thread at D = 3072, not 856
         "TREE": 1,
         **(tuning or {}),
     }
