@@ -16,6 +16,7 @@ from sgl_diffusion_core import (
     register_custom_op,
     tensor_platform,
     testing,
+    warps_for,
 )
 
 
@@ -104,3 +105,11 @@ def test_register_custom_op_with_fake_compiles():
     torch.library.opcheck(torch.ops.sgl_diffusion.test_triple.default, (torch.randn(3),))
     f = torch.compile(lambda x: torch.ops.sgl_diffusion.test_triple(x) + 1, fullgraph=True, backend="aot_eager")
     testing.assert_exact(f(torch.ones(2)), torch.full((2,), 4.0))
+
+
+def test_warps_for_clamps_to_one_and_max():
+    """The warp count of a tile: work over (per-thread work x warp size), between 1 and max_warps."""
+    assert warps_for(8192, 16 * 4, 32) == 4  # 8 KB, four 16-byte accesses per thread
+    assert warps_for(8192, 16 * 4, 64) == 2  # ROCm's 64-thread warps
+    assert warps_for(64, 16, 32) == 1  # less than a warp of work: one warp
+    assert warps_for(1 << 20, 16, 32) == 8 and warps_for(1 << 20, 16, 32, max_warps=16) == 16

@@ -42,6 +42,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "dtype_name",
     "is_compiling",
     "next_pow2",
+    "warps_for",
     "register_custom_op",
     "resolve_target",
     "tensor_sig",

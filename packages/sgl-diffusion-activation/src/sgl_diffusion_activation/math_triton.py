@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import TileConfig, next_pow2, triton_interpret, triton_math
+from sgl_diffusion_core import TileConfig, next_pow2, triton_interpret, triton_math, warps_for
 
 INTERPRET = triton_interpret()
 
@@ -46,7 +46,7 @@ def tile_config(D: int, elem_bytes: int, n_inputs: int, platform: str) -> TileCo
     """
     warp = 64 if platform == "hip" else 32
     block = min(next_pow2(max(D, 1)), max(2048 // elem_bytes, 16))
-    warps = max(1, min(8, n_inputs * block * elem_bytes // (32 * warp)))
+    warps = warps_for(n_inputs * block * elem_bytes, 32, warp)
     return TileConfig(block=block, num_warps=warps)
 
 

@@ -12,7 +12,7 @@ from .__about__ import __version__
 from .aot import AotVariant
 from .errors import IndexOutOfRangeError, MissingPackageError, UnsupportedInputError
 from .gate import BitExactFusionGate, FusionFallbackWarning, call_signature
-from .launch import RowConfig, TileConfig, next_pow2
+from .launch import RowConfig, TileConfig, next_pow2, warps_for
 from .modulation import (
     MODULATION_LAYOUTS,
     ModLayout,
@@ -123,6 +123,7 @@ __all__ = [
     "mod_layout",
     "module_available",
     "next_pow2",
+    "warps_for",
     "register",
     "register_custom_op",
     "register_op",

@@ -15,6 +15,12 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+def warps_for(work: int, per_thread: int, warp: int, max_warps: int = 8) -> int:
+    """Warps for a program tile: ``work`` (bytes, or any unit) at ``per_thread`` of it per thread,
+    ``warp`` threads per warp (32 on CUDA, 64 on ROCm), clamped to ``[1, max_warps]``."""
+    return max(1, min(max_warps, work // (per_thread * warp)))
+
+
 @dataclass(frozen=True)
 class RowConfig:
     block: int  # elements per chunk (power of two)

@@ -55,7 +55,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform
+from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, warps_for
 
 from .copy_triton import CopyConfig
 
@@ -373,7 +373,7 @@ def _row_launch(cl, shape, scalars, elem_bytes, plat):
     block = _ROW_RULE["tile_bytes"] // elem_bytes
     L = A * N
     block = min(block, max(vec, next_pow2(L)))
-    warps = max(1, min(8, block * elem_bytes // (_ROW_RULE["thread_bytes"] * warp)))
+    warps = warps_for(block * elem_bytes, _ROW_RULE["thread_bytes"], warp)
     nt = triton.cdiv(L, block)
     rows = shape[0] * R1 * R2
     args = (nt, R1, R2, TC, TX, HI, LO_T, LO_H, LO_W * CI // vec, WI * CI // vec, L // vec,
@@ -430,7 +430,7 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
         return None
     nj = triton.cdiv(L + vec - 1, block)
     warp = 64 if plat == "hip" else 32
-    warps = max(1, min(8, S * elem_bytes // (_FLAT_RULE["thread_bytes"] * warp)))
+    warps = warps_for(S * elem_bytes, _FLAT_RULE["thread_bytes"], warp)
     inv_wo = float(torch.tensor(1.0 / N, dtype=torch.float32).item())
     args = (R2, A, N, TC, TX, HI, WI, LO_T, LO_H, LO_W, L, seg1, inv_wo,
             xs[0] // vec, xs[1] // vec, cs[0] // vec, cs[1] // vec)
@@ -460,7 +460,7 @@ def _words_launch(cl, shape, scalars, elem_bytes, plat):
     block_w = next_pow2(wow)
     rows = max(1, _WORDS_RULE["tile_words"] // block_w)
     warp = 64 if plat == "hip" else 32
-    warps = max(1, min(8, rows * block_w // (_WORDS_RULE["thread_words"] * warp)))
+    warps = warps_for(rows * block_w, _WORDS_RULE["thread_words"], warp)
     args = (R2, A, TC, TX, HI, LO_T, LO_H, xs[0] // 2, xs[1] // 2, cs[0] // 2, cs[1] // 2, 0)
     const = {"WI": WI, "WOW": wow, "LO_W": LO_W, "ROWS": rows, "BLOCK_W": block_w}
     return (triton.cdiv(A, rows), R2, B * R1), const, warps, args

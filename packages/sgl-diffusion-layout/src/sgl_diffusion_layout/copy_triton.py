@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform
+from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, warps_for
 
 from ._geometry import GatherGeom, PermuteGeom
 
@@ -50,7 +50,7 @@ class CopyConfig:
         warp = 64 if platform == "hip" else 32
         bn = min(next_pow2(max(N, 1)), max(16, 4096 // elem_bytes))
         bm = max(1, min(next_pow2(max(M, 1)), tile_bytes // (bn * elem_bytes)))
-        warps = max(1, min(8, bm * bn * elem_bytes // (16 * warp * 2)))
+        warps = warps_for(bm * bn * elem_bytes, 16 * 2, warp)
         return cls(bm, bn, warps)
 
     @classmethod
@@ -62,7 +62,7 @@ class CopyConfig:
         warp = 64 if platform == "hip" else 32
         base = cls.from_heuristic(M, N, elem_bytes, platform, tile_bytes)
         br = max(1, min(next_pow2(max(R2, 1)), tile_bytes // (base.bm * base.bn * elem_bytes)))
-        warps = max(1, min(8, br * base.bm * base.bn * elem_bytes // (16 * warp * 2)))
+        warps = warps_for(br * base.bm * base.bn * elem_bytes, 16 * 2, warp)
         return cls(base.bm, base.bn, warps, br)
 
     def launch_options(self) -> dict:
@@ -228,7 +228,7 @@ class RowsConfig:
         cap = 2048 // elem_bytes
         bk = min(cap // 2, max(1, tile_bytes // elem_bytes)) if flat else min(cap, K & -K)
         br = max(1, tile_bytes // (bk * elem_bytes))
-        warps = max(1, min(8, br * bk * elem_bytes // (16 * warp * 4)))
+        warps = warps_for(br * bk * elem_bytes, 16 * 4, warp)
         return cls(br, bk, warps)
 
     def launch_options(self) -> dict:

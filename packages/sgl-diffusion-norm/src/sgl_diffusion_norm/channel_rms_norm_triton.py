@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math
+from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warps_for
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def _channel_config_v1(C: int, elem_bytes: int, channels_last: bool, platform: s
         block_c = min(full, max(1, _TILE // block_p))
     chunks = -(-max(C, 1) // block_c)
     per_thread = 4 if channels_last else 2  # 16-byte accesses per thread
-    warps = max(1, min(8, block_c * block_p * elem_bytes // (16 * warp * per_thread)))
+    warps = warps_for(block_c * block_p * elem_bytes, 16 * per_thread, warp)
     return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps)
 
 
@@ -130,7 +130,7 @@ def _slab_config(C: int, elem_bytes: int, channels_last: bool, platform: str) ->
     warp = 64 if platform == "hip" else 32
     block_p = max(1, _SLAB_RUN_BYTES // elem_bytes)
     block_c = min(next_pow2(max(C, 1)), max(1, _SLAB_TILE_BYTES // (block_p * elem_bytes)))
-    warps = max(1, min(8, block_c * block_p * elem_bytes // (16 * warp * 4)))
+    warps = warps_for(block_c * block_p * elem_bytes, 16 * 4, warp)
     return ChannelConfig(block_c=block_c, block_p=block_p, chunks=-(-max(C, 1) // block_c), num_warps=warps,
                          fast=None)
 
@@ -174,7 +174,7 @@ def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str)
         return _channel_config_v1(C, elem_bytes, channels_last, platform)
     block_p = next_pow2(per_thread * 4 * warp // rows + 1) // 2
     block_p = max(min_p, min(128 if not channels_last else 64, block_p))
-    warps = next_pow2(max(1, min(8, rows * block_p // (per_thread * warp))) + 1) // 2  # a power of two
+    warps = next_pow2(warps_for(rows * block_p, per_thread, warp) + 1) // 2  # a power of two
     programs = _INTERPRETER_STREAM_PROGRAMS if platform == "cpu" else _STREAM_PROGRAMS
     # loads in flight: two tiles ahead, one from 192 channel rows on channels_last (H200,
     # vae_norm_sweep_h200.json: C = 192 / 384 81.9 / 80.3% of copy with one, 77.4 / 75.7% with
@@ -360,7 +360,7 @@ def _rows_config(C: int, elem_bytes: int, channels_last: bool, platform: str) ->
         return _channel_config_v1(C, elem_bytes, channels_last, platform)
     warp = 64 if platform == "hip" else 32
     rows = max(1, min(256, _ROWS_TILE_BYTES // (block_c * elem_bytes)))
-    warps = max(1, min(8, rows * block_c * elem_bytes // (16 * warp * _ROWS_ACCESSES)))
+    warps = warps_for(rows * block_c * elem_bytes, 16 * _ROWS_ACCESSES, warp)
     # SiLU's fast forms for 16-bit outputs (fast=None): 93.0 / 92.8 / 92.6% of copy at C = 96 / 192 /
     # 384 against 86.9 / 85.9 / 84.5% with the precise division (vae_norm_sweep_rows_v2_h200.json)
     return ChannelConfig(block_c=block_c, block_p=rows, chunks=1, num_warps=warps, rows=rows, fast=None)

@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math
+from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warps_for
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _group_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform
         gpb = max(1, min(G, 16 // Cg))
     block_c = next_pow2(gpb * Cg)
     block_p = max(1, _TILE // block_c)
-    warps = max(1, min(8, block_c * block_p * elem_bytes // (16 * warp * 2)))
+    warps = warps_for(block_c * block_p * elem_bytes, 16 * 2, warp)
     if platform == "cpu":
         return GroupConfig(gpb, block_c, block_p, warps, _INTERPRETER_STATS_PROGRAMS, _INTERPRETER_FINALIZE_BLOCK)
     return GroupConfig(gpb, block_c, block_p, warps, _STATS_PROGRAMS, _FINALIZE_BLOCK)
@@ -151,20 +151,19 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
     for 16-bit outputs (``fast=None``): 0-5 points ahead in the sweep."""
     warp = 64 if platform == "hip" else 32
     base = _group_config(C, G, elem_bytes, channels_last, platform)
-    per_warp = 16 * warp * _APPLY_ACCESSES
     if channels_last and next_pow2(C) > _APPLY_MAX_C:  # one register tile per position: bounded
         return base
     if channels_last:
         rows = max(1, _APPLY_BYTES // (next_pow2(C) * elem_bytes))
-        warps = max(1, min(8, rows * next_pow2(C) * elem_bytes // per_warp))
+        warps = warps_for(rows * next_pow2(C) * elem_bytes, 16 * _APPLY_ACCESSES, warp)
         row_bytes = next_pow2(C) * elem_bytes
         srows = max(_STATS_MIN_ROWS, _STATS_ROWS_BYTES // row_bytes) if next_pow2(C) <= 1024 else 0
-        swarps = max(1, min(8, srows * row_bytes // (_STATS_THREAD_BYTES * warp)))
+        swarps = warps_for(srows * row_bytes, _STATS_THREAD_BYTES, warp)
         programs = _STATS_ROWS_PROGRAMS if srows and platform != "cpu" else base.stats_programs
         return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows,
                                    num_warps=swarps if srows else base.num_warps, stats_programs=programs)
     block = _APPLY_BYTES // elem_bytes
-    return dataclasses.replace(base, apply_flat=block, apply_warps=max(1, min(8, _APPLY_BYTES // per_warp)),
+    return dataclasses.replace(base, apply_flat=block, apply_warps=warps_for(_APPLY_BYTES, 16 * _APPLY_ACCESSES, warp),
                                fast=None)
 
 

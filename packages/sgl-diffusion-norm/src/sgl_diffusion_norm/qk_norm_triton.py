@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math
+from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warps_for
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def _heads_config(D: int, elem_bytes: int, platform: str) -> HeadsConfig:
     block_d = next_pow2(max(D, 1))
     heads = max(1, min(64, _TILE_BYTES // (block_d * elem_bytes)))
     tile = heads * block_d * elem_bytes
-    warps = max(1, min(8, tile // (16 * warp * 2)))
+    warps = warps_for(tile, 16 * 2, warp)
     return HeadsConfig(heads=heads, block_d=block_d, num_warps=warps)
 
 

@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, triton_math
+from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, triton_math, warps_for
 
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -194,7 +194,7 @@ def heads_per_program(Dh: int, H: int, elem_bytes: int) -> int:
 def _num_warps(HB: int, half: int, platform: str) -> int:
     """8 values of each half-tile per thread (two 16-byte accesses per half at bf16)."""
     warp = 64 if platform == "hip" else 32
-    return max(1, min(8, HB * half // (8 * warp)))
+    return warps_for(HB * half, 8, warp)
 
 
 def prepare(geom, q, k, cos, sin, pos, q_weight, k_weight, *, config: tuple[int, int] | None = None):
