@@ -116,15 +116,15 @@ def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) ->
             tiles = ((32, 128, 8), (64, 64, 8), (128, 32, 8), (full, 4096 // full, 8), (full, 2048 // full, 4))
             for bc, bp, w in tiles:
                 configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w))
-            # session 8: fewer warps per slab (session 6 measured 32 x 128 x 3 with 4 warps at 75.5%
-            # at C = 96, 8 warps 69.1%) with SiLU's fast forms, at other slab sizes
-            # session 8 run 5: the chunk loops software-pipelined (STAGES 2 / 3: cp.async into shared
-            # memory), at the default and at the tiles run 3 measured best
-            for base in (default, cfg_cls(block_c=64, block_p=64, chunks=-(-C // 64), num_warps=8),
-                         cfg_cls(block_c=32, block_p=128, chunks=-(-C // 32), num_warps=8, fast=None),
-                         cfg_cls(block_c=64, block_p=64, chunks=-(-C // 64), num_warps=4, fast=None)):
-                if base.chunks > 1:
-                    configs += [dataclasses.replace(base, stages=n) for n in (2, 3)]
+            # session 8 run 3: fewer warps per slab with SiLU's fast forms (C = 96: 64 x 64 x 4 warps
+            # 77.3%, adopted as the slab rule; vae_norm_sweep_s8_contig_h200.json). Run 5 swept the
+            # chunk loops software-pipelined (46-63%, rejected and reverted:
+            # vae_norm_sweep_s8_stages_rejected_h200.json)
+            for bc, bp, w in ((32, 128, 4), (32, 128, 2), (64, 64, 4), (64, 64, 2), (128, 32, 4), (32, 64, 2),
+                              (16, 128, 2), (32, 256, 4)):
+                if bc * bp // (32 * w) > 64 or bc > full:
+                    continue
+                configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, fast=None))
         configs = list(dict.fromkeys(configs))
         ref = reference(x, gamma, bias, silu=True)
 
