@@ -519,7 +519,7 @@ def aot_variants(platform: str = "cuda"):
                         const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
                     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dt]
-                    fast = triton_math.fast_level(tdt, platform, cfg.fast) if cfg.fast is not False else 0
+                    fast = triton_math.fast_level(tdt, platform, cfg.fast)
                     const.update({"HAS_BIAS": full, "SILU": full, "FAST": fast})
                     if fast:
                         tile += f" fast {fast}"
