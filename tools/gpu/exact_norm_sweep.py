@@ -51,8 +51,11 @@ def _configs(op: str, D: int) -> list[dict]:
     # TREE (the shuffle tree against shared-memory halving: adopted), run 2 a persistent grid
     # (exact_norm_sweep_s8_persist_rejected_h200.json) and run 6 a register cap
     # (exact_norm_sweep_s8_maxnreg_rejected_h200.json), both rejected and their code reverted
+    # session 9: RMSNorm rows per warp (PACK: 16-byte accesses, two of eager's threads per thread)
     if op.startswith("rms"):
-        return [{}, {"EVEN": False}]
+        return [{}, {"ROWS": 2, "PACK": 2}, {"ROWS": 2, "PACK": 2, "REVERSE_OUT": True},
+                {"ROWS": 2, "PACK": 2, "REVERSE_OUT": False}, {"ROWS": 4, "PACK": 2}, {"ROWS": 4, "PACK": 4},
+                {"ROWS": 2, "PACK": 2, "UNROLL_OUT": 2}]
     return [{}, {"TREE": 0}, {"EVEN": False}]
 
 
