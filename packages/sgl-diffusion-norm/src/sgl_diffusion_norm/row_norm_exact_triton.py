@@ -390,12 +390,8 @@ def _row_norm_exact_kernel(
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr, TREE: tl.constexpr = 0,
-    PACK: tl.constexpr = 1,
 ):
-    # ROWS rows per program (RMSNorm: [ROWS, 4 * LANES] tiles on ROWS / PACK warps; LayerNorm: 1).
-    # PACK (rows per warp) is read by the launch alone (num_warps): with PACK = 2 Triton lays a
-    # [2, 128] chunk over one warp, eight elements (two of eager's threads) per thread: 16-byte
-    # accesses. Each of eager's threads keeps its own accumulators and order in any layout
+    # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
     rmask = row < n_rows
     b = row // S
@@ -509,8 +505,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     changes the arithmetic's order): ``HW_FMA`` (the hardware FMA where nvcc contracts; else the
     fp64 emulation), ``UNROLL`` / ``UNROLL_OUT`` (unroll factors of the statistics loop and the
     output loop; None: the compiler's choice), ``ROWS`` (RMSNorm rows per program, a warp each),
-    ``REVERSE_OUT`` (the output pass over the chunks last to first), ``PACK`` (RMSNorm rows per
-    warp: ``ROWS // PACK`` warps per program), ``VEC`` (LayerNorm: one vector
+    ``REVERSE_OUT`` (the output pass over the chunks last to first), ``VEC`` (LayerNorm: one vector
     load per chunk, the chunks unrolled at compile time; up to 16 chunks), ``EVEN`` (LayerNorm:
     every chunk full, no masks; derived from ``D``) and ``TREE`` (LayerNorm: 1, the intra-warp
     combines as warp-local ``tl.gather``s; 0, halving through shared memory; the same order).
@@ -572,7 +567,6 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         # LayerNorm's intra-warp combines as warp-local gathers (shuffles) instead of halving the
         # statistics through shared memory: 648 sm_90 instructions per thread at D = 3072, not 856
         "TREE": 1,
-        "PACK": 1,
         **(tuning or {}),
     }
     # LayerNorm with every chunk full (the layout after any override): no masks (Welford selects,
@@ -582,16 +576,12 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     out.setdefault("EVEN", out["NORM"] == 0 and g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
-    if out["NORM"] == 0 and out["PACK"] != 1:
-        raise ValueError("the exact LayerNorm kernel spreads a row over 4 warps (PACK=1)")
-    if out["PACK"] < 1 or out["ROWS"] % out["PACK"]:
-        raise ValueError(f"PACK (rows per warp) must divide ROWS; got ROWS={out['ROWS']}, PACK={out['PACK']}")
     return out
 
 
 def _num_warps(const: dict) -> int:
-    if const["NORM"] == 1:  # one warp-row per row, ROWS rows per program, PACK rows per warp
-        return max(1, const["LANES"] * const["NWARP"] // const["WARP"] * const["ROWS"] // const["PACK"])
+    if const["NORM"] == 1:  # one warp-row per row, ROWS rows per program
+        return max(1, const["LANES"] * const["NWARP"] // const["WARP"]) * const["ROWS"]
     return const["NWARP"]
 
 
