@@ -166,6 +166,8 @@ def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> 
         v1 = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="v1")
         # the default with SiLU's fast forms; its apply pass at half / twice the block and other warps
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
+        if default.split:  # session 9: the rows kernels' two dense channel tiles against one padded tile
+            configs.insert(1, dataclasses.replace(default, split=False))
         if default.stats_rows:  # the rows statistics kernel: programs, positions per step
             configs += [dataclasses.replace(default, stats_programs=n) for n in (256, 1024, 2048)]
             configs += [dataclasses.replace(default, stats_rows=default.stats_rows * 2, num_warps=8),

@@ -161,15 +161,15 @@ def test_4d_power_of_two_full_tiles(backend, device, shape, G, channels_last):
 # v1 rule (stats tiles of whole groups), the stream rule, and stream variants with one and two tiles
 # ahead, channel blocks that split groups (block 2 with 3 channels per group), blocks with masked
 # channel rows (block 4 or 8 at C = 6 / 5), positions per tile of 1 / 2 / 4 / 8 (tiles crossing
-# sample boundaries in the apply pass), and grids of 1 to 3 programs (several tiles per program,
-# a last program with fewer).
+# sample boundaries in the apply pass), grids of 1 to 3 programs (several tiles per program, a
+# last program with fewer), and the rows kernels' channel tiles (one padded tile, or two).
 def _stream_cfg(cfg_cls, block_c, block_p, ahead, programs, warps=1):
     return cfg_cls(gpb=0, block_c=block_c, block_p=block_p, num_warps=warps, stats_programs=programs,
                    finalize_block=2, stream=True, ahead=ahead, apply_block_c=block_c, apply_block_p=block_p,
                    apply_warps=warps, apply_programs=programs)
 
 
-@pytest.mark.parametrize("C,G", [(6, 3), (5, 5), (12, 4), (24, 8)])
+@pytest.mark.parametrize("C,G", [(6, 3), (5, 5), (12, 4), (24, 8), (21, 7)])
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_launch_configs(device, C, G, channels_last):
     if "triton" not in testing.runnable_backends(OP, device):
@@ -199,6 +199,10 @@ def test_launch_configs(device, C, G, channels_last):
     if channels_last:  # the rows statistics kernel: 1 / 2 / 8 positions per step (several spans)
         assert v2.stats_rows > 0
         configs += [dataclasses.replace(v2, stats_rows=n) for n in (1, 2, 8)]
+        # the rows kernels' channel tiles: two dense ones (the default; C = 21: 16 + 8 with three
+        # masked channels and a group straddling the tiles) and one padded tile
+        assert v2.split
+        configs += [dataclasses.replace(v2, split=False), dataclasses.replace(v2, split=False, stats_rows=2)]
     for cfg in configs:
         out = launch(x, G, w, b, geom=geom, config=cfg)
         assert out.stride() == ref.stride(), cfg

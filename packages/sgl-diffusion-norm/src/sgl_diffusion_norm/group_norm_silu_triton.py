@@ -33,6 +33,8 @@ import triton.language as tl
 
 from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warps_for
 
+from .channel_rms_norm_triton import split_channels
+
 
 @dataclass(frozen=True)
 class GroupConfig:
@@ -65,6 +67,10 @@ class GroupConfig:
     # > 0: the statistics pass of the rows kernel on channels_last x with dense rows (positions per
     # step, all channels; v1's partial layout, one per (sample, group, span))
     stats_rows: int = 0
+    # the rows kernels' channel tiles: False, one tile of next_pow2(C) channels (C = 96 / 192 / 384:
+    # a quarter of its lanes masked); True, two dense power-of-two tiles (``split_channels``:
+    # 64 + 32, 128 + 64, 256 + 128)
+    split: bool = False
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -161,10 +167,21 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
         swarps = warps_for(srows * row_bytes, _STATS_THREAD_BYTES, warp)
         programs = _STATS_ROWS_PROGRAMS if srows and platform != "cpu" else base.stats_programs
         return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows,
-                                   num_warps=swarps if srows else base.num_warps, stats_programs=programs)
+                                   num_warps=swarps if srows else base.num_warps, stats_programs=programs,
+                                   split=True)
     block = _APPLY_BYTES // elem_bytes
     return dataclasses.replace(base, apply_flat=block, apply_warps=warps_for(_APPLY_BYTES, 16 * _APPLY_ACCESSES, warp),
                                fast=None)
+
+
+def channel_tiles(C: int, split: bool) -> tuple[int, int]:
+    """The rows kernels' channel tiles ``(BLOCK_C, BLOCK_C2)``: one tile of ``next_pow2(C)``
+    channels (``BLOCK_C2 == 0``), or with ``split`` the two power-of-two tiles of
+    ``split_channels`` (384 -> 256 + 128); a power-of-two C stays one tile."""
+    if not split:
+        return next_pow2(max(C, 1)), 0
+    a, b = split_channels(C)
+    return (a, 0) if a == C else (a, b)
 
 
 # stream kernels: tiles of 4096 elements (16 per thread at 8 warps) with the loads of two tiles
@@ -264,63 +281,98 @@ def _gn_stats_kernel(
 
 
 @triton.jit
-def _gn_rows_tile(X, b, sb, i, p0, p_end, c, cmask, C: tl.constexpr, ROWS: tl.constexpr):
-    """Raw ``[ROWS, BLOCK_C]`` tile ``i`` of a span of positions starting at ``p0`` (dense rows of C
-    channels); nothing is read at or past ``p_end``."""
+def _gn_rows_tile(X, b, sb, i, p0, p_end, c, k_raw, C: tl.constexpr, ROWS: tl.constexpr, CMASK: tl.constexpr):
+    """Raw ``[ROWS, len(c)]`` tile ``i`` of a span of positions starting at ``p0`` (dense rows of C
+    channels). Positions at or past ``p_end`` (and channels past C when ``CMASK``) read as the
+    shift ``k_raw`` (their difference from it is 0: no mask in the accumulation)."""
     p = p0 + i * ROWS + tl.arange(0, ROWS).to(tl.int64)
-    return tl.load(X + b * sb + (p * C)[:, None] + c[None, :], mask=(p < p_end)[:, None] & cmask[None, :],
-                   other=0.0, eviction_policy="evict_first")
+    mask = (p < p_end)[:, None]
+    if CMASK:
+        mask = mask & (c < C)[None, :]
+    return tl.load(X + b * sb + (p * C)[:, None] + c[None, :], mask=mask, other=k_raw[None, :],
+                   eviction_policy="evict_first")
 
 
 @triton.jit
-def _gn_rows_acc(s1, s2, x, k, i, p0, p_end, cmask, ROWS: tl.constexpr):
-    """Shifted sums of step ``i``'s tile (positions at or past ``p_end`` count nothing)."""
-    p = p0 + i * ROWS + tl.arange(0, ROWS).to(tl.int64)
-    d = tl.where((p < p_end)[:, None] & cmask[None, :], x.to(tl.float32) - k[None, :], 0.0)
-    return s1 + d, s2 + d * d
+def _gn_rows_group_sums(mean_c, m2_c, c, n, C: tl.constexpr, CG: tl.constexpr, G_P2: tl.constexpr):
+    """Per-group sums over one channel tile ``c``: ``(sum mean_c, sum m2_c)`` and the channel means
+    as ``[len(c), G_P2]`` one-hot columns (for the spread of the means around the group's)."""
+    j = tl.arange(0, G_P2)
+    onehot = ((c // CG)[:, None] == j[None, :]) & (c < C)[:, None]
+    return (tl.sum(tl.where(onehot, mean_c[:, None], 0.0), axis=0),
+            tl.sum(tl.where(onehot, m2_c[:, None], 0.0), axis=0), onehot)
 
 
 @triton.jit(do_not_specialize=["n_span", "iters"])
 def _gn_stats_rows_kernel(
     X, PART,
     P, n_span, iters, sb,
-    C: tl.constexpr, G: tl.constexpr, CG: tl.constexpr, BLOCK_C: tl.constexpr, G_P2: tl.constexpr,
-    ROWS: tl.constexpr,
+    C: tl.constexpr, G: tl.constexpr, CG: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_C2: tl.constexpr,
+    G_P2: tl.constexpr, ROWS: tl.constexpr,
 ):
-    """channels_last x with dense rows: the program of (sample, span) reads ``iters`` tiles
-    ``[ROWS, BLOCK_C]`` (all channels of ``ROWS`` positions; the loads of tile i + 1 issued before
-    tile i is accumulated) with shifted sums per channel (K: the channel's value at the span's
-    first position), combines the channels of each group (equal counts) and writes v1's partials
-    ``PART[((b * G + g) * n_span + span) * 2 + {0, 1}] = (mean, M2)``. The tile's channel axis is
-    its contiguous one, so the accumulation needs no data movement between threads."""
+    """channels_last x with dense rows: the program of (sample, span) reads ``iters`` steps of
+    ``ROWS`` positions x all channels (the loads of step i + 1 issued before step i is
+    accumulated) with shifted sums per channel (K: the channel's value at the span's first
+    position), combines the channels of each group (equal counts) and writes v1's partials
+    ``PART[((b * G + g) * n_span + span) * 2 + {0, 1}] = (mean, M2)``. The channels are one tile
+    ``[ROWS, BLOCK_C]`` (``BLOCK_C2 == 0``) or two, ``BLOCK_C`` + ``BLOCK_C2`` wide (C = 384: 256 + 128,
+    no masked lanes); the channel axis is the tiles' contiguous one, so the accumulation needs no
+    data movement between threads."""
+    TWO: tl.constexpr = BLOCK_C2 > 0
     pid = tl.program_id(0).to(tl.int64)
     span = pid % n_span
     b = pid // n_span
-    c = tl.arange(0, BLOCK_C)
-    cmask = c < C
     span_len = iters * ROWS
     p0 = span * span_len
     p_end = tl.minimum(P, p0 + span_len)
-    k = tl.load(X + b * sb + p0 * C + c, mask=cmask, other=0.0).to(tl.float32)
-    s1 = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
-    s2 = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
+    x0 = X + b * sb + p0 * C
+    ca = tl.arange(0, BLOCK_C)
+    MA: tl.constexpr = BLOCK_C > C
+    ka = tl.load(x0 + ca, mask=ca < C, other=0.0)
+    s1a = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
+    s2a = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
+    xa = _gn_rows_tile(X, b, sb, 0, p0, p_end, ca, ka, C, ROWS, MA)
+    if TWO:
+        cb = BLOCK_C + tl.arange(0, BLOCK_C2)
+        MB: tl.constexpr = BLOCK_C + BLOCK_C2 > C
+        kb = tl.load(x0 + cb, mask=cb < C, other=0.0)
+        s1b = tl.zeros([ROWS, BLOCK_C2], dtype=tl.float32)
+        s2b = tl.zeros([ROWS, BLOCK_C2], dtype=tl.float32)
+        xb = _gn_rows_tile(X, b, sb, 0, p0, p_end, cb, kb, C, ROWS, MB)
     # the next step's loads issued before this step is accumulated (unrolling the loop 2 / 4 / 8
     # times instead measured -10 to +7 points, vae_norm_sweep_s6_stats_*_h200.json)
-    x = _gn_rows_tile(X, b, sb, 0, p0, p_end, c, cmask, C, ROWS)
     for i in tl.range(0, iters):
-        xn = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, c, cmask, C, ROWS)
-        s1, s2 = _gn_rows_acc(s1, s2, x, k, i, p0, p_end, cmask, ROWS)
-        x = xn
+        na = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, ca, ka, C, ROWS, MA)
+        d = xa.to(tl.float32) - ka.to(tl.float32)[None, :]
+        s1a += d
+        s2a += d * d
+        xa = na
+        if TWO:
+            nb = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, cb, kb, C, ROWS, MB)
+            d = xb.to(tl.float32) - kb.to(tl.float32)[None, :]
+            s1b += d
+            s2b += d * d
+            xb = nb
     n = (p_end - p0).to(tl.float32)  # positions of this span (>= 1)
-    S1 = tl.sum(s1, axis=0)
-    S2 = tl.sum(s2, axis=0)
-    mean_c = k + S1 / n
-    m2_c = tl.maximum(S2 - S1 * (S1 / n), 0.0)
+    S1 = tl.sum(s1a, axis=0)
+    mean_a = ka.to(tl.float32) + S1 / n
+    m2_a = tl.maximum(tl.sum(s2a, axis=0) - S1 * (S1 / n), 0.0)
+    sum_mean, sum_m2, oh_a = _gn_rows_group_sums(mean_a, m2_a, ca, n, C, CG, G_P2)
+    if TWO:
+        S1 = tl.sum(s1b, axis=0)
+        mean_b = kb.to(tl.float32) + S1 / n
+        m2_b = tl.maximum(tl.sum(s2b, axis=0) - S1 * (S1 / n), 0.0)
+        sm_b, s2_b, oh_b = _gn_rows_group_sums(mean_b, m2_b, cb, n, C, CG, G_P2)
+        sum_mean += sm_b
+        sum_m2 += s2_b
+    mean_g = sum_mean / CG
+    dev = tl.where(oh_a, mean_a[:, None] - mean_g[None, :], 0.0)
+    spread = tl.sum(dev * dev, axis=0)
+    if TWO:
+        dev = tl.where(oh_b, mean_b[:, None] - mean_g[None, :], 0.0)
+        spread += tl.sum(dev * dev, axis=0)
+    m2_g = sum_m2 + n * spread
     j = tl.arange(0, G_P2)
-    onehot = ((c // CG)[:, None] == j[None, :]) & cmask[:, None]
-    mean_g = tl.sum(tl.where(onehot, mean_c[:, None], 0.0), axis=0) / CG
-    dev = tl.where(onehot, mean_c[:, None] - mean_g[None, :], 0.0)
-    m2_g = tl.sum(tl.where(onehot, m2_c[:, None], 0.0), axis=0) + n * tl.sum(dev * dev, axis=0)
     out = PART + ((b * G + j) * n_span + span) * 2
     tl.store(out, mean_g, mask=j < G)
     tl.store(out + 1, m2_g, mask=j < G)
@@ -383,12 +435,15 @@ def _gn_stats_stream_kernel(
     tl.store(out + 1, m2_c, mask=cmask)
 
 
-@triton.jit(do_not_specialize=["P", "n_span", "span_len", "eps"])
-def _gn_finalize_kernel(PART, STATS, P, n_span, span_len, eps, CG: tl.constexpr, BLOCK_S: tl.constexpr,
-                        PER_CHANNEL: tl.constexpr = False):
+@triton.jit(do_not_specialize=["P", "n_span", "span_len", "G", "half", "eps"])
+def _gn_finalize_kernel(PART, STATS, W, COEF, P, n_span, span_len, G, half, eps, CG: tl.constexpr,
+                        BLOCK_S: tl.constexpr, PER_CHANNEL: tl.constexpr = False, COEF_OUT: tl.constexpr = False,
+                        HAS_W: tl.constexpr = False, CG_P2: tl.constexpr = 1):
     """One program per (sample, group). Partials per group: ``n_span`` (v1: whole groups, each
     over ``CG`` channels) or ``CG * n_span`` (``PER_CHANNEL``: the group's channels one after the
-    other, each over one channel)."""
+    other, each over one channel). Writes ``STATS[bg] = (mean, rstd)``; with ``COEF_OUT`` also, per
+    channel ``c`` of the group, ``COEF[b * C + c] = mean`` and ``COEF[half + b * C + c] = rstd *
+    weight[c]`` (``half = B * C``; the same fp32 product the apply kernels form), for the rows apply."""
     bg = tl.program_id(0).to(tl.int64)
     if PER_CHANNEL:
         n_ent = CG * n_span
@@ -419,6 +474,14 @@ def _gn_finalize_kernel(PART, STATS, P, n_span, span_len, eps, CG: tl.constexpr,
     rstd = 1.0 / tl.sqrt(m2 / n_tot + eps)
     tl.store(STATS + bg * 2, mean)
     tl.store(STATS + bg * 2 + 1, rstd)
+    if COEF_OUT:
+        j = tl.arange(0, CG_P2)
+        jm = j < CG
+        a = tl.zeros([CG_P2], dtype=tl.float32) + rstd
+        if HAS_W:
+            a = a * tl.load(W + (bg % G) * CG + j, mask=jm, other=0.0).to(tl.float32)
+        tl.store(COEF + bg * CG + j, tl.zeros([CG_P2], dtype=tl.float32) + mean, mask=jm)
+        tl.store(COEF + half + bg * CG + j, a, mask=jm)
 
 
 @triton.jit(do_not_specialize=["n_pblk"])
@@ -493,31 +556,51 @@ def _gn_apply_flat_kernel(
     tl.store(Y + b * osb + c * osc + p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _gn_apply_cols(X, BIAS, COEF, Y, x_rows, y_rows, pmask, bc, half, c, C: tl.constexpr, HAS_BIAS: tl.constexpr,
+                   SILU: tl.constexpr, FAST: tl.constexpr, CMASK: tl.constexpr):
+    """One channel tile ``c`` of the rows apply: the per-channel mean and scale of the sample
+    (``COEF[bc + c]`` and ``COEF[half + bc + c]`` with ``bc = b * C``, ``half = B * C``, written by
+    the finalize kernel: contiguous fp32 vectors) and the bias, then the ``[ROWS, len(c)]`` tile."""
+    if CMASK:
+        cmask = c < C
+        mask = pmask[:, None] & cmask[None, :]
+        mean = tl.load(COEF + bc + c, mask=cmask, other=0.0)
+        a = tl.load(COEF + half + bc + c, mask=cmask, other=0.0)
+        shift = tl.load(BIAS + c, mask=cmask, other=0.0).to(tl.float32)[None, :] if HAS_BIAS else 0.0
+    else:
+        mask = pmask[:, None]
+        mean = tl.load(COEF + bc + c)
+        a = tl.load(COEF + half + bc + c)
+        shift = tl.load(BIAS + c).to(tl.float32)[None, :] if HAS_BIAS else 0.0
+    x = tl.load(X + x_rows[:, None] + c[None, :], mask=mask, other=0.0).to(tl.float32)
+    y = _gn_affine((x - mean[None, :]) * a[None, :], HAS_BIAS, shift, SILU, FAST)
+    tl.store(Y + y_rows[:, None] + c[None, :], triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+
+
 @triton.jit(do_not_specialize=["n_pblk"])
 def _gn_apply_rows_kernel(
-    X, W, BIAS, STATS, Y,
-    P, G, n_pblk, sb, osb,
-    C: tl.constexpr, CG: tl.constexpr, BLOCK_C: tl.constexpr, ROWS: tl.constexpr,
-    HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
+    X, BIAS, COEF, Y,
+    P, n_pblk, sb, osb, half,
+    C: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_C2: tl.constexpr, ROWS: tl.constexpr,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
-    """channels_last x with dense rows (``sc == 1``, ``sp == C``): program ``(b, block)`` normalizes a
-    ``[ROWS, BLOCK_C]`` tile of ``ROWS`` positions of sample ``b``; the per-channel mean, scale and
-    bias are ``[BLOCK_C]`` vectors loaded once per program."""
+    """channels_last x with dense rows (``sc == 1``, ``sp == C``): program ``(b, block)`` normalizes
+    ``ROWS`` positions of sample ``b``, all channels, as one tile ``[ROWS, BLOCK_C]`` (``BLOCK_C2 ==
+    0``) or two (``BLOCK_C`` + ``BLOCK_C2`` channels: no masked lanes at C = 96 / 192 / 384). The
+    per-channel mean and scale (rstd x weight) come precomputed per sample from the finalize
+    kernel: two contiguous vector loads per tile instead of gathers by group."""
     pid = tl.program_id(0).to(tl.int64)
     b = pid // n_pblk
     p = (pid - b * n_pblk) * ROWS + tl.arange(0, ROWS).to(tl.int64)
-    c = tl.arange(0, BLOCK_C)
-    cmask = c < C
-    mask = (p < P)[:, None] & cmask[None, :]
-    st = STATS + (b * G + c // CG) * 2
-    mean = tl.load(st, mask=cmask, other=0.0)
-    a = tl.load(st + 1, mask=cmask, other=0.0)
-    if HAS_W:
-        a = a * tl.load(W + c, mask=cmask, other=0.0).to(tl.float32)
-    shift = tl.load(BIAS + c, mask=cmask, other=0.0).to(tl.float32)[None, :] if HAS_BIAS else 0.0
-    x = tl.load(X + b * sb + (p * C)[:, None] + c[None, :], mask=mask, other=0.0).to(tl.float32)
-    y = _gn_affine((x - mean[None, :]) * a[None, :], HAS_BIAS, shift, SILU, FAST)
-    tl.store(Y + b * osb + (p * C)[:, None] + c[None, :], triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+    pmask = p < P
+    x_rows = b * sb + p * C
+    y_rows = b * osb + p * C
+    _gn_apply_cols(X, BIAS, COEF, Y, x_rows, y_rows, pmask, b * C, half, tl.arange(0, BLOCK_C), C, HAS_BIAS, SILU,
+                   FAST, BLOCK_C > C)
+    if BLOCK_C2 > 0:
+        _gn_apply_cols(X, BIAS, COEF, Y, x_rows, y_rows, pmask, b * C, half, BLOCK_C + tl.arange(0, BLOCK_C2), C,
+                       HAS_BIAS, SILU, FAST, BLOCK_C + BLOCK_C2 > C)
 
 
 @triton.jit
@@ -611,6 +694,7 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
     g, G, Cg = geom.x, geom.G, geom.Cg
     cfg = config or config_for(geom, x.dtype, x.device)
     plat = tensor_platform(x.device)
+    coef_out = False  # the rows apply reads per-channel (mean, rstd * weight) the finalize kernel writes
     affine = {"HAS_W": weight is not None, "HAS_BIAS": bias is not None, "SILU": geom.silu,
               "FAST": triton_math.fast_level(x.dtype, plat, cfg.fast)}
     if cfg.stream:
@@ -643,9 +727,10 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
             stats_block = cfg.stats_rows
             iters = max(1, -(-(g.B * -(-g.P // stats_block)) // cfg.stats_programs))
             n_span = -(-g.P // (iters * stats_block))
+            ca, cb = channel_tiles(g.C, cfg.split)
             stats = PreparedLaunch(
                 _gn_stats_rows_kernel, (g.B * n_span,),
-                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": next_pow2(g.C), "G_P2": next_pow2(G), "ROWS": stats_block},
+                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": ca, "BLOCK_C2": cb, "G_P2": next_pow2(G), "ROWS": stats_block},
                 device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
             )
             stats_args = (g.P, n_span, iters, g.sb)
@@ -669,12 +754,15 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
             apply_args = (g.C, g.P, G, a_pblk, g.sb, g.sc, g.out_sb, g.out_sc)
         elif cfg.apply_rows and g.dense_rows:
             a_pblk = -(-g.P // cfg.apply_rows)
+            ca, cb = channel_tiles(g.C, cfg.split)
+            coef_out = True
             apply = PreparedLaunch(
                 _gn_apply_rows_kernel, (g.B * a_pblk,),
-                {"C": g.C, "CG": Cg, "BLOCK_C": next_pow2(g.C), "ROWS": cfg.apply_rows, **affine},
-                device=x.device, n_ptrs=5, options=cfg.apply_launch_options(plat),
+                {"C": g.C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
+                 **{k: v for k, v in affine.items() if k != "HAS_W"}},
+                device=x.device, n_ptrs=4, options=cfg.apply_launch_options(plat),
             )
-            apply_args = (g.P, G, a_pblk, g.sb, g.out_sb)
+            apply_args = (g.P, a_pblk, g.sb, g.out_sb, g.B * g.C)
         else:
             apply = PreparedLaunch(
                 _gn_apply_kernel, (g.B * n_cblk * n_pblk,),
@@ -685,8 +773,9 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
         n_ent = n_span
     finalize = PreparedLaunch(
         _gn_finalize_kernel, (g.B * G,),
-        {"CG": Cg, "BLOCK_S": min(cfg.finalize_block, next_pow2(n_ent)), "PER_CHANNEL": cfg.stream},
-        device=x.device, n_ptrs=2, options={"num_warps": 8 if cfg.finalize_block > 1024 else 4, "num_stages": 1},
+        {"CG": Cg, "BLOCK_S": min(cfg.finalize_block, next_pow2(n_ent)), "PER_CHANNEL": cfg.stream,
+         "COEF_OUT": coef_out, "HAS_W": weight is not None, "CG_P2": next_pow2(Cg)},
+        device=x.device, n_ptrs=4, options={"num_warps": 8 if cfg.finalize_block > 1024 else 4, "num_stages": 1},
     )
     shape, strides, dtype, device = g.shape, g.out_strides, x.dtype, x.device
     span_len = iters * stats_block
@@ -696,8 +785,14 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
         st = torch.empty(g.B * G * 2, dtype=torch.float32, device=device)
         out = torch.empty_strided(shape, strides, dtype=dtype, device=device)
         stats(x, part, *stats_args)
-        finalize(part, st, g.P, n_span, span_len, eps)
-        apply(x, x if weight is None else weight, x if bias is None else bias, st, out, *apply_args)
+        w = x if weight is None else weight
+        if coef_out:
+            coef = torch.empty(2 * g.B * g.C, dtype=torch.float32, device=device)
+            finalize(part, st, w, coef, g.P, n_span, span_len, G, g.B * g.C, eps)
+            apply(x, x if bias is None else bias, coef, out, *apply_args)
+        else:
+            finalize(part, st, w, st, g.P, n_span, span_len, G, 0, eps)
+            apply(x, w, x if bias is None else bias, st, out, *apply_args)
         return out
 
     return run
@@ -761,8 +856,11 @@ def _apply_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str
         const = {"CG": C // G, "BLOCK": cfg.apply_flat, **affine}
     elif cfg.apply_rows:
         kernel = _gn_apply_rows_kernel
-        sig.update({n: "i32" for n in ("P", "G", "n_pblk", "sb", "osb")})
-        const = {"C": C, "CG": C // G, "BLOCK_C": next_pow2(C), "ROWS": cfg.apply_rows, **affine}
+        sig = {"X": f"*{dt}", "BIAS": f"*{dt}", "COEF": "*fp32", "Y": f"*{dt}"}
+        sig.update({n: "i32" for n in ("P", "n_pblk", "sb", "osb", "half")})
+        ca, cb = channel_tiles(C, cfg.split)
+        const = {"C": C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
+                 **{k: v for k, v in affine.items() if k != "HAS_W"}}
     if cfg.apply_flat or cfg.apply_rows:
         sig.update({n: "constexpr" for n in const})
         warps = cfg.apply_launch_options("cuda")["num_warps"]
@@ -804,28 +902,33 @@ def aot_variants(platform: str = "cuda"):
                     out.append(_stats_variant(dt, cfg, C, G, cl, tag))
                     out.append(_apply_variant(dt, cfg, C, G, cl, tag, platform))
                 v2 = _v2_config(C, G, esize, cl, platform)  # v1's statistics, the flat / rows apply
-                kind = f"rows {v2.apply_rows}" if cl else f"flat {v2.apply_flat}"
+                kind = f"rows {v2.apply_rows}x{'+'.join(map(str, channel_tiles(C, v2.split)))}" if cl else \
+                    f"flat {v2.apply_flat}"
                 tag = f"v2,{dt},C={C},G={G},{'channels_last' if cl else 'contiguous'},apply={kind}"
                 out.append(_apply_variant(dt, v2, C, G, cl, tag, platform))
                 if v2.stats_rows:  # the rows statistics kernel (channels_last)
                     sig = {"X": f"*{dt}", "PART": "*fp32", "P": "i32", "n_span": "i32", "iters": "i32", "sb": "i32"}
-                    const = {"C": C, "G": G, "CG": C // G, "BLOCK_C": next_pow2(C), "G_P2": next_pow2(G),
+                    ca, cb = channel_tiles(C, v2.split)
+                    const = {"C": C, "G": G, "CG": C // G, "BLOCK_C": ca, "BLOCK_C2": cb, "G_P2": next_pow2(G),
                              "ROWS": v2.stats_rows}
                     sig.update({n: "constexpr" for n in const})
                     out.append(AotVariant(name=f"group_norm_silu.stats[v2,{dt},C={C},G={G},channels_last,"
-                                               f"rows={v2.stats_rows},w={v2.num_warps}]",
+                                               f"rows={v2.stats_rows}x{ca}+{cb},w={v2.num_warps}]",
                                           kernel=_gn_stats_rows_kernel, signature=sig, constexprs=const,
                                           num_warps=v2.num_warps, options={"enable_fp_fusion": True},
                                           divisible_by_16=("X", "PART", "P", "sb")))
         for Cg in (3, 6, 12, 2):
-            sig = {"PART": "*fp32", "STATS": "*fp32", "P": "i32", "n_span": "i32", "span_len": "i32", "eps": "fp32",
-                   "CG": "constexpr", "BLOCK_S": "constexpr", "PER_CHANNEL": "constexpr"}
-            if dt == "bf16":  # the finalize kernel does not depend on x's dtype
-                for per_channel in (False, True):
-                    out.append(AotVariant(name=f"group_norm_silu.finalize[Cg={Cg},per_channel={per_channel}]",
-                                          kernel=_gn_finalize_kernel, signature=sig,
-                                          constexprs={"CG": Cg, "PER_CHANNEL": per_channel,
-                                                      "BLOCK_S": _STREAM_FINALIZE_BLOCK if per_channel
-                                                      else _FINALIZE_BLOCK},
-                                          num_warps=8 if per_channel else 4, options={"enable_fp_fusion": True}))
+            sig = {"PART": "*fp32", "STATS": "*fp32", "W": f"*{dt}", "COEF": "*fp32", "P": "i32", "n_span": "i32",
+                   "span_len": "i32", "G": "i32", "half": "i32", "eps": "fp32"}
+            # (PER_CHANNEL, COEF_OUT): the stream rule's partials; v1's, with the rows apply's coefficients
+            for per_channel, coef in ((False, False), (True, False), (False, True)):
+                if dt != "bf16" and not coef:  # only the coefficients depend on x's dtype (the weight's)
+                    continue
+                const = {"CG": Cg, "PER_CHANNEL": per_channel, "COEF_OUT": coef, "HAS_W": coef,
+                         "CG_P2": next_pow2(Cg), "BLOCK_S": _STREAM_FINALIZE_BLOCK if per_channel else _FINALIZE_BLOCK}
+                out.append(AotVariant(name=f"group_norm_silu.finalize[{dt},Cg={Cg},per_channel={per_channel},"
+                                           f"coef={coef}]",
+                                      kernel=_gn_finalize_kernel, signature={**sig, **{n: "constexpr" for n in const}},
+                                      constexprs=const, num_warps=8 if per_channel else 4,
+                                      options={"enable_fp_fusion": True}))
     return out
