@@ -168,13 +168,24 @@ def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> 
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
         if default.split:  # session 9: the rows kernels' two dense channel tiles against one padded tile
             configs.insert(1, dataclasses.replace(default, split=False))
-        if default.stats_rows:  # the rows statistics kernel: programs, positions per step
+            # run 3: fewer statistics programs, smaller apply steps, several apply steps per program
+            rep = dataclasses.replace
+            for sp in (256, 384):
+                configs.append(rep(default, stats_programs=sp))
+                configs.append(rep(default, stats_programs=sp, apply_rows=default.apply_rows // 2,
+                                   apply_warps=max(1, default.apply_warps // 2)))
+            for it in (2, 4, 8):
+                configs.append(rep(default, apply_iters=it))
+                configs.append(rep(default, apply_iters=it, apply_rows=default.apply_rows // 2,
+                                   apply_warps=max(1, default.apply_warps // 2)))
+            configs.append(rep(default, stats_programs=256, apply_iters=4))
+        if default.stats_rows and not default.split:  # the rows statistics kernel: programs, positions per step
             configs += [dataclasses.replace(default, stats_programs=n) for n in (256, 1024, 2048)]
             configs += [dataclasses.replace(default, stats_rows=default.stats_rows * 2, num_warps=8),
                         dataclasses.replace(default, stats_rows=max(1, default.stats_rows // 2))]
         field = "apply_rows" if cl else "apply_flat"
         n = getattr(default, field)
-        for size, warps in ((n // 2, default.apply_warps // 2), (n, default.apply_warps * 2),
+        for size, warps in () if default.split else ((n // 2, default.apply_warps // 2), (n, default.apply_warps * 2),
                             (n * 2, default.apply_warps * 2), (n // 2, default.apply_warps)):
             if size >= 1 and 1 <= warps <= 16:
                 configs.append(dataclasses.replace(default, **{field: size}, apply_warps=warps))

@@ -71,6 +71,8 @@ class GroupConfig:
     # a quarter of its lanes masked); True, two dense power-of-two tiles (``split_channels``:
     # 64 + 32, 128 + 64, 256 + 128)
     split: bool = False
+    # the rows apply: steps of ``apply_rows`` positions per program (the next step's loads in flight)
+    apply_iters: int = 1
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -557,50 +559,79 @@ def _gn_apply_flat_kernel(
 
 
 @triton.jit
-def _gn_apply_cols(X, BIAS, COEF, Y, x_rows, y_rows, pmask, bc, half, c, C: tl.constexpr, HAS_BIAS: tl.constexpr,
-                   SILU: tl.constexpr, FAST: tl.constexpr, CMASK: tl.constexpr):
-    """One channel tile ``c`` of the rows apply: the per-channel mean and scale of the sample
-    (``COEF[bc + c]`` and ``COEF[half + bc + c]`` with ``bc = b * C``, ``half = B * C``, written by
-    the finalize kernel: contiguous fp32 vectors) and the bias, then the ``[ROWS, len(c)]`` tile."""
+def _gn_cols_coef(BIAS, COEF, bc, half, c, C: tl.constexpr, HAS_BIAS: tl.constexpr, CMASK: tl.constexpr):
+    """The per-channel mean, scale and shift of one channel tile ``c`` of the sample (``COEF[bc + c]``
+    and ``COEF[half + bc + c]`` with ``bc = b * C``, ``half = B * C``, written by the finalize kernel:
+    contiguous fp32 vectors), each ``[1, len(c)]``."""
     if CMASK:
         cmask = c < C
-        mask = pmask[:, None] & cmask[None, :]
         mean = tl.load(COEF + bc + c, mask=cmask, other=0.0)
         a = tl.load(COEF + half + bc + c, mask=cmask, other=0.0)
-        shift = tl.load(BIAS + c, mask=cmask, other=0.0).to(tl.float32)[None, :] if HAS_BIAS else 0.0
+        shift = tl.load(BIAS + c, mask=cmask, other=0.0).to(tl.float32) if HAS_BIAS else mean
     else:
-        mask = pmask[:, None]
         mean = tl.load(COEF + bc + c)
         a = tl.load(COEF + half + bc + c)
-        shift = tl.load(BIAS + c).to(tl.float32)[None, :] if HAS_BIAS else 0.0
-    x = tl.load(X + x_rows[:, None] + c[None, :], mask=mask, other=0.0).to(tl.float32)
-    y = _gn_affine((x - mean[None, :]) * a[None, :], HAS_BIAS, shift, SILU, FAST)
+        shift = tl.load(BIAS + c).to(tl.float32) if HAS_BIAS else mean
+    return mean[None, :], a[None, :], shift[None, :]
+
+
+@triton.jit
+def _gn_cols_load(X, x_rows, pmask, c, C: tl.constexpr, CMASK: tl.constexpr):
+    mask = pmask[:, None]
+    if CMASK:
+        mask = mask & (c < C)[None, :]
+    return tl.load(X + x_rows[:, None] + c[None, :], mask=mask, other=0.0, eviction_policy="evict_first")
+
+
+@triton.jit
+def _gn_cols_store(Y, x, y_rows, pmask, c, mean, a, shift, C: tl.constexpr, HAS_BIAS: tl.constexpr,
+                   SILU: tl.constexpr, FAST: tl.constexpr, CMASK: tl.constexpr):
+    mask = pmask[:, None]
+    if CMASK:
+        mask = mask & (c < C)[None, :]
+    y = _gn_affine((x.to(tl.float32) - mean) * a, HAS_BIAS, shift, SILU, FAST)
     tl.store(Y + y_rows[:, None] + c[None, :], triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["n_pblk"])
+@triton.jit(do_not_specialize=["n_prog", "iters"])
 def _gn_apply_rows_kernel(
     X, BIAS, COEF, Y,
-    P, n_pblk, sb, osb, half,
+    P, n_prog, iters, sb, osb, half,
     C: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_C2: tl.constexpr, ROWS: tl.constexpr,
     HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
-    """channels_last x with dense rows (``sc == 1``, ``sp == C``): program ``(b, block)`` normalizes
-    ``ROWS`` positions of sample ``b``, all channels, as one tile ``[ROWS, BLOCK_C]`` (``BLOCK_C2 ==
+    """channels_last x with dense rows (``sc == 1``, ``sp == C``): program ``(b, j)`` normalizes
+    ``iters`` steps of ``ROWS`` positions of sample ``b`` (the loads of step i + 1 issued before
+    step i is normalized and stored), all channels, as one tile ``[ROWS, BLOCK_C]`` (``BLOCK_C2 ==
     0``) or two (``BLOCK_C`` + ``BLOCK_C2`` channels: no masked lanes at C = 96 / 192 / 384). The
-    per-channel mean and scale (rstd x weight) come precomputed per sample from the finalize
-    kernel: two contiguous vector loads per tile instead of gathers by group."""
+    per-channel mean, scale (rstd x weight) and bias are loaded once per program (the scale
+    precomputed per sample by the finalize kernel: contiguous vector loads, not gathers by group)."""
+    TWO: tl.constexpr = BLOCK_C2 > 0
     pid = tl.program_id(0).to(tl.int64)
-    b = pid // n_pblk
-    p = (pid - b * n_pblk) * ROWS + tl.arange(0, ROWS).to(tl.int64)
-    pmask = p < P
-    x_rows = b * sb + p * C
-    y_rows = b * osb + p * C
-    _gn_apply_cols(X, BIAS, COEF, Y, x_rows, y_rows, pmask, b * C, half, tl.arange(0, BLOCK_C), C, HAS_BIAS, SILU,
-                   FAST, BLOCK_C > C)
-    if BLOCK_C2 > 0:
-        _gn_apply_cols(X, BIAS, COEF, Y, x_rows, y_rows, pmask, b * C, half, BLOCK_C + tl.arange(0, BLOCK_C2), C,
-                       HAS_BIAS, SILU, FAST, BLOCK_C + BLOCK_C2 > C)
+    b = pid // n_prog
+    p0 = (pid - b * n_prog) * iters * ROWS
+    p_end = tl.minimum(P, p0 + iters * ROWS)
+    r = tl.arange(0, ROWS).to(tl.int64)
+    ca = tl.arange(0, BLOCK_C)
+    MA: tl.constexpr = BLOCK_C > C
+    mean_a, a_a, sh_a = _gn_cols_coef(BIAS, COEF, b * C, half, ca, C, HAS_BIAS, MA)
+    p = p0 + r
+    xa = _gn_cols_load(X, b * sb + p * C, p < p_end, ca, C, MA)
+    if TWO:
+        cb = BLOCK_C + tl.arange(0, BLOCK_C2)
+        MB: tl.constexpr = BLOCK_C + BLOCK_C2 > C
+        mean_b, a_b, sh_b = _gn_cols_coef(BIAS, COEF, b * C, half, cb, C, HAS_BIAS, MB)
+        xb = _gn_cols_load(X, b * sb + p * C, p < p_end, cb, C, MB)
+    for i in tl.range(0, iters):
+        p = p0 + i * ROWS + r
+        pn = p + ROWS
+        na = _gn_cols_load(X, b * sb + pn * C, pn < p_end, ca, C, MA)
+        _gn_cols_store(Y, xa, b * osb + p * C, p < p_end, ca, mean_a, a_a, sh_a, C, HAS_BIAS, SILU, FAST, MA)
+        xa = na
+        if TWO:
+            nb = _gn_cols_load(X, b * sb + pn * C, pn < p_end, cb, C, MB)
+            _gn_cols_store(Y, xb, b * osb + p * C, p < p_end, cb, mean_b, a_b, sh_b, C, HAS_BIAS, SILU, FAST, MB)
+            xb = nb
 
 
 @triton.jit
@@ -753,16 +784,17 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
             )
             apply_args = (g.C, g.P, G, a_pblk, g.sb, g.sc, g.out_sb, g.out_sc)
         elif cfg.apply_rows and g.dense_rows:
-            a_pblk = -(-g.P // cfg.apply_rows)
+            a_iters = max(1, min(cfg.apply_iters, -(-g.P // cfg.apply_rows)))
+            a_prog = -(-g.P // (cfg.apply_rows * a_iters))
             ca, cb = channel_tiles(g.C, cfg.split)
             coef_out = True
             apply = PreparedLaunch(
-                _gn_apply_rows_kernel, (g.B * a_pblk,),
+                _gn_apply_rows_kernel, (g.B * a_prog,),
                 {"C": g.C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
                  **{k: v for k, v in affine.items() if k != "HAS_W"}},
                 device=x.device, n_ptrs=4, options=cfg.apply_launch_options(plat),
             )
-            apply_args = (g.P, a_pblk, g.sb, g.out_sb, g.B * g.C)
+            apply_args = (g.P, a_prog, a_iters, g.sb, g.out_sb, g.B * g.C)
         else:
             apply = PreparedLaunch(
                 _gn_apply_kernel, (g.B * n_cblk * n_pblk,),
@@ -857,7 +889,7 @@ def _apply_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str
     elif cfg.apply_rows:
         kernel = _gn_apply_rows_kernel
         sig = {"X": f"*{dt}", "BIAS": f"*{dt}", "COEF": "*fp32", "Y": f"*{dt}"}
-        sig.update({n: "i32" for n in ("P", "n_pblk", "sb", "osb", "half")})
+        sig.update({n: "i32" for n in ("P", "n_prog", "iters", "sb", "osb", "half")})
         ca, cb = channel_tiles(C, cfg.split)
         const = {"C": C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
                  **{k: v for k, v in affine.items() if k != "HAS_W"}}
