@@ -144,8 +144,16 @@ _STATS_MIN_ROWS = 16
 # ... and programs: fewer, longer programs amortize each program's group combination (H200,
 # vae_norm_sweep_s6_stats_*_h200.json: 512 programs 85.3 / 81.0 / 72.7% at C = 192 / 96 / 384,
 # 1024 84.3 / 79.9 / 71.3%, 2048 82.2 / 77.2 / 68.3%, 4096 77.6 / 72.5 / 63.0%; the loop
-# unrolled 2 / 4 / 8 times: mixed, -10 to +7 points)
-_STATS_ROWS_PROGRAMS = 512
+# unrolled 2 / 4 / 8 times: mixed, -10 to +7 points). Session 9 (two dense channel tiles,
+# vae_norm_sweep_s9_*_h200.json): the best count is one wave of 2048 warps in all (C = 384, 8
+# warps: 256 programs 77.8-83.3% against 512 74.2-79.0%; C = 96 / 192, 4 warps: 512 programs
+# 79.3-85.9% against 256 70.6-75.7%)
+_STATS_ROWS_WARPS = 2048
+# the rows apply (session 9): steps of 4 KB (positions x padded channels, 2 warps) and 4 steps per
+# program, the next step's loads issued first (85.3-86.2 / 82.1-83.0 / 80.9-81.9% at C = 192 / 96 /
+# 384 against 79.3 / 79.8 / 74.2% with one 8 KB step per program, vae_norm_sweep_s9_apply_h200.json)
+_APPLY_ROWS_BYTES = 4096
+_APPLY_ITERS = 4
 
 
 @functools.cache
@@ -156,21 +164,23 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
     (channels_last) of DRAM bandwidth, its statistics at 61% / 28%. With v2 (session 6 benches):
     93.3 / 90.9% of the two-pass bound at C = 192 / 384 contiguous (v1: 66.5 / 65.0%), 84.8 /
     81.2 / 78.7% at C = 192 / 96 / 384 channels_last (v1: 53.5-61.5%). SiLU takes its fast forms
-    for 16-bit outputs (``fast=None``): 0-5 points ahead in the sweep."""
+    for 16-bit outputs (``fast=None``): 0-5 points ahead in the sweep. Session 9, channels_last:
+    the rows kernels' two dense channel tiles (``split``; one padded tile measured 60-74%), one
+    wave of statistics warps and four 4 KB apply steps per program (sweeps above)."""
     warp = 64 if platform == "hip" else 32
     base = _group_config(C, G, elem_bytes, channels_last, platform)
     if channels_last and next_pow2(C) > _APPLY_MAX_C:  # one register tile per position: bounded
         return base
     if channels_last:
-        rows = max(1, _APPLY_BYTES // (next_pow2(C) * elem_bytes))
+        rows = max(1, _APPLY_ROWS_BYTES // (next_pow2(C) * elem_bytes))
         warps = warps_for(rows * next_pow2(C) * elem_bytes, 16 * _APPLY_ACCESSES, warp)
         row_bytes = next_pow2(C) * elem_bytes
         srows = max(_STATS_MIN_ROWS, _STATS_ROWS_BYTES // row_bytes) if next_pow2(C) <= 1024 else 0
         swarps = warps_for(srows * row_bytes, _STATS_THREAD_BYTES, warp)
-        programs = _STATS_ROWS_PROGRAMS if srows and platform != "cpu" else base.stats_programs
+        programs = max(1, _STATS_ROWS_WARPS // swarps) if srows and platform != "cpu" else base.stats_programs
         return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows,
                                    num_warps=swarps if srows else base.num_warps, stats_programs=programs,
-                                   split=True)
+                                   split=True, apply_iters=_APPLY_ITERS)
     block = _APPLY_BYTES // elem_bytes
     return dataclasses.replace(base, apply_flat=block, apply_warps=warps_for(_APPLY_BYTES, 16 * _APPLY_ACCESSES, warp),
                                fast=None)
