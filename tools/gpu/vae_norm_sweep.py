@@ -168,17 +168,18 @@ def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> 
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
         if default.split:  # session 9: the rows kernels' two dense channel tiles against one padded tile
             configs.insert(1, dataclasses.replace(default, split=False))
-            # run 3: fewer statistics programs, smaller apply steps, several apply steps per program
+            # runs 3-5: statistics programs and steps; apply steps (positions x warps) per program
             rep = dataclasses.replace
-            for sp in (256, 384):
-                configs.append(rep(default, stats_programs=sp))
-                configs.append(rep(default, stats_programs=sp, apply_rows=default.apply_rows // 2,
-                                   apply_warps=max(1, default.apply_warps // 2)))
-            for it in (2, 4, 8):
-                configs.append(rep(default, apply_iters=it))
-                configs.append(rep(default, apply_iters=it, apply_rows=default.apply_rows // 2,
-                                   apply_warps=max(1, default.apply_warps // 2)))
-            configs.append(rep(default, stats_programs=256, apply_iters=4))
+            ar, aw, sp, sr, sw = (default.apply_rows, default.apply_warps, default.stats_programs,
+                                 default.stats_rows, default.num_warps)
+            configs += [rep(default, stats_programs=sp * 3 // 4), rep(default, stats_programs=sp * 3 // 2),
+                        rep(default, stats_rows=sr * 2, num_warps=min(16, sw * 2)),
+                        rep(default, stats_rows=max(1, sr // 2), num_warps=max(1, sw // 2)),
+                        rep(default, stats_rows=sr * 2)]
+            for n_rows, warps, it in ((ar, aw, 8), (ar, aw, 16), (ar // 2, aw, 8), (ar // 2, aw, 16),
+                                    (ar * 2, aw * 2, 4), (ar * 2, aw, 4), (ar * 2, aw, 8)):
+                if n_rows >= 1:
+                    configs.append(rep(default, apply_rows=n_rows, apply_warps=warps, apply_iters=it))
         if default.stats_rows and not default.split:  # the rows statistics kernel: programs, positions per step
             configs += [dataclasses.replace(default, stats_programs=n) for n in (256, 1024, 2048)]
             configs += [dataclasses.replace(default, stats_rows=default.stats_rows * 2, num_warps=8),

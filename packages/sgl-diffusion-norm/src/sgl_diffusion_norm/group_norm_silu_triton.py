@@ -149,10 +149,12 @@ _STATS_MIN_ROWS = 16
 # warps: 256 programs 77.8-83.3% against 512 74.2-79.0%; C = 96 / 192, 4 warps: 512 programs
 # 79.3-85.9% against 256 70.6-75.7%)
 _STATS_ROWS_WARPS = 2048
-# the rows apply (session 9): steps of 4 KB (positions x padded channels, 2 warps) and 4 steps per
-# program, the next step's loads issued first (85.3-86.2 / 82.1-83.0 / 80.9-81.9% at C = 192 / 96 /
-# 384 against 79.3 / 79.8 / 74.2% with one 8 KB step per program, vae_norm_sweep_s9_apply_h200.json)
-_APPLY_ROWS_BYTES = 4096
+# the rows apply (session 9): steps of 2 KB (positions x padded channels, one warp) and 4 steps per
+# program, the next step's loads issued first. H200 sweeps at C = 192 / 96 / 384: one 8 KB step per
+# program 79.3 / 79.8 / 74.2%, four 4 KB steps 85.3-86.2 / 82.1-83.0 / 80.9-81.9%
+# (vae_norm_sweep_s9_apply_h200.json), four 2 KB steps 87.5 / 83.9 / 86.7% against 86.3 / 83.2 /
+# 86.3% for 4 KB (vae_norm_sweep_s9_final_h200.json, with the statistics at one wave)
+_APPLY_ROWS_BYTES = 2048
 _APPLY_ITERS = 4
 
 
