@@ -163,9 +163,8 @@ def _configs(C, channels_last, cfg_cls, split):
     v1 = cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="v1")
     out = [v1, cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="stream"),
            cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="slab")]
-    # v1 over 2-channel chunks (C = 5: a masked last chunk), its output pass forward and last to first
+    # v1 over 2-channel chunks (C = 5: a masked last chunk)
     out.append(cfg_cls(block_c=2, block_p=v1.block_p, chunks=-(-C // 2), num_warps=1))
-    out.append(cfg_cls(block_c=2, block_p=v1.block_p, chunks=-(-C // 2), num_warps=1, reverse=True))
     for block_p, ahead, programs in ((1, 1, 3), (2, 2, 1), (4, 2, 3), (2, 1, 1)):
         out.append(cfg_cls(block_c=a, block_p=block_p, chunks=1, num_warps=1, stream=True, block_c2=b,
                            ahead=ahead, programs=programs))

@@ -47,7 +47,6 @@ class ChannelConfig:
     programs: int = 0  # stream: the grid to aim for
     fast: bool | None = False  # SiLU's fast-math forms (None: by the output dtype, triton_math.fast_level)
     rows: int = 0  # > 0: the rows kernel (channels_last with dense rows), this many positions per program
-    reverse: bool = False  # v1 with chunks: the output pass walks the chunks last to first (L1 reuse)
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -201,7 +200,7 @@ def _channel_rms_kernel(
     X, G, BIAS, Y,
     C, P, n_pblk, sb, sc, sp, osb, osc, osp, scale, eps,
     BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, CHUNKS: tl.constexpr,
-    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0, REVERSE: tl.constexpr = False,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
     pid = tl.program_id(0).to(tl.int64)
     b = pid // n_pblk
@@ -227,9 +226,7 @@ def _channel_rms_kernel(
         for k in tl.range(0, CHUNKS):
             acc += _chunk_sq(x_base, x_p, pmask, C, sc, k, BLOCK_C)
         inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
-        for kk in tl.range(0, CHUNKS):
-            # REVERSE: the chunk the statistics pass read last (the likeliest still in L1) first
-            k = CHUNKS - 1 - kk if REVERSE else kk
+        for k in tl.range(0, CHUNKS):
             _chunk_out(x_base, x_p, y_base, y_p, pmask, inv, G, BIAS, Y, C, sc, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
 
 
@@ -443,7 +440,7 @@ def prepare(geom, x, gamma, bias, silu=False, config: ChannelConfig | None = Non
     else:
         grid = (geom.B * n_pblk,)
         kernel = _channel_rms_kernel
-        consts = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks, "REVERSE": cfg.reverse}
+        consts = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
         scalars = (geom.C, geom.P, n_pblk, geom.sb, geom.sc, geom.sp, geom.out_sb, geom.out_sc, geom.out_sp,
                    float(geom.C) ** 0.5)
 
@@ -519,8 +516,7 @@ def aot_variants(platform: str = "cuda"):
                                  "AHEAD": cfg.ahead}
                         tile = f"stream {cfg.block_c}+{cfg.block_c2}x{cfg.block_p} ahead {cfg.ahead}"
                     else:
-                        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks,
-                                 "REVERSE": cfg.reverse}
+                        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
                     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dt]
                     fast = triton_math.fast_level(tdt, platform, cfg.fast)
