@@ -47,7 +47,7 @@ def main(path: str, rounds: int) -> None:
         nbytes = 3 * bench.tensor_bytes(x)
         _, copy_gbps = bench.copy_bandwidth(nbytes, device)
         for name, cfg in configs.items():
-            run = lambda cfg=cfg: launch(x, G, w, b, geom=geom, config=cfg)  # noqa: E731
+            run = lambda cfg=cfg, x=x, w=w, b=b, geom=geom: launch(x, G, w, b, geom=geom, config=cfg)  # noqa: E731
             err = float((run().float() - ref).abs().max())
             t = bench.time_gpu(run, device, rep=30)
             frac = t.gbps(nbytes) / copy_gbps
@@ -55,10 +55,11 @@ def main(path: str, rounds: int) -> None:
                          "median_us": t.median_ms * 1e3, "frac_of_copy": frac, "max_abs_err": err,
                          **dataclasses.asdict(cfg)})
             print(f"round {r} {name}: {t.median_ms * 1e3:.1f} us {100 * frac:.1f}% (max |err| {err:.3g})", flush=True)
-        del x, w, b, ref
+        x = w = b = ref = None  # free the round's tensors before the next allocation
         with open(path, "w") as f:
             json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "group_norm_pack_probe.json", int(sys.argv[2]) if len(sys.argv) > 2 else 4)
+    main(sys.argv[1] if len(sys.argv) > 1 else "group_norm_pack_probe.json",
+         int(sys.argv[2]) if len(sys.argv) > 2 else 4)
