@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (tools/gpu/group_norm_pack_probe.py was removed with pack=2 after run 9; it is in git cb778ba)
 # Session 9, eighth call (~2 minutes, one GPU): group_norm_silu at C = 96 channels_last, pack=2 (the
 # rule), pack=1 and pack=2 with 32-row statistics steps, each on five fresh input allocations
 # (run 7: the bench measured pack=2 at 85.1%, the sweep at 73.4%).

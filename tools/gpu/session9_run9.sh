@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (tools/gpu/group_norm_pack_probe.py was removed with pack=2 after run 9; it is in git cb778ba)
 # Session 9, ninth call (~1 minute, one GPU): run 8's probe again, under Triton's bundled ptxas and
 # under torch's (which torch.compile installs as TRITON_PTXAS_PATH for the rest of a process, as in
 # the bench): run 7's bench put pack=2 at 85.1%, the probe at 73% with the bundled ptxas.

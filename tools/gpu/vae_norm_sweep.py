@@ -170,9 +170,8 @@ def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> 
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
         if default.split:  # session 9: the rows kernels' two dense channel tiles against one padded tile
             configs.insert(1, dataclasses.replace(default, split=False))
-        if default.pack > 1:  # session 9 run 7: two positions per row (C = 96) against one
-            configs.insert(1, dataclasses.replace(default, pack=1, stats_rows=default.stats_rows * default.pack,
-                                                  apply_rows=default.apply_rows * default.pack))
+        # (session 9 runs 7-9 compared rows of two positions at C = 96, pack=2, reverted:
+        # docs/benchmarks/group_norm_pack_probe_*_rejected_h200.json)
             # runs 3-5: statistics programs and steps; apply steps (positions x warps) per program
             rep = dataclasses.replace
             ar, aw, sp, sr, sw = (default.apply_rows, default.apply_warps, default.stats_programs,

@@ -214,47 +214,6 @@ def test_launch_configs(device, C, G, channels_last):
         assert_within(out, t, slack, UNIT[out.dtype] + 4e-6)
 
 
-@pytest.mark.parametrize("C,G", [(6, 3), (21, 7), (24, 8)])
-def test_rows_kernels_pack_positions(device, C, G):
-    """The channels_last rows kernels over rows of two positions (``pack=2``: C = 96 in bf16 by the
-    rule; here forced): column c holds channel c % C, a group's two columns per channel combine as
-    channels of equal counts, and the apply gathers each column's coefficients. An even number of
-    positions per sample (30) takes the packed rows, with steps of 1 / 2 / 8 rows, two dense tiles
-    or one padded one (C = 21: 42 = 32 + 16, a group straddling them); an odd number (21) falls
-    back to one position per row."""
-    if "triton" not in testing.runnable_backends(OP, device):
-        pytest.skip("the triton backend does not run here")
-    cfg_cls = resolve_target("sgl_diffusion_norm.group_norm_silu_triton:GroupConfig")
-    launch = resolve_target("sgl_diffusion_norm.group_norm_silu_triton:group_norm_silu")
-    torch.manual_seed(C * G)
-    for shape in ((2, C, 2, 3, 5), (2, C, 1, 3, 7)):
-        x = to_format((torch.randn(shape, device=device) * 2 + 0.5).to(torch.bfloat16), True)
-        w = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
-        b = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
-        geom = describe(OP, x, G, w, b).info["geom"]
-        ref = norm.group_norm_silu_reference(x, G, w, b)
-        atol, rtol = spec("triton").contract.tolerance(x.dtype)
-        t, cond, scale = truth(x, G, w, b, 1e-5, True)
-        slack = 4e-6 * (float(t.abs().max()) + scale * (4 + cond))
-        v2 = dataclasses.replace(cfg_cls.from_heuristic(C, G, 2, True, "cpu", rule="v2"), pack=2)
-        configs = [v2, dataclasses.replace(v2, split=False), dataclasses.replace(v2, stats_rows=1, apply_rows=1),
-                   dataclasses.replace(v2, stats_rows=2, apply_rows=2, apply_iters=3),
-                   dataclasses.replace(v2, stats_rows=8, apply_rows=8, apply_iters=1)]
-        for cfg in configs:
-            out = launch(x, G, w, b, geom=geom, config=cfg)
-            assert out.stride() == ref.stride(), cfg
-            testing.assert_close(out, ref, atol=atol, rtol=rtol)
-            assert_within(out, t, slack, UNIT[out.dtype] + 4e-6)
-
-
-def test_pack_rule():
-    """Two positions per row exactly where one position's channels are not whole 128-byte lines and
-    two positions' are."""
-    pack = resolve_target("sgl_diffusion_norm.group_norm_silu_triton:pack_positions")
-    assert [pack(C, 2) for C in (96, 192, 384, 32, 6, 160)] == [2, 1, 1, 2, 1, 2]
-    assert [pack(C, 4) for C in (96, 48, 16, 6)] == [1, 2, 2, 1]
-
-
 def test_mixed_dtypes_and_no_affine(backend, device):
     C, G = 12, 4
     x = torch.randn(1, C, 2, 6, 5, device=device).to(torch.bfloat16)

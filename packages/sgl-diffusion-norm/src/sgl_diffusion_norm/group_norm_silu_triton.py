@@ -73,9 +73,6 @@ class GroupConfig:
     split: bool = False
     # the rows apply: steps of ``apply_rows`` positions per program (the next step's loads in flight)
     apply_iters: int = 1
-    # the rows kernels: positions per tile row (``apply_rows`` / ``stats_rows`` count such rows); 2
-    # when one position's channels are not a multiple of 128 bytes but two are (C = 96 in bf16)
-    pack: int = 1
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -177,28 +174,18 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
     if channels_last and next_pow2(C) > _APPLY_MAX_C:  # one register tile per position: bounded
         return base
     if channels_last:
-        pack = pack_positions(C, elem_bytes)
-        width = next_pow2(pack * C)  # padded values per tile row
-        rows = max(1, _APPLY_ROWS_BYTES // (width * elem_bytes))
-        warps = warps_for(rows * width * elem_bytes, 16 * _APPLY_ACCESSES, warp)
-        row_bytes = width * elem_bytes
-        srows = max(_STATS_MIN_ROWS, _STATS_ROWS_BYTES // row_bytes) if width <= 1024 else 0
+        rows = max(1, _APPLY_ROWS_BYTES // (next_pow2(C) * elem_bytes))
+        warps = warps_for(rows * next_pow2(C) * elem_bytes, 16 * _APPLY_ACCESSES, warp)
+        row_bytes = next_pow2(C) * elem_bytes
+        srows = max(_STATS_MIN_ROWS, _STATS_ROWS_BYTES // row_bytes) if next_pow2(C) <= 1024 else 0
         swarps = warps_for(srows * row_bytes, _STATS_THREAD_BYTES, warp)
         programs = max(1, _STATS_ROWS_WARPS // swarps) if srows and platform != "cpu" else base.stats_programs
         return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows,
                                    num_warps=swarps if srows else base.num_warps, stats_programs=programs,
-                                   split=True, apply_iters=_APPLY_ITERS, pack=pack)
+                                   split=True, apply_iters=_APPLY_ITERS)
     block = _APPLY_BYTES // elem_bytes
     return dataclasses.replace(base, apply_flat=block, apply_warps=warps_for(_APPLY_BYTES, 16 * _APPLY_ACCESSES, warp),
                                fast=None)
-
-
-def pack_positions(C: int, elem_bytes: int) -> int:
-    """Positions per row of the channels_last rows kernels: 2 when one position's channels are not a
-    whole number of 128-byte lines but two positions' are (C = 96 in bf16: rows of 384 bytes, where
-    192-byte rows straddle a line at every other position), else 1."""
-    one = C * elem_bytes
-    return 2 if one % 128 and (2 * one) % 128 == 0 else 1
 
 
 def channel_tiles(C: int, split: bool) -> tuple[int, int]:
@@ -321,13 +308,11 @@ def _gn_rows_tile(X, b, sb, i, p0, p_end, c, k_raw, C: tl.constexpr, ROWS: tl.co
 
 
 @triton.jit
-def _gn_rows_group_sums(mean_c, m2_c, c, n, W: tl.constexpr, C: tl.constexpr, CG: tl.constexpr,
-                        G_P2: tl.constexpr):
-    """Per-group sums over one tile of columns ``c`` (``W`` columns in a row, column ``c`` holding
-    channel ``c % C``): ``(sum mean_c, sum m2_c)`` and the column means as ``[len(c), G_P2]`` one-hot
-    columns (for the spread of the means around the group's)."""
+def _gn_rows_group_sums(mean_c, m2_c, c, n, C: tl.constexpr, CG: tl.constexpr, G_P2: tl.constexpr):
+    """Per-group sums over one channel tile ``c``: ``(sum mean_c, sum m2_c)`` and the channel means
+    as ``[len(c), G_P2]`` one-hot columns (for the spread of the means around the group's)."""
     j = tl.arange(0, G_P2)
-    onehot = (((c % C) // CG)[:, None] == j[None, :]) & (c < W)[:, None]
+    onehot = ((c // CG)[:, None] == j[None, :]) & (c < C)[:, None]
     return (tl.sum(tl.where(onehot, mean_c[:, None], 0.0), axis=0),
             tl.sum(tl.where(onehot, m2_c[:, None], 0.0), axis=0), onehot)
 
@@ -337,14 +322,10 @@ def _gn_stats_rows_kernel(
     X, PART,
     P, n_span, iters, sb,
     C: tl.constexpr, G: tl.constexpr, CG: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_C2: tl.constexpr,
-    G_P2: tl.constexpr, ROWS: tl.constexpr, PACK: tl.constexpr = 1,
+    G_P2: tl.constexpr, ROWS: tl.constexpr,
 ):
-    """channels_last x with dense rows, seen as rows of ``PACK`` positions x C channels (``W = PACK *
-    C`` values; ``P`` counts these rows; C = 96 bf16 with ``PACK = 2``: 384-byte rows on 128-byte
-    lines, where 192-byte ones straddle a line every other position; column ``c`` of a row holds
-    channel ``c % C``, and the group combination treats the ``PACK`` columns of a channel as
-    channels of equal counts): the program of (sample, span) reads ``iters`` steps of
-    ``ROWS`` rows x all columns (the loads of step i + 1 issued before step i is
+    """channels_last x with dense rows: the program of (sample, span) reads ``iters`` steps of
+    ``ROWS`` positions x all channels (the loads of step i + 1 issued before step i is
     accumulated) with shifted sums per channel (K: the channel's value at the span's first
     position), combines the channels of each group (equal counts) and writes v1's partials
     ``PART[((b * G + g) * n_span + span) * 2 + {0, 1}] = (mean, M2)``. The channels are one tile
@@ -352,54 +333,53 @@ def _gn_stats_rows_kernel(
     no masked lanes); the channel axis is the tiles' contiguous one, so the accumulation needs no
     data movement between threads."""
     TWO: tl.constexpr = BLOCK_C2 > 0
-    W: tl.constexpr = PACK * C
     pid = tl.program_id(0).to(tl.int64)
     span = pid % n_span
     b = pid // n_span
     span_len = iters * ROWS
     p0 = span * span_len
     p_end = tl.minimum(P, p0 + span_len)
-    x0 = X + b * sb + p0 * W
+    x0 = X + b * sb + p0 * C
     ca = tl.arange(0, BLOCK_C)
-    MA: tl.constexpr = BLOCK_C > W
-    ka = tl.load(x0 + ca, mask=ca < W, other=0.0)
+    MA: tl.constexpr = BLOCK_C > C
+    ka = tl.load(x0 + ca, mask=ca < C, other=0.0)
     s1a = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
     s2a = tl.zeros([ROWS, BLOCK_C], dtype=tl.float32)
-    xa = _gn_rows_tile(X, b, sb, 0, p0, p_end, ca, ka, W, ROWS, MA)
+    xa = _gn_rows_tile(X, b, sb, 0, p0, p_end, ca, ka, C, ROWS, MA)
     if TWO:
         cb = BLOCK_C + tl.arange(0, BLOCK_C2)
-        MB: tl.constexpr = BLOCK_C + BLOCK_C2 > W
-        kb = tl.load(x0 + cb, mask=cb < W, other=0.0)
+        MB: tl.constexpr = BLOCK_C + BLOCK_C2 > C
+        kb = tl.load(x0 + cb, mask=cb < C, other=0.0)
         s1b = tl.zeros([ROWS, BLOCK_C2], dtype=tl.float32)
         s2b = tl.zeros([ROWS, BLOCK_C2], dtype=tl.float32)
-        xb = _gn_rows_tile(X, b, sb, 0, p0, p_end, cb, kb, W, ROWS, MB)
+        xb = _gn_rows_tile(X, b, sb, 0, p0, p_end, cb, kb, C, ROWS, MB)
     # the next step's loads issued before this step is accumulated (unrolling the loop 2 / 4 / 8
     # times instead measured -10 to +7 points, vae_norm_sweep_s6_stats_*_h200.json)
     for i in tl.range(0, iters):
-        na = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, ca, ka, W, ROWS, MA)
+        na = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, ca, ka, C, ROWS, MA)
         d = xa.to(tl.float32) - ka.to(tl.float32)[None, :]
         s1a += d
         s2a += d * d
         xa = na
         if TWO:
-            nb = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, cb, kb, W, ROWS, MB)
+            nb = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, cb, kb, C, ROWS, MB)
             d = xb.to(tl.float32) - kb.to(tl.float32)[None, :]
             s1b += d
             s2b += d * d
             xb = nb
-    n = (p_end - p0).to(tl.float32)  # rows of this span (>= 1): positions per column
+    n = (p_end - p0).to(tl.float32)  # positions of this span (>= 1)
     S1 = tl.sum(s1a, axis=0)
     mean_a = ka.to(tl.float32) + S1 / n
     m2_a = tl.maximum(tl.sum(s2a, axis=0) - S1 * (S1 / n), 0.0)
-    sum_mean, sum_m2, oh_a = _gn_rows_group_sums(mean_a, m2_a, ca, n, W, C, CG, G_P2)
+    sum_mean, sum_m2, oh_a = _gn_rows_group_sums(mean_a, m2_a, ca, n, C, CG, G_P2)
     if TWO:
         S1 = tl.sum(s1b, axis=0)
         mean_b = kb.to(tl.float32) + S1 / n
         m2_b = tl.maximum(tl.sum(s2b, axis=0) - S1 * (S1 / n), 0.0)
-        sm_b, s2_b, oh_b = _gn_rows_group_sums(mean_b, m2_b, cb, n, W, C, CG, G_P2)
+        sm_b, s2_b, oh_b = _gn_rows_group_sums(mean_b, m2_b, cb, n, C, CG, G_P2)
         sum_mean += sm_b
         sum_m2 += s2_b
-    mean_g = sum_mean / (CG * PACK)
+    mean_g = sum_mean / CG
     dev = tl.where(oh_a, mean_a[:, None] - mean_g[None, :], 0.0)
     spread = tl.sum(dev * dev, axis=0)
     if TWO:
@@ -591,21 +571,19 @@ def _gn_apply_flat_kernel(
 
 
 @triton.jit
-def _gn_cols_coef(BIAS, COEF, bc, half, c, W: tl.constexpr, C: tl.constexpr, HAS_BIAS: tl.constexpr,
-                  CMASK: tl.constexpr):
-    """The per-channel mean, scale and shift of one tile of columns ``c`` of the sample (column ``c``
-    holds channel ``c % C``; ``COEF[bc + ch]`` and ``COEF[half + bc + ch]`` with ``bc = b * C``,
-    ``half = B * C``, written by the finalize kernel: contiguous fp32 vectors), each ``[1, len(c)]``."""
-    ch = c % C if W != C else c
+def _gn_cols_coef(BIAS, COEF, bc, half, c, C: tl.constexpr, HAS_BIAS: tl.constexpr, CMASK: tl.constexpr):
+    """The per-channel mean, scale and shift of one channel tile ``c`` of the sample (``COEF[bc + c]``
+    and ``COEF[half + bc + c]`` with ``bc = b * C``, ``half = B * C``, written by the finalize kernel:
+    contiguous fp32 vectors), each ``[1, len(c)]``."""
     if CMASK:
-        cmask = c < W
-        mean = tl.load(COEF + bc + ch, mask=cmask, other=0.0)
-        a = tl.load(COEF + half + bc + ch, mask=cmask, other=0.0)
-        shift = tl.load(BIAS + ch, mask=cmask, other=0.0).to(tl.float32) if HAS_BIAS else mean
+        cmask = c < C
+        mean = tl.load(COEF + bc + c, mask=cmask, other=0.0)
+        a = tl.load(COEF + half + bc + c, mask=cmask, other=0.0)
+        shift = tl.load(BIAS + c, mask=cmask, other=0.0).to(tl.float32) if HAS_BIAS else mean
     else:
-        mean = tl.load(COEF + bc + ch)
-        a = tl.load(COEF + half + bc + ch)
-        shift = tl.load(BIAS + ch).to(tl.float32) if HAS_BIAS else mean
+        mean = tl.load(COEF + bc + c)
+        a = tl.load(COEF + half + bc + c)
+        shift = tl.load(BIAS + c).to(tl.float32) if HAS_BIAS else mean
     return mean[None, :], a[None, :], shift[None, :]
 
 
@@ -632,42 +610,39 @@ def _gn_apply_rows_kernel(
     X, BIAS, COEF, Y,
     P, n_prog, iters, sb, osb, half,
     C: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_C2: tl.constexpr, ROWS: tl.constexpr,
-    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0, PACK: tl.constexpr = 1,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
-    """channels_last x with dense rows (``sc == 1``, ``sp == C``), seen as rows of ``PACK`` positions
-    (``W = PACK * C`` values, column ``c`` holding channel ``c % C``; ``P`` counts these rows, as in
-    the statistics kernel): program ``(b, j)`` normalizes ``iters`` steps of ``ROWS`` rows of sample
-    ``b`` (the loads of step i + 1 issued before step i is normalized and stored), all columns, as one
-    tile ``[ROWS, BLOCK_C]`` (``BLOCK_C2 == 0``) or two (``BLOCK_C`` + ``BLOCK_C2`` columns: no masked
-    lanes at C = 96 / 192 / 384). The
+    """channels_last x with dense rows (``sc == 1``, ``sp == C``): program ``(b, j)`` normalizes
+    ``iters`` steps of ``ROWS`` positions of sample ``b`` (the loads of step i + 1 issued before
+    step i is normalized and stored), all channels, as one tile ``[ROWS, BLOCK_C]`` (``BLOCK_C2 ==
+    0``) or two (``BLOCK_C`` + ``BLOCK_C2`` channels: no masked lanes at C = 96 / 192 / 384). The
     per-channel mean, scale (rstd x weight) and bias are loaded once per program (the scale
     precomputed per sample by the finalize kernel: contiguous vector loads, not gathers by group)."""
     TWO: tl.constexpr = BLOCK_C2 > 0
-    W: tl.constexpr = PACK * C
     pid = tl.program_id(0).to(tl.int64)
     b = pid // n_prog
     p0 = (pid - b * n_prog) * iters * ROWS
     p_end = tl.minimum(P, p0 + iters * ROWS)
     r = tl.arange(0, ROWS).to(tl.int64)
     ca = tl.arange(0, BLOCK_C)
-    MA: tl.constexpr = BLOCK_C > W
-    mean_a, a_a, sh_a = _gn_cols_coef(BIAS, COEF, b * C, half, ca, W, C, HAS_BIAS, MA)
+    MA: tl.constexpr = BLOCK_C > C
+    mean_a, a_a, sh_a = _gn_cols_coef(BIAS, COEF, b * C, half, ca, C, HAS_BIAS, MA)
     p = p0 + r
-    xa = _gn_cols_load(X, b * sb + p * W, p < p_end, ca, W, MA)
+    xa = _gn_cols_load(X, b * sb + p * C, p < p_end, ca, C, MA)
     if TWO:
         cb = BLOCK_C + tl.arange(0, BLOCK_C2)
-        MB: tl.constexpr = BLOCK_C + BLOCK_C2 > W
-        mean_b, a_b, sh_b = _gn_cols_coef(BIAS, COEF, b * C, half, cb, W, C, HAS_BIAS, MB)
-        xb = _gn_cols_load(X, b * sb + p * W, p < p_end, cb, W, MB)
+        MB: tl.constexpr = BLOCK_C + BLOCK_C2 > C
+        mean_b, a_b, sh_b = _gn_cols_coef(BIAS, COEF, b * C, half, cb, C, HAS_BIAS, MB)
+        xb = _gn_cols_load(X, b * sb + p * C, p < p_end, cb, C, MB)
     for i in tl.range(0, iters):
         p = p0 + i * ROWS + r
         pn = p + ROWS
-        na = _gn_cols_load(X, b * sb + pn * W, pn < p_end, ca, W, MA)
-        _gn_cols_store(Y, xa, b * osb + p * W, p < p_end, ca, mean_a, a_a, sh_a, W, HAS_BIAS, SILU, FAST, MA)
+        na = _gn_cols_load(X, b * sb + pn * C, pn < p_end, ca, C, MA)
+        _gn_cols_store(Y, xa, b * osb + p * C, p < p_end, ca, mean_a, a_a, sh_a, C, HAS_BIAS, SILU, FAST, MA)
         xa = na
         if TWO:
-            nb = _gn_cols_load(X, b * sb + pn * W, pn < p_end, cb, W, MB)
-            _gn_cols_store(Y, xb, b * osb + p * W, p < p_end, cb, mean_b, a_b, sh_b, W, HAS_BIAS, SILU, FAST, MB)
+            nb = _gn_cols_load(X, b * sb + pn * C, pn < p_end, cb, C, MB)
+            _gn_cols_store(Y, xb, b * osb + p * C, p < p_end, cb, mean_b, a_b, sh_b, C, HAS_BIAS, SILU, FAST, MB)
             xb = nb
 
 
@@ -763,10 +738,6 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
     cfg = config or config_for(geom, x.dtype, x.device)
     plat = tensor_platform(x.device)
     coef_out = False  # the rows apply reads per-channel (mean, rstd * weight) the finalize kernel writes
-    # the rows kernels' positions per row (samples whose positions do not pair up keep one); dense
-    # output rows too (the apply writes y with x's row addressing)
-    pack = cfg.pack if g.dense_rows and g.P % cfg.pack == 0 else 1
-    p_rows = g.P // pack
     affine = {"HAS_W": weight is not None, "HAS_BIAS": bias is not None, "SILU": geom.silu,
               "FAST": triton_math.fast_level(x.dtype, plat, cfg.fast)}
     if cfg.stream:
@@ -795,19 +766,17 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
     else:
         n_cblk = -(-G // cfg.gpb)
         n_pblk = -(-g.P // cfg.block_p)
-        if cfg.stats_rows and g.dense_rows and next_pow2(pack * g.C) <= 1024:
+        if cfg.stats_rows and g.dense_rows and next_pow2(g.C) <= 1024:
             stats_block = cfg.stats_rows
-            iters = max(1, -(-(g.B * -(-p_rows // stats_block)) // cfg.stats_programs))
-            n_span = -(-p_rows // (iters * stats_block))
-            ca, cb = channel_tiles(pack * g.C, cfg.split)
+            iters = max(1, -(-(g.B * -(-g.P // stats_block)) // cfg.stats_programs))
+            n_span = -(-g.P // (iters * stats_block))
+            ca, cb = channel_tiles(g.C, cfg.split)
             stats = PreparedLaunch(
                 _gn_stats_rows_kernel, (g.B * n_span,),
-                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": ca, "BLOCK_C2": cb, "G_P2": next_pow2(G), "ROWS": stats_block,
-                 "PACK": pack},
+                {"C": g.C, "G": G, "CG": Cg, "BLOCK_C": ca, "BLOCK_C2": cb, "G_P2": next_pow2(G), "ROWS": stats_block},
                 device=x.device, n_ptrs=2, options=cfg.launch_options(plat),
             )
-            stats_args = (p_rows, n_span, iters, g.sb)
-            stats_block *= pack  # positions per step (the finalize kernel's span length)
+            stats_args = (g.P, n_span, iters, g.sb)
         else:
             stats_block = cfg.block_p
             iters, n_span = stats_split(geom, cfg, n_cblk)
@@ -827,17 +796,17 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
             )
             apply_args = (g.C, g.P, G, a_pblk, g.sb, g.sc, g.out_sb, g.out_sc)
         elif cfg.apply_rows and g.dense_rows:
-            a_iters = max(1, min(cfg.apply_iters, -(-p_rows // cfg.apply_rows)))
-            a_prog = -(-p_rows // (cfg.apply_rows * a_iters))
-            ca, cb = channel_tiles(pack * g.C, cfg.split)
+            a_iters = max(1, min(cfg.apply_iters, -(-g.P // cfg.apply_rows)))
+            a_prog = -(-g.P // (cfg.apply_rows * a_iters))
+            ca, cb = channel_tiles(g.C, cfg.split)
             coef_out = True
             apply = PreparedLaunch(
                 _gn_apply_rows_kernel, (g.B * a_prog,),
                 {"C": g.C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
-                 **{k: v for k, v in affine.items() if k != "HAS_W"}, "PACK": pack},
+                 **{k: v for k, v in affine.items() if k != "HAS_W"}},
                 device=x.device, n_ptrs=4, options=cfg.apply_launch_options(plat),
             )
-            apply_args = (p_rows, a_prog, a_iters, g.sb, g.out_sb, g.B * g.C)
+            apply_args = (g.P, a_prog, a_iters, g.sb, g.out_sb, g.B * g.C)
         else:
             apply = PreparedLaunch(
                 _gn_apply_kernel, (g.B * n_cblk * n_pblk,),
@@ -933,9 +902,9 @@ def _apply_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str
         kernel = _gn_apply_rows_kernel
         sig = {"X": f"*{dt}", "BIAS": f"*{dt}", "COEF": "*fp32", "Y": f"*{dt}"}
         sig.update({n: "i32" for n in ("P", "n_prog", "iters", "sb", "osb", "half")})
-        ca, cb = channel_tiles(cfg.pack * C, cfg.split)
+        ca, cb = channel_tiles(C, cfg.split)
         const = {"C": C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
-                 **{k: v for k, v in affine.items() if k != "HAS_W"}, "PACK": cfg.pack}
+                 **{k: v for k, v in affine.items() if k != "HAS_W"}}
     if cfg.apply_flat or cfg.apply_rows:
         sig.update({n: "constexpr" for n in const})
         warps = cfg.apply_launch_options("cuda")["num_warps"]
@@ -977,18 +946,18 @@ def aot_variants(platform: str = "cuda"):
                     out.append(_stats_variant(dt, cfg, C, G, cl, tag))
                     out.append(_apply_variant(dt, cfg, C, G, cl, tag, platform))
                 v2 = _v2_config(C, G, esize, cl, platform)  # v1's statistics, the flat / rows apply
-                kind = f"rows {v2.apply_rows}x{'+'.join(map(str, channel_tiles(v2.pack * C, v2.split)))}" if cl else \
+                kind = f"rows {v2.apply_rows}x{'+'.join(map(str, channel_tiles(C, v2.split)))}" if cl else \
                     f"flat {v2.apply_flat}"
                 tag = f"v2,{dt},C={C},G={G},{'channels_last' if cl else 'contiguous'},apply={kind}"
                 out.append(_apply_variant(dt, v2, C, G, cl, tag, platform))
                 if v2.stats_rows:  # the rows statistics kernel (channels_last)
                     sig = {"X": f"*{dt}", "PART": "*fp32", "P": "i32", "n_span": "i32", "iters": "i32", "sb": "i32"}
-                    ca, cb = channel_tiles(v2.pack * C, v2.split)
+                    ca, cb = channel_tiles(C, v2.split)
                     const = {"C": C, "G": G, "CG": C // G, "BLOCK_C": ca, "BLOCK_C2": cb, "G_P2": next_pow2(G),
-                             "ROWS": v2.stats_rows, "PACK": v2.pack}
+                             "ROWS": v2.stats_rows}
                     sig.update({n: "constexpr" for n in const})
                     out.append(AotVariant(name=f"group_norm_silu.stats[v2,{dt},C={C},G={G},channels_last,"
-                                               f"rows={v2.stats_rows}x{ca}+{cb},pack={v2.pack},w={v2.num_warps}]",
+                                               f"rows={v2.stats_rows}x{ca}+{cb},w={v2.num_warps}]",
                                           kernel=_gn_stats_rows_kernel, signature=sig, constexprs=const,
                                           num_warps=v2.num_warps, options={"enable_fp_fusion": True},
                                           divisible_by_16=("X", "PART", "P", "sb")))
