@@ -170,8 +170,8 @@ def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> 
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
         if default.split:  # session 9: the rows kernels' two dense channel tiles against one padded tile
             configs.insert(1, dataclasses.replace(default, split=False))
-            # run 10: the apply's coefficients reloaded at every step (fewer registers)
-            configs.insert(1, dataclasses.replace(default, apply_reload=True))
+            # (run 10: the apply's coefficients reloaded at every step, 78.3 / 86.7 / 87.2% against 83.2 /
+            # 85.9 / 86.9% at C = 96 / 384 / 192, reverted: vae_norm_sweep_s9_reload_rejected_h200.json)
         # (session 9 runs 7-9 compared rows of two positions at C = 96, pack=2, reverted:
         # docs/benchmarks/group_norm_pack_probe_*_rejected_h200.json)
             # runs 3-5: statistics programs and steps; apply steps (positions x warps) per program

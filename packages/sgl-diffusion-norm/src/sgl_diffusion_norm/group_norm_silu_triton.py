@@ -73,7 +73,6 @@ class GroupConfig:
     split: bool = False
     # the rows apply: steps of ``apply_rows`` positions per program (the next step's loads in flight)
     apply_iters: int = 1
-    apply_reload: bool = False  # the rows apply loads its coefficients at every step (fewer registers)
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -611,15 +610,14 @@ def _gn_apply_rows_kernel(
     X, BIAS, COEF, Y,
     P, n_prog, iters, sb, osb, half,
     C: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_C2: tl.constexpr, ROWS: tl.constexpr,
-    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0, RELOAD: tl.constexpr = False,
+    HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
 ):
     """channels_last x with dense rows (``sc == 1``, ``sp == C``): program ``(b, j)`` normalizes
     ``iters`` steps of ``ROWS`` positions of sample ``b`` (the loads of step i + 1 issued before
     step i is normalized and stored), all channels, as one tile ``[ROWS, BLOCK_C]`` (``BLOCK_C2 ==
     0``) or two (``BLOCK_C`` + ``BLOCK_C2`` channels: no masked lanes at C = 96 / 192 / 384). The
     per-channel mean, scale (rstd x weight) and bias are loaded once per program (the scale
-    precomputed per sample by the finalize kernel: contiguous vector loads, not gathers by group);
-    ``RELOAD``: at every step instead (L1 hits), so that they hold no registers across the loop."""
+    precomputed per sample by the finalize kernel: contiguous vector loads, not gathers by group)."""
     TWO: tl.constexpr = BLOCK_C2 > 0
     pid = tl.program_id(0).to(tl.int64)
     b = pid // n_prog
@@ -640,14 +638,10 @@ def _gn_apply_rows_kernel(
         p = p0 + i * ROWS + r
         pn = p + ROWS
         na = _gn_cols_load(X, b * sb + pn * C, pn < p_end, ca, C, MA)
-        if RELOAD:
-            mean_a, a_a, sh_a = _gn_cols_coef(BIAS, COEF, b * C, half, ca, C, HAS_BIAS, MA)
         _gn_cols_store(Y, xa, b * osb + p * C, p < p_end, ca, mean_a, a_a, sh_a, C, HAS_BIAS, SILU, FAST, MA)
         xa = na
         if TWO:
             nb = _gn_cols_load(X, b * sb + pn * C, pn < p_end, cb, C, MB)
-            if RELOAD:
-                mean_b, a_b, sh_b = _gn_cols_coef(BIAS, COEF, b * C, half, cb, C, HAS_BIAS, MB)
             _gn_cols_store(Y, xb, b * osb + p * C, p < p_end, cb, mean_b, a_b, sh_b, C, HAS_BIAS, SILU, FAST, MB)
             xb = nb
 
@@ -809,7 +803,7 @@ def prepare(geom, x, weight, bias, config: GroupConfig | None = None):
             apply = PreparedLaunch(
                 _gn_apply_rows_kernel, (g.B * a_prog,),
                 {"C": g.C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
-                 **{k: v for k, v in affine.items() if k != "HAS_W"}, "RELOAD": cfg.apply_reload},
+                 **{k: v for k, v in affine.items() if k != "HAS_W"}},
                 device=x.device, n_ptrs=4, options=cfg.apply_launch_options(plat),
             )
             apply_args = (g.P, a_prog, a_iters, g.sb, g.out_sb, g.B * g.C)
@@ -910,7 +904,7 @@ def _apply_variant(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, tag: str
         sig.update({n: "i32" for n in ("P", "n_prog", "iters", "sb", "osb", "half")})
         ca, cb = channel_tiles(C, cfg.split)
         const = {"C": C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
-                 **{k: v for k, v in affine.items() if k != "HAS_W"}, "RELOAD": cfg.apply_reload}
+                 **{k: v for k, v in affine.items() if k != "HAS_W"}}
     if cfg.apply_flat or cfg.apply_rows:
         sig.update({n: "constexpr" for n in const})
         warps = cfg.apply_launch_options("cuda")["num_warps"]
