@@ -168,7 +168,7 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
     81.2 / 78.7% at C = 192 / 96 / 384 channels_last (v1: 53.5-61.5%). SiLU takes its fast forms
     for 16-bit outputs (``fast=None``): 0-5 points ahead in the sweep. Session 9, channels_last:
     the rows kernels' two dense channel tiles (``split``; one padded tile measured 60-74%), one
-    wave of statistics warps and four 4 KB apply steps per program (sweeps above)."""
+    wave of statistics warps and four 2 KB apply steps per program (sweeps above)."""
     warp = 64 if platform == "hip" else 32
     base = _group_config(C, G, elem_bytes, channels_last, platform)
     if channels_last and next_pow2(C) > _APPLY_MAX_C:  # one register tile per position: bounded
@@ -308,7 +308,7 @@ def _gn_rows_tile(X, b, sb, i, p0, p_end, c, k_raw, C: tl.constexpr, ROWS: tl.co
 
 
 @triton.jit
-def _gn_rows_group_sums(mean_c, m2_c, c, n, C: tl.constexpr, CG: tl.constexpr, G_P2: tl.constexpr):
+def _gn_rows_group_sums(mean_c, m2_c, c, C: tl.constexpr, CG: tl.constexpr, G_P2: tl.constexpr):
     """Per-group sums over one channel tile ``c``: ``(sum mean_c, sum m2_c)`` and the channel means
     as ``[len(c), G_P2]`` one-hot columns (for the spread of the means around the group's)."""
     j = tl.arange(0, G_P2)
@@ -371,12 +371,12 @@ def _gn_stats_rows_kernel(
     S1 = tl.sum(s1a, axis=0)
     mean_a = ka.to(tl.float32) + S1 / n
     m2_a = tl.maximum(tl.sum(s2a, axis=0) - S1 * (S1 / n), 0.0)
-    sum_mean, sum_m2, oh_a = _gn_rows_group_sums(mean_a, m2_a, ca, n, C, CG, G_P2)
+    sum_mean, sum_m2, oh_a = _gn_rows_group_sums(mean_a, m2_a, ca, C, CG, G_P2)
     if TWO:
         S1 = tl.sum(s1b, axis=0)
         mean_b = kb.to(tl.float32) + S1 / n
         m2_b = tl.maximum(tl.sum(s2b, axis=0) - S1 * (S1 / n), 0.0)
-        sm_b, s2_b, oh_b = _gn_rows_group_sums(mean_b, m2_b, cb, n, C, CG, G_P2)
+        sm_b, s2_b, oh_b = _gn_rows_group_sums(mean_b, m2_b, cb, C, CG, G_P2)
         sum_mean += sm_b
         sum_m2 += s2_b
     mean_g = sum_mean / CG
