@@ -168,34 +168,29 @@ def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> 
         v1 = cfg_cls.from_heuristic(C, G, 2, cl, "cuda", rule="v1")
         # the default with SiLU's fast forms; its apply pass at half / twice the block and other warps
         configs = [default, v1, stream, dataclasses.replace(default, fast=False)]
-        if default.split:  # session 9: the rows kernels' two dense channel tiles against one padded tile
-            configs.insert(1, dataclasses.replace(default, split=False))
-            # (run 10: the apply's coefficients reloaded at every step, 78.3 / 86.7 / 87.2% against 83.2 /
-            # 85.9 / 86.9% at C = 96 / 384 / 192, reverted: vae_norm_sweep_s9_reload_rejected_h200.json)
-        # (session 9 runs 7-9 compared rows of two positions at C = 96, pack=2, reverted:
-        # docs/benchmarks/group_norm_pack_probe_*_rejected_h200.json)
-            # runs 3-5: statistics programs and steps; apply steps (positions x warps) per program
-            rep = dataclasses.replace
+        rep = dataclasses.replace
+        if default.split:
+            # channels_last (session 9): the rows kernels' two dense channel tiles against one padded
+            # tile; statistics programs and steps; apply steps (positions x warps) per program. Options
+            # measured and reverted: rows of two positions at C = 96 (pack=2, runs 7-9,
+            # group_norm_pack_probe_*_rejected_h200.json) and the apply's coefficients reloaded at every
+            # step (run 10, vae_norm_sweep_s9_reload_rejected_h200.json)
+            configs.insert(1, rep(default, split=False))
             ar, aw, sp, sr, sw = (default.apply_rows, default.apply_warps, default.stats_programs,
-                                 default.stats_rows, default.num_warps)
+                                  default.stats_rows, default.num_warps)
             configs += [rep(default, stats_programs=sp * 3 // 4), rep(default, stats_programs=sp * 3 // 2),
                         rep(default, stats_rows=sr * 2, num_warps=min(16, sw * 2)),
                         rep(default, stats_rows=max(1, sr // 2), num_warps=max(1, sw // 2)),
                         rep(default, stats_rows=sr * 2)]
             for n_rows, warps, it in ((ar, aw, 8), (ar, aw, 16), (ar // 2, aw, 8), (ar // 2, aw, 16),
-                                    (ar * 2, aw * 2, 4), (ar * 2, aw, 4), (ar * 2, aw, 8)):
+                                      (ar * 2, aw * 2, 4), (ar * 2, aw, 4), (ar * 2, aw, 8)):
                 if n_rows >= 1:
                     configs.append(rep(default, apply_rows=n_rows, apply_warps=warps, apply_iters=it))
-        if default.stats_rows and not default.split:  # the rows statistics kernel: programs, positions per step
-            configs += [dataclasses.replace(default, stats_programs=n) for n in (256, 1024, 2048)]
-            configs += [dataclasses.replace(default, stats_rows=default.stats_rows * 2, num_warps=8),
-                        dataclasses.replace(default, stats_rows=max(1, default.stats_rows // 2))]
-        field = "apply_rows" if cl else "apply_flat"
-        n = getattr(default, field)
-        for size, warps in () if default.split else ((n // 2, default.apply_warps // 2), (n, default.apply_warps * 2),
-                            (n * 2, default.apply_warps * 2), (n // 2, default.apply_warps)):
-            if size >= 1 and 1 <= warps <= 16:
-                configs.append(dataclasses.replace(default, **{field: size}, apply_warps=warps))
+        else:  # contiguous: the flat apply at half / twice the block and other warps
+            n, w0 = default.apply_flat, default.apply_warps
+            for size, warps in ((n // 2, w0 // 2), (n, w0 * 2), (n * 2, w0 * 2), (n // 2, w0)):
+                if size >= 1 and 1 <= warps <= 16:
+                    configs.append(rep(default, apply_flat=size, apply_warps=warps))
         configs = list(dict.fromkeys(configs))
         ref = reference(x, G, w, b, eps=eps)
 
