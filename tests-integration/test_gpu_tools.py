@@ -14,27 +14,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
+from _fresh import run_fresh
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["TRITON_INTERPRET"] = "1"
-    srcs = [str(p) for p in sorted((ROOT / "packages").glob("*/src"))]
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tools" / "gpu"), *srcs, env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+# the tools import each other by module name (tools/gpu on the path), as on the device machine
+ENV = {
+    "TRITON_INTERPRET": "1",
+    "PYTHONPATH": os.pathsep.join([str(ROOT / "tools" / "gpu"), os.environ.get("PYTHONPATH", "")]),
+}
 
 
 def test_vae_norm_sweep_configs_run(tmp_path):
@@ -42,7 +31,7 @@ def test_vae_norm_sweep_configs_run(tmp_path):
     each op launches and passes the sweep's tolerance check (exit status 0, nothing failed)."""
     out = tmp_path / "sweep.json"
     code = f"""
-        import sys, torch
+        import contextlib, io, json, torch
         from sgl_diffusion_core import resolve_target
         gs = resolve_target("sgl_diffusion_norm.group_norm_silu_bench:SHAPES")
         for k, (shape, cl, G) in list(gs.items()):
@@ -51,16 +40,18 @@ def test_vae_norm_sweep_configs_run(tmp_path):
         for k, (shape, cl) in list(cs.items()):
             cs[k] = ((1, shape[1], 1, 2, 3) if len(shape) == 5 else (1, shape[1], 2, 3), cl)
         import vae_norm_sweep
-        only = {{"group_norm_silu/c96-cl", "channel_rms_norm/c96"}}
-        sys.exit(vae_norm_sweep.main({str(out)!r}, torch.device("cpu"), only))
+        log = io.StringIO()
+        with contextlib.redirect_stdout(log):
+            rc = vae_norm_sweep.main({str(out)!r}, torch.device("cpu"),
+                                     {{"group_norm_silu/c96-cl", "channel_rms_norm/c96"}})
+        # bench.sweep's line for a configuration that did not launch
+        print(json.dumps({{"rc": rc, "not_launched": [l for l in log.getvalue().splitlines() if ": failed " in l]}}))
     """
-    proc = _run(code, tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = run_fresh(code, tmp_path, env=ENV)
+    assert res == {"rc": 0, "not_launched": []}, res
     record = json.loads(out.read_text())
     assert not record["failed"], record["failed"]
-    cases = {r["case"] for r in record["rows"]}
-    assert cases == {"group_norm_silu/c96-cl", "channel_rms_norm/c96"}, cases
-    assert ": failed " not in proc.stdout, proc.stdout[-3000:]  # bench.sweep's line for a config that did not launch
+    assert {r["case"] for r in record["rows"]} == {"group_norm_silu/c96-cl", "channel_rms_norm/c96"}
     assert len(record["rows"]) >= 20
 
 
@@ -69,19 +60,22 @@ def test_exact_norm_sweep_configs_run(tmp_path):
     of its ops (on the CPU the kernel does not reproduce eager's order, so the sweep's bit check
     is not asserted here: the GPU lane owns it)."""
     code = """
-        import torch
+        import contextlib, io, json, torch
         from sgl_diffusion_core import resolve_target
         shapes = resolve_target("sgl_diffusion_norm.row_norm_bench:SHAPES")
         for k in list(shapes):
             shapes[k] = (1, 3, 520)
         import exact_norm_sweep
-        for op in exact_norm_sweep.OPS:
-            rows = exact_norm_sweep._sweep(op, "flux", torch.device("cpu"))
-            n = len(exact_norm_sweep._configs(op, 520))
-            assert len(rows) == n, (op, len(rows), n)
-            print(op, n, "configurations launched")
+        launched, log = {}, io.StringIO()
+        with contextlib.redirect_stdout(log):
+            for op in exact_norm_sweep.OPS:
+                rows = exact_norm_sweep._sweep(op, "flux", torch.device("cpu"))
+                launched[op] = [len(rows), len(exact_norm_sweep._configs(op, 520))]
+        print(json.dumps({"launched": launched,
+                          "not_launched": [l for l in log.getvalue().splitlines() if ": failed " in l]}))
     """
-    proc = _run(code, tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert ": failed " not in proc.stdout, proc.stdout[-3000:]
-    assert proc.stdout.count("configurations launched") == 4, proc.stdout[-3000:]
+    res = run_fresh(code, tmp_path, env=ENV)
+    assert not res["not_launched"], res["not_launched"]
+    assert len(res["launched"]) == 4, res
+    for op, (rows, configs) in res["launched"].items():
+        assert rows == configs > 0, (op, rows, configs)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from _family import (
     python_files,
     scan_file,
 )
+from _fresh import run_fresh
 
 FAMILY = family()
 DOMAINS = [p for p in FAMILY.values() if p.is_domain]
@@ -272,22 +272,6 @@ def test_registry_targets_resolve() -> None:
 
 
 # --- (d) laziness in fresh interpreters ------------------------------------------------------------------
-
-
-def run_fresh(code: str, tmp_path: Path, env: dict[str, str] | None = None) -> dict:
-    """Run ``code`` in a fresh interpreter (cwd outside the repo); it prints one JSON line last."""
-    full_env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    full_env.update(env or {})
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _triton_mods(mods: list[str]) -> list[str]:
