@@ -127,6 +127,16 @@ def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) ->
                 configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, fast=None))
             # session 9 run 6: the output pass over the chunks last to first (REVERSE) measured 77.3 / 62.6-66.0%
             # against 77.1 / 66.1% at C = 96 / 384 (vae_norm_sweep_s9_reverse_rejected_h200.json): reverted
+            # session 10: the output pass prefetching the next chunk; the slab held in registers (2-4 chunks)
+            for bc, bp, w in ((128, 32, 8), (64, 64, 8), (128, 32, 4), (64, 64, 4), (32, 128, 4), (64, 32, 4)):
+                if bc <= full and bc < C:
+                    configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, fast=None,
+                                           prefetch=True))
+            for bc, bp, w in ((128, 32, 8), (128, 32, 16), (128, 16, 8), (128, 64, 16), (64, 64, 4), (32, 128, 4),
+                              (64, 32, 2), (32, 64, 2), (64, 64, 8)):
+                if bc <= full and 2 <= -(-C // bc) <= 4:
+                    configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, fast=None,
+                                           hold=True))
         configs = list(dict.fromkeys(configs))
         ref = reference(x, gamma, bias, silu=True)
 

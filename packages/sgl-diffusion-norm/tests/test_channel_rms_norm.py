@@ -147,7 +147,8 @@ def test_size_one_dims_and_views(backend, device):
 
 
 # The Triton kernels under explicit launch configurations (the GPU sweep times the same ones):
-# the v1 rule (one tile / chunked two-pass), the stream kernel with one and two tiles ahead, tiles
+# the v1 rule (one tile / chunked two-pass; its output pass prefetching, or the slab held in
+# registers), the stream kernel with one and two tiles ahead, tiles
 # of 1 / 2 / 3 positions (tile boundaries inside a sample and across samples), a second channel
 # tile of several rows or of one masked row (C a power of two), and a grid aiming at 1 or 3
 # programs (several tiles per program, a last program with fewer tiles).
@@ -165,6 +166,11 @@ def _configs(C, channels_last, cfg_cls, split):
            cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="slab")]
     # v1 over 2-channel chunks (C = 5: a masked last chunk)
     out.append(cfg_cls(block_c=2, block_p=v1.block_p, chunks=-(-C // 2), num_warps=1))
+    # its output pass with the next chunk's loads issued first; the slab held in 2-4 register tiles
+    bc = 1 << (max(1, -(-C // 3)) - 1).bit_length()  # a power of two: 2 / 3 / 2 / 3 chunks at C = 5 / 8 / 96
+    out.append(cfg_cls(block_c=2, block_p=v1.block_p, chunks=-(-C // 2), num_warps=1, prefetch=True))
+    if C > 1:
+        out.append(cfg_cls(block_c=bc, block_p=v1.block_p, chunks=-(-C // bc), num_warps=1, hold=True))
     for block_p, ahead, programs in ((1, 1, 3), (2, 2, 1), (4, 2, 3), (2, 1, 1)):
         out.append(cfg_cls(block_c=a, block_p=block_p, chunks=1, num_warps=1, stream=True, block_c2=b,
                            ahead=ahead, programs=programs))

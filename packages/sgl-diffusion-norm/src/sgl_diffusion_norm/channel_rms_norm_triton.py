@@ -47,6 +47,11 @@ class ChannelConfig:
     programs: int = 0  # stream: the grid to aim for
     fast: bool | None = False  # SiLU's fast-math forms (None: by the output dtype, triton_math.fast_level)
     rows: int = 0  # > 0: the rows kernel (channels_last with dense rows), this many positions per program
+    # v1 with chunks > 1: ``prefetch`` issues chunk k + 1's loads of the output pass before chunk k is
+    # normalized and stored; ``hold`` (chunks <= 4) keeps the whole slab in registers from the
+    # statistics pass, so the output pass reads nothing
+    prefetch: bool = False
+    hold: bool = False
 
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
@@ -201,6 +206,7 @@ def _channel_rms_kernel(
     C, P, n_pblk, sb, sc, sp, osb, osc, osp, scale, eps,
     BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, CHUNKS: tl.constexpr,
     HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
+    PREFETCH: tl.constexpr = False, HOLD: tl.constexpr = False,
 ):
     pid = tl.program_id(0).to(tl.int64)
     b = pid // n_pblk
@@ -220,37 +226,70 @@ def _channel_rms_kernel(
         inv = scale / tl.maximum(tl.sqrt(tl.sum(x * x, axis=0)), eps)
         y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
         tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+    elif HOLD:
+        # the slab as up to four register tiles of raw values (CHUNKS <= 4, half a register per bf16
+        # value): one read, statistics and output from registers
+        x0 = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, RAW=True)
+        x1 = _chunk_load(x_base, x_p, pmask, C, sc, 1, BLOCK_C, RAW=True)
+        acc = _sq(x0) + _sq(x1)
+        if CHUNKS > 2:
+            x2 = _chunk_load(x_base, x_p, pmask, C, sc, 2, BLOCK_C, RAW=True)
+            acc += _sq(x2)
+        if CHUNKS > 3:
+            x3 = _chunk_load(x_base, x_p, pmask, C, sc, 3, BLOCK_C, RAW=True)
+            acc += _sq(x3)
+        inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
+        _chunk_store(x0, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 0, BLOCK_C, HAS_BIAS, SILU, FAST)
+        _chunk_store(x1, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 1, BLOCK_C, HAS_BIAS, SILU, FAST)
+        if CHUNKS > 2:
+            _chunk_store(x2, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 2, BLOCK_C, HAS_BIAS, SILU, FAST)
+        if CHUNKS > 3:
+            _chunk_store(x3, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 3, BLOCK_C, HAS_BIAS, SILU, FAST)
     else:
         acc = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
         # (unrolling both chunk loops measured 13-61% against 66-71%, vae_norm_sweep_s6_contig_cl_h200.json)
         for k in tl.range(0, CHUNKS):
-            acc += _chunk_sq(x_base, x_p, pmask, C, sc, k, BLOCK_C)
+            xk = _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C)
+            acc += xk * xk
         inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
-        for k in tl.range(0, CHUNKS):
-            _chunk_out(x_base, x_p, y_base, y_p, pmask, inv, G, BIAS, Y, C, sc, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
+        if PREFETCH:  # chunk k + 1's loads in flight while chunk k is normalized and stored
+            xk = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, "evict_first")
+            for k in tl.range(0, CHUNKS):
+                xn = _chunk_load(x_base, x_p, pmask, C, sc, k + 1, BLOCK_C, "evict_first")
+                _chunk_store(xk, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
+                xk = xn
+        else:
+            for k in tl.range(0, CHUNKS):
+                xk = _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C, "evict_first")
+                _chunk_store(xk, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
 
 
 @triton.jit
-def _chunk_sq(x_base, x_p, pmask, C, sc, k, BLOCK_C: tl.constexpr):
-    """Squares of channel chunk ``k`` (the statistics pass; the chunk stays in L1 / L2 for the output pass)."""
+def _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C: tl.constexpr, EVICT: tl.constexpr = "evict_last",
+                RAW: tl.constexpr = False):
+    """Channel chunk ``k`` as fp32 (``RAW``: as stored); rows past C read nothing. The statistics
+    pass keeps its chunks in L1 / L2 (``evict_last``) for the output pass's re-read."""
     c = k * BLOCK_C + tl.arange(0, BLOCK_C)
     mask = (c < C)[:, None] & pmask[None, :]
-    x = tl.load(x_base + c.to(tl.int64)[:, None] * sc + x_p, mask=mask, other=0.0,
-                eviction_policy="evict_last").to(tl.float32)
+    x = tl.load(x_base + c.to(tl.int64)[:, None] * sc + x_p, mask=mask, other=0.0, eviction_policy=EVICT)
+    return x if RAW else x.to(tl.float32)
+
+
+@triton.jit
+def _sq(x):
+    x = x.to(tl.float32)
     return x * x
 
 
 @triton.jit
-def _chunk_out(x_base, x_p, y_base, y_p, pmask, inv, G, BIAS, Y, C, sc, osc, k, BLOCK_C: tl.constexpr,
-               HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
-    """Normalize and store channel chunk ``k`` (re-read)."""
+def _chunk_store(x, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C: tl.constexpr,
+                 HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
+    """Normalize channel chunk ``k`` and store it."""
     c = k * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = c < C
-    mask = cmask[:, None] & pmask[None, :]
-    c64 = c.to(tl.int64)
-    x = tl.load(x_base + c64[:, None] * sc + x_p, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-    y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
-    tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+    y = _finish(x.to(tl.float32), inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
+    tl.store(y_base + c.to(tl.int64)[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty),
+             mask=cmask[:, None] & pmask[None, :])
 
 
 @triton.jit
@@ -440,7 +479,10 @@ def prepare(geom, x, gamma, bias, silu=False, config: ChannelConfig | None = Non
     else:
         grid = (geom.B * n_pblk,)
         kernel = _channel_rms_kernel
-        consts = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
+        if cfg.hold and not 2 <= cfg.chunks <= 4:
+            raise ValueError(f"hold keeps 2 to 4 channel chunks in registers, not {cfg.chunks}")
+        consts = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks,
+                  "PREFETCH": cfg.prefetch and cfg.chunks > 1, "HOLD": cfg.hold}
         scalars = (geom.C, geom.P, n_pblk, geom.sb, geom.sc, geom.sp, geom.out_sb, geom.out_sc, geom.out_sp,
                    float(geom.C) ** 0.5)
 
@@ -516,8 +558,10 @@ def aot_variants(platform: str = "cuda"):
                                  "AHEAD": cfg.ahead}
                         tile = f"stream {cfg.block_c}+{cfg.block_c2}x{cfg.block_p} ahead {cfg.ahead}"
                     else:
-                        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks}
+                        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks,
+                                 "PREFETCH": cfg.prefetch and cfg.chunks > 1, "HOLD": cfg.hold}
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
+                        tile += " prefetch" if const["PREFETCH"] else " hold" if cfg.hold else ""
                     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dt]
                     fast = triton_math.fast_level(tdt, platform, cfg.fast)
                     const.update({"HAS_BIAS": full, "SILU": full, "FAST": fast})
