@@ -229,14 +229,14 @@ def _channel_rms_kernel(
     elif HOLD:
         # the slab as up to four register tiles of raw values (CHUNKS <= 4, half a register per bf16
         # value): one read, statistics and output from registers
-        x0 = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, RAW=True)
-        x1 = _chunk_load(x_base, x_p, pmask, C, sc, 1, BLOCK_C, RAW=True)
+        x0 = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, "evict_first", True)
+        x1 = _chunk_load(x_base, x_p, pmask, C, sc, 1, BLOCK_C, "evict_first", True)
         acc = _sq(x0) + _sq(x1)
         if CHUNKS > 2:
-            x2 = _chunk_load(x_base, x_p, pmask, C, sc, 2, BLOCK_C, RAW=True)
+            x2 = _chunk_load(x_base, x_p, pmask, C, sc, 2, BLOCK_C, "evict_first", True)
             acc += _sq(x2)
         if CHUNKS > 3:
-            x3 = _chunk_load(x_base, x_p, pmask, C, sc, 3, BLOCK_C, RAW=True)
+            x3 = _chunk_load(x_base, x_p, pmask, C, sc, 3, BLOCK_C, "evict_first", True)
             acc += _sq(x3)
         inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
         _chunk_store(x0, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 0, BLOCK_C, HAS_BIAS, SILU, FAST)
@@ -249,26 +249,26 @@ def _channel_rms_kernel(
         acc = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
         # (unrolling both chunk loops measured 13-61% against 66-71%, vae_norm_sweep_s6_contig_cl_h200.json)
         for k in tl.range(0, CHUNKS):
-            xk = _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C)
+            xk = _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C, "evict_last", False)
             acc += xk * xk
         inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
         if PREFETCH:  # chunk k + 1's loads in flight while chunk k is normalized and stored
-            xk = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, "evict_first")
+            xk = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, "evict_first", False)
             for k in tl.range(0, CHUNKS):
-                xn = _chunk_load(x_base, x_p, pmask, C, sc, k + 1, BLOCK_C, "evict_first")
+                xn = _chunk_load(x_base, x_p, pmask, C, sc, k + 1, BLOCK_C, "evict_first", False)
                 _chunk_store(xk, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
                 xk = xn
         else:
             for k in tl.range(0, CHUNKS):
-                xk = _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C, "evict_first")
+                xk = _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C, "evict_first", False)
                 _chunk_store(xk, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
 
 
 @triton.jit
-def _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C: tl.constexpr, EVICT: tl.constexpr = "evict_last",
-                RAW: tl.constexpr = False):
+def _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C: tl.constexpr, EVICT: tl.constexpr, RAW: tl.constexpr):
     """Channel chunk ``k`` as fp32 (``RAW``: as stored); rows past C read nothing. The statistics
-    pass keeps its chunks in L1 / L2 (``evict_last``) for the output pass's re-read."""
+    pass keeps its chunks in L1 / L2 (``EVICT="evict_last"``) for the output pass's re-read.
+    (Triton 3.6 cannot take a string constexpr from a default: every caller passes both.)"""
     c = k * BLOCK_C + tl.arange(0, BLOCK_C)
     mask = (c < C)[:, None] & pmask[None, :]
     x = tl.load(x_base + c.to(tl.int64)[:, None] * sc + x_p, mask=mask, other=0.0, eviction_policy=EVICT)
