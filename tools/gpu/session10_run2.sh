@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Session 10, second call (~1 minute, one GPU): channel_rms_norm on contiguous x (C = 96 77.1%,
-# (The first call's v1 builds failed to compile under the device's Triton 3.6: a string constexpr taken
-# from a default. Fixed; its group_norm_silu and cat+pad sweeps stand.)
 # C = 384 66.1% of copy; instruction- and latency-bound, session 9 run 11) with the two new
 # v1 options, the output pass prefetching the next chunk and the slab held in registers, swept
 # against the current rules under Triton's bundled ptxas and under torch's (the bench's).
-# Usage on the device machine, from the repo root: bash tools/gpu/session10_run1.sh SHA OUT
+# The first call's v1 builds failed to compile under the device's Triton 3.6 (a string constexpr
+# taken from a default); fixed. Its group_norm_silu and cat+pad sweeps stand.
+# Usage on the device machine, from the repo root: bash tools/gpu/session10_run2.sh SHA OUT
 set -uo pipefail
 source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out_s10b
 TORCH_PTXAS=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'bin', 'ptxas'))")
