@@ -92,3 +92,40 @@ def test_narrow_matches_torch_cast(dtype):
     same = (y == want) | (y.isnan() & want.isnan())
     bad = (~same).nonzero().flatten()[:5].tolist()
     assert not bad, [(x[i].item(), y[i].item(), want[i].item()) for i in bad]
+
+
+@triton.jit
+def _silu_kernel(X, Y, n, FAST: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(Y + offs, triton_math.silu(tl.load(X + offs, mask=mask), FAST), mask=mask)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy exp / exp2
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # NaN / -inf inputs
+@pytest.mark.parametrize("fast", [0, 1, 2])
+def test_silu_forms(fast):
+    """``silu``'s precise and fast forms against fp64 ``y * sigmoid(y)``: within 4e-6 relative
+    (the fast forms' few 2**-22) where the value is a normal fp32 above 1e-36; -0 or the value below
+    that (y under about -87, the flushed reciprocal); NaN for NaN and -inf, inf for inf. Level 2
+    (PTX) runs on a CUDA GPU only."""
+    dev = _device()
+    if fast == 2 and dev.type != "cuda":
+        pytest.skip("FAST = 2 is PTX inline assembly: CUDA GPUs only")
+    g = torch.Generator().manual_seed(1)
+    x = torch.cat([torch.randn(4096, generator=g) * s for s in (1e-3, 1.0, 8.0, 40.0)] +
+                  [torch.linspace(-120.0, 120.0, 4801),
+                   torch.tensor([0.0, -0.0, 1e-30, -1e-30, 88.0, -88.0, 1e30, -1e30])]).to(dev)
+    y = torch.empty_like(x)
+    _silu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), FAST=fast, BLOCK=1024)
+    x64 = x.double()
+    want = x64 * torch.sigmoid(x64)
+    err = (y.double() - want).abs()
+    tiny = want.abs() < 1e-36
+    ok = torch.where(tiny, err <= 1e-36, err <= 4e-6 * want.abs())
+    bad = (~ok).nonzero().flatten()[:5].tolist()
+    assert not bad, [(x[i].item(), y[i].item(), want[i].item()) for i in bad]
+    specials = torch.tensor([float("nan"), float("-inf"), float("inf")], device=dev)
+    out = torch.empty_like(specials)
+    _silu_kernel[(1,)](specials, out, 3, FAST=fast, BLOCK=4)
+    assert out[0].isnan() and out[1].isnan() and out[2].item() == float("inf"), out.tolist()

@@ -127,20 +127,25 @@ def fast_exp2(x, FAST: tl.constexpr):
 @triton.jit
 def silu(y, FAST: tl.constexpr):
     """``y * sigmoid(y)`` for fp32 ``y``. ``FAST == 0``: eager's form ``y / (1 + exp(-y))`` with
-    the IEEE division (about 14 sm_90 instructions with the ``exp``). Otherwise the stable form
-    ``e = 2 ** (-|y| * log2(e))`` in ``(0, 1]``, ``r = 1 / (1 + e)``, ``y * r`` for ``y >= 0`` and
-    ``y * e * r`` below, through :func:`fast_exp2` and :func:`fast_rcp` (6 instructions with PTX's
-    forms). No overflow (``1 + e`` stays in ``[1, 2]``); for ``y`` below about -87 the flushed
-    ``exp2`` gives -0 where the precise chain gives a value under 1e-36."""
+    the IEEE division (about 14 sm_90 instructions with the ``exp``). Otherwise
+    ``y * (1 / (1 + 2 ** (-y * log2(e))))`` through :func:`fast_exp2` and :func:`fast_rcp` (4
+    sm_90 instructions with PTX's forms and no select; session 10 replaced a form that split on
+    the sign of ``y`` to keep ``2 ** x`` in ``(0, 1]``, 2 instructions more per value). Large
+    negative ``y``: ``2 ** x`` grows to inf and ``1 / inf`` is 0, so the result goes to -0 with the
+    true value; below about -87 the flushed reciprocal gives -0 where the precise chain gives a
+    value under 1e-36 (as the old form did). ``y = -inf`` is NaN, as in eager."""
     if FAST == 0:
         return y / (1.0 + tl.exp(-y))
     else:
-        e = fast_exp2(tl.abs(y) * -1.4426950408889634, FAST)
-        r = fast_rcp(1.0 + e, FAST)
-        return y * tl.where(y >= 0, r, e * r)
+        return y * fast_rcp(1.0 + fast_exp2(y * -1.4426950408889634, FAST), FAST)
 
 
 if triton_interpret():
     round_to, widen, narrow = _round_to_bits, _widen_bits, _narrow_bits
 else:
     round_to, widen, narrow = _round_to_hw, _widen_hw, _narrow_hw
+
+# the bit-pattern widening on every platform: a kernel that holds raw 16-bit values and widens
+# them twice (statistics, then output) keeps them packed, because the compiler does not merge
+# this form with a ``.to(tl.float32)`` of the same value into one held fp32 copy
+widen_bits = _widen_bits
