@@ -132,7 +132,7 @@ def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) ->
                 if bc <= full and bc < C:
                     configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, fast=None,
                                            prefetch=True))
-            for bc, bp, w in ((128, 32, 8), (128, 32, 4), (128, 16, 4), (128, 64, 8), (64, 64, 4), (32, 128, 4),
+            for bc, bp, w in ((128, 32, 8), (128, 64, 8), (128, 64, 16), (128, 128, 16), (64, 64, 4), (32, 128, 4),
                               (32, 128, 8), (32, 256, 8), (64, 128, 8), (32, 64, 2), (64, 64, 8)):
                 if bc <= full and 2 <= -(-C // bc) <= 4:
                     configs.append(cfg_cls(block_c=bc, block_p=bp, chunks=-(-C // bc), num_warps=w, fast=None,

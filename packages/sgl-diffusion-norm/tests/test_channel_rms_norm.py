@@ -163,7 +163,9 @@ def _configs(C, channels_last, cfg_cls, split):
     a, b = split(C)
     v1 = cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="v1")
     out = [v1, cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="stream"),
-           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="slab")]
+           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="slab"),
+           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="hold"),
+           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="wide")]
     # v1 over 2-channel chunks (C = 5: a masked last chunk)
     out.append(cfg_cls(block_c=2, block_p=v1.block_p, chunks=-(-C // 2), num_warps=1))
     # its output pass with the next chunk's loads issued first; the slab held in 2-4 register tiles

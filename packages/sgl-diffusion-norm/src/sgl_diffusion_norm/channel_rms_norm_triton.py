@@ -19,6 +19,7 @@ rounding with ties to even (``triton_math.narrow``). Offsets are int64.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -59,23 +60,32 @@ class ChannelConfig:
     @classmethod
     def from_heuristic(cls, C: int, elem_bytes: int, channels_last: bool, platform: str,
                        arch: int | str | None = None, rule: str = "auto") -> ChannelConfig:
-        """``rule``: ``"auto"`` (the default: the measured winner per layout), ``"rows"``,
-        ``"slab"`` (contiguous x up to 128 channels), ``"stream"`` or ``"v1"`` (the session-3 rule).
+        """``rule``: ``"auto"`` (the default: the measured winner per layout and C), ``"rows"``,
+        ``"slab"`` (contiguous x up to 128 channels), ``"hold"`` (contiguous x up to 384 channels),
+        ``"wide"`` (contiguous x, v1's tile with the output pass prefetching), ``"stream"`` or
+        ``"v1"`` (the session-3 rule).
 
-        Measured on one H200, bf16 (docs/benchmarks/vae_norm_sweep_h200.json, % of copy): on
-        channels_last_3d the stream kernel 75.5 / 77.4 / 75.7% at C = 96 / 192 / 384 (v1 74.7 /
-        76.3 / 75.6%); on contiguous x v1 68.9 / 66.8% at C = 96 / 384 (stream 57.8 / 47.3%)."""
+        Measured on one H200, bf16 (% of copy, vae_norm_sweep_s10c_h200.json): channels_last the
+        rows kernel 95.2 / 95.5 / 97.9% at C = 96 / 192 / 384; contiguous x the slab rule 92.4% at
+        C = 96, hold 80.8% at C = 384 (v1 79.3 / 66.3%, wide 73.2% at C = 384)."""
         if rule == "auto":
-            rule = "rows" if channels_last else ("slab" if C <= _SLAB_MAX_C else "v1")
+            if channels_last:
+                rule = "rows"
+            else:
+                rule = "slab" if C <= _SLAB_MAX_C else "hold" if C <= _HOLD_MAX_C else "wide"
         if rule == "v1":
             return _channel_config_v1(C, elem_bytes, channels_last, platform)
         if rule == "slab":
             return _slab_config(C, elem_bytes, channels_last, platform)
+        if rule == "hold":
+            return _hold_config(C, elem_bytes, channels_last, platform)
+        if rule == "wide":
+            return _wide_config(C, elem_bytes, channels_last, platform)
         if rule == "rows":
             return _rows_config(C, elem_bytes, channels_last, platform)
         if rule != "stream":
             raise ValueError(f"unknown channel_rms_norm launch rule {rule!r}; known: 'auto', 'rows', 'slab', "
-                             "'stream', 'v1'")
+                             "'hold', 'wide', 'stream', 'v1'")
         return _channel_config(C, elem_bytes, channels_last, platform)
 
 
@@ -116,28 +126,71 @@ def _channel_config_v1(C: int, elem_bytes: int, channels_last: bool, platform: s
     return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps)
 
 
-# contiguous x with at most this many channels: v1's kernel over 128-byte channel runs, 4 warps
+# contiguous x with at most this many channels: v1's kernel over 256-byte channel runs, 4 warps,
+# the output pass prefetching
 _SLAB_MAX_C = 128
-_SLAB_RUN_BYTES = 128
+_SLAB_RUN_BYTES = 256
 _SLAB_TILE_BYTES = 8192
 
 
 @functools.cache
 def _slab_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
-    """Contiguous x with up to 128 channels: v1's two-pass kernel over ``[64, 128 bytes]`` channel
-    chunks (8 KB, four 16-byte accesses per thread: 4 warps on CUDA) with SiLU's fast forms for
-    16-bit outputs. H200 sweep (session 8, bf16, Wan-VAE C = 96, % of copy,
-    docs/benchmarks/vae_norm_sweep_s8_contig_h200.json): 64 x 64 x 4 warps 77.3%, 32 x 128 x 4
-    warps 76.0%, 32 x 64 x 2 warps 75.5%, the v1 rule (32 x 128 x 8 warps) 69.1%. At C = 384 no
-    tile beat v1 (67.0% best, 4 warps 52-63%), so wider C keeps it."""
+    """Contiguous x with up to 128 channels: v1's two-pass kernel over ``[32, 256 bytes]`` channel
+    chunks (8 KB, four 16-byte accesses per thread: 4 warps on CUDA), the output pass issuing the
+    next chunk's loads before it stores the current one, SiLU's fast forms for 16-bit outputs.
+
+    H200 sweep (session 10, bf16, Wan-VAE C = 96, % of copy, vae_norm_sweep_s10c_h200.json):
+    32 x 128 x 3 chunks on 4 warps with prefetch 92.4% (torch's ptxas 92.2%); the same with the
+    slab held in registers 88.3%, without either 74.1%; session 8's rule (64 x 64 x 2 on 4 warps,
+    no prefetch) 79.6%."""
     if channels_last or C > _SLAB_MAX_C:
         return _channel_config_v1(C, elem_bytes, channels_last, platform)
     warp = 64 if platform == "hip" else 32
     block_p = max(1, _SLAB_RUN_BYTES // elem_bytes)
     block_c = min(next_pow2(max(C, 1)), max(1, _SLAB_TILE_BYTES // (block_p * elem_bytes)))
+    chunks = -(-max(C, 1) // block_c)
     warps = warps_for(block_c * block_p * elem_bytes, 16 * 4, warp)
-    return ChannelConfig(block_c=block_c, block_p=block_p, chunks=-(-max(C, 1) // block_c), num_warps=warps,
-                         fast=None)
+    return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps, fast=None,
+                         prefetch=chunks > 1)
+
+
+# contiguous x with more than 128 and at most this many channels: the slab held in three
+# register tiles of 128-byte channel runs
+_HOLD_MAX_C = 384
+_HOLD_RUN_BYTES = 128
+_HOLD_CHUNKS = 3
+
+
+@functools.cache
+def _hold_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
+    """Contiguous x with 129 to 384 channels: one read of a ``[C, 128 bytes]`` slab held in three
+    register tiles (``next_pow2(C / 3)`` channels each), statistics and output from registers,
+    four 16-byte accesses per thread per tile (8 warps at C = 384 on CUDA).
+
+    H200 sweep (session 10, bf16, Wan-VAE C = 384, % of copy, vae_norm_sweep_s10c_h200.json):
+    128 x 64 x 3 on 8 warps 80.8% (torch's ptxas 80.8%); over 128 x 32 x 3 63.6%; the output
+    pass prefetching instead (no hold) 73.2-74.6%; v1 66.3%. Other C in this range use the same
+    tile rule, not measured."""
+    if channels_last or C > _HOLD_MAX_C:
+        return _channel_config_v1(C, elem_bytes, channels_last, platform)
+    warp = 64 if platform == "hip" else 32
+    block_c = next_pow2(-(-max(C, 1) // _HOLD_CHUNKS))
+    block_p = max(1, _HOLD_RUN_BYTES // elem_bytes)
+    chunks = -(-max(C, 1) // block_c)
+    if chunks < 2:  # fewer channels than the hold kernel's two tiles: the slab rule's kernel
+        return _slab_config(C, elem_bytes, channels_last, platform)
+    warps = warps_for(block_c * block_p * elem_bytes, 16 * 4, warp)
+    return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps, fast=None, hold=True)
+
+
+@functools.cache
+def _wide_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
+    """Contiguous x with more than 384 channels: v1's tile, the output pass prefetching, SiLU's
+    fast forms for 16-bit outputs (at C = 384: 73.2% of copy against v1's 66.3%, session 10)."""
+    v1 = _channel_config_v1(C, elem_bytes, channels_last, platform)
+    if channels_last or v1.chunks < 2:
+        return v1
+    return dataclasses.replace(v1, fast=None, prefetch=True)
 
 
 def split_channels(C: int) -> tuple[int, int]:
@@ -536,8 +589,8 @@ _DIVISIBLE = ("X", "G", "BIAS", "Y", "C", "P", "sb", "sc", "sp", "osb", "osc", "
 
 def aot_variants(platform: str = "cuda"):
     """Wan-VAE channel counts (96, 192, 384, 768; 1024 for HunyuanVideo) in both memory formats,
-    bf16/fp16/fp32, with SiLU and bias (the resblock form) and without: the default launch rule's
-    kernel and, where it differs, the v1 rule's (the GPU sweep compares both)."""
+    bf16/fp16/fp32, with SiLU and bias (the resblock form) and without: the kernel of every launch
+    rule that applies (stream, v1, and on contiguous x slab / hold / wide; the rows kernel below)."""
     from sgl_diffusion_core import AotVariant
 
     out = []
@@ -545,7 +598,8 @@ def aot_variants(platform: str = "cuda"):
         for C in (96, 192, 384, 768, 1024):
             for cl in (False, True):
                 cfgs = [_channel_config(C, esize, cl, platform)]
-                for extra in (_channel_config_v1(C, esize, cl, platform), _slab_config(C, esize, cl, platform)):
+                for extra in (_channel_config_v1(C, esize, cl, platform), _slab_config(C, esize, cl, platform),
+                              _hold_config(C, esize, cl, platform), _wide_config(C, esize, cl, platform)):
                     if extra not in cfgs:
                         cfgs.append(extra)
                 for cfg in cfgs:
