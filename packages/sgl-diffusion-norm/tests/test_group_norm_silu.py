@@ -199,10 +199,12 @@ def test_launch_configs(device, C, G, channels_last):
     if channels_last:  # the rows statistics kernel: 1 / 2 / 8 positions per step (several spans)
         assert v2.stats_rows > 0
         configs += [dataclasses.replace(v2, stats_rows=n) for n in (1, 2, 8)]
-        # the rows kernels' channel tiles: two dense ones (the default; C = 21: 16 + 8 with three
-        # masked channels and a group straddling the tiles) and one padded tile
-        assert v2.split
-        configs += [dataclasses.replace(v2, split=False), dataclasses.replace(v2, split=False, stats_rows=2)]
+        # the rows kernels' channel tiles: two dense ones (C = 21: 16 + 8 with three masked
+        # channels and a group straddling the tiles) and one padded tile (the rule's choice at these
+        # C: their smaller dense tiles have rows under 128 bytes)
+        assert not v2.split
+        configs += [dataclasses.replace(v2, split=True), dataclasses.replace(v2, split=True, stats_rows=2),
+                    dataclasses.replace(v2, split=False, stats_rows=2)]
         # the rows apply over several steps per program (a partial last step and program; more
         # steps than a sample has)
         configs += [dataclasses.replace(v2, apply_rows=2, apply_iters=3, apply_warps=1),

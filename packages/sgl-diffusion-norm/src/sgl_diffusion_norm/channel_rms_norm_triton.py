@@ -53,9 +53,13 @@ class ChannelConfig:
     # statistics pass, so the output pass reads nothing
     prefetch: bool = False
     hold: bool = False
+    max_registers: int | None = None  # CUDA only: cap registers per thread (Triton's maxnreg)
 
     def launch_options(self, platform: str) -> dict:
-        return {"num_warps": self.num_warps, "num_stages": 1}
+        opts: dict = {"num_warps": self.num_warps, "num_stages": 1}
+        if self.max_registers is not None and platform == "cuda":
+            opts["maxnreg"] = self.max_registers
+        return opts
 
     @classmethod
     def from_heuristic(cls, C: int, elem_bytes: int, channels_last: bool, platform: str,

@@ -156,6 +156,11 @@ _STATS_ROWS_WARPS = 2048
 # 86.3% for 4 KB (vae_norm_sweep_s9_final_h200.json, with the statistics at one wave)
 _APPLY_ROWS_BYTES = 2048
 _APPLY_ITERS = 4
+# the two dense channel tiles only where the smaller one's rows are at least this many bytes: at
+# C = 96 (64 + 32 channels, 64-byte rows) one padded tile of 128 measured 86.3 / 86.4% against
+# 83.3 / 82.8% (session 10, Triton's / torch's ptxas, after SiLU's new fast form); at C = 192 / 384
+# (rows of 128 / 256 bytes) the dense tiles lead by 10-13 points (vae_norm_sweep_s10c_h200.json)
+_SPLIT_MIN_BYTES = 128
 
 
 @functools.cache
@@ -168,7 +173,8 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
     81.2 / 78.7% at C = 192 / 96 / 384 channels_last (v1: 53.5-61.5%). SiLU takes its fast forms
     for 16-bit outputs (``fast=None``): 0-5 points ahead in the sweep. Session 9, channels_last:
     the rows kernels' two dense channel tiles (``split``; one padded tile measured 60-74%), one
-    wave of statistics warps and four 2 KB apply steps per program (sweeps above)."""
+    wave of statistics warps and four 2 KB apply steps per program (sweeps above). Session 10:
+    one padded tile again where the smaller dense tile has rows under 128 bytes (C = 96 in bf16)."""
     warp = 64 if platform == "hip" else 32
     base = _group_config(C, G, elem_bytes, channels_last, platform)
     if channels_last and next_pow2(C) > _APPLY_MAX_C:  # one register tile per position: bounded
@@ -182,7 +188,8 @@ def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: s
         programs = max(1, _STATS_ROWS_WARPS // swarps) if srows and platform != "cpu" else base.stats_programs
         return dataclasses.replace(base, apply_rows=rows, apply_warps=warps, fast=None, stats_rows=srows,
                                    num_warps=swarps if srows else base.num_warps, stats_programs=programs,
-                                   split=True, apply_iters=_APPLY_ITERS)
+                                   split=split_channels(C)[1] * elem_bytes >= _SPLIT_MIN_BYTES,
+                                   apply_iters=_APPLY_ITERS)
     block = _APPLY_BYTES // elem_bytes
     return dataclasses.replace(base, apply_flat=block, apply_warps=warps_for(_APPLY_BYTES, 16 * _APPLY_ACCESSES, warp),
                                fast=None)
