@@ -129,3 +129,35 @@ def test_silu_forms(fast):
     out = torch.empty_like(specials)
     _silu_kernel[(1,)](specials, out, 3, FAST=fast, BLOCK=4)
     assert out[0].isnan() and out[1].isnan() and out[2].item() == float("inf"), out.tolist()
+
+
+@triton.jit
+def _widen_sqrt_kernel(X, W, S, n, FAST: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(X + offs, mask=mask)
+    w = triton_math.widen_fast(x, FAST)
+    tl.store(W + offs, w, mask=mask)
+    tl.store(S + offs, triton_math.fast_sqrt(tl.abs(w), FAST), mask=mask)
+
+
+@pytest.mark.parametrize("fast", [0, 1, 2])
+def test_widen_fast_and_fast_sqrt(fast):
+    """``widen_fast`` is exact for every bf16 bit pattern (an odd count, so one pair is half
+    masked), ``fast_sqrt`` within 2**-21 relative of fp64 on normal values (level 2, PTX: CUDA only)."""
+    dev = _device()
+    if fast == 2 and dev.type != "cuda":
+        pytest.skip("FAST = 2 is PTX inline assembly: CUDA GPUs only")
+    bits = torch.arange(0, 1 << 16, dtype=torch.int32)[:-1].to(torch.int16)
+    x = bits.view(torch.bfloat16).to(dev)
+    w = torch.empty(x.shape, dtype=torch.float32, device=dev)
+    s = torch.empty_like(w)
+    _widen_sqrt_kernel[(triton.cdiv(x.numel(), 1024),)](x, w, s, x.numel(), FAST=fast, BLOCK=1024)
+    want = x.float()
+    same = (w.view(torch.int32) == want.view(torch.int32)) | (w.isnan() & want.isnan())
+    bad = (~same).nonzero().flatten()[:5].tolist()
+    assert not bad, [(hex(int(bits[i]) & 0xFFFF), w[i].item(), want[i].item()) for i in bad]
+    a = want.abs().double()
+    normal = torch.isfinite(a) & (a >= 2.0**-126)
+    err = (s.double() - a.sqrt()).abs()[normal]
+    assert bool((err <= 2.0**-21 * a.sqrt()[normal]).all()), float((err / a.sqrt()[normal]).max())
