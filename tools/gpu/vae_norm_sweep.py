@@ -140,7 +140,11 @@ def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) ->
             # session 10 run 5: the defaults under a register cap (maxnreg 80 / 96; C = 384's hold kernel
             # holds 121 registers, two 8-warp programs per SM, 80 fit three) measured 74.8 / 81.7% at
             # C = 384 against 81.9%, 69.3 / 92.4% at C = 96 against 92.2%
-            # (vae_norm_sweep_s10e_maxnreg_rejected_h200.json): reverted
+            # (vae_norm_sweep_s10e_maxnreg_rejected_h200.json): reverted. Run 6: fewer instructions in
+            # the same kernels (row pointers once per program, PTX widening of the held values, PTX's
+            # approximate sqrt / reciprocal for the inverse norm; sm_90 1848 -> 1632 per thread at
+            # C = 384) measured 90.4 / 81.0% against 92.2 / 81.9% at C = 96 / 384
+            # (vae_norm_sweep_s10f_fewer_instr_rejected_h200.json): reverted
         configs = list(dict.fromkeys(configs))
         ref = reference(x, gamma, bias, silu=True)
 

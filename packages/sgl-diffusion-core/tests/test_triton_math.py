@@ -106,9 +106,10 @@ def _silu_kernel(X, Y, n, FAST: tl.constexpr, BLOCK: tl.constexpr):
 @pytest.mark.parametrize("fast", [0, 1, 2])
 def test_silu_forms(fast):
     """``silu``'s precise and fast forms against fp64 ``y * sigmoid(y)``: within 4e-6 relative
-    (the fast forms' few 2**-22) where the value is a normal fp32 above 1e-36; -0 or the value below
-    that (y under about -87, the flushed reciprocal); NaN for NaN and -inf, inf for inf. Level 2
-    (PTX) runs on a CUDA GPU only."""
+    (the fast forms' few 2**-22); where ``sigmoid(y) < 2**-126`` (y under about -87.3, |value| under
+    about 1e-36) -0 or within 1e-36, since PTX's flushing reciprocal gives 0 there; NaN for NaN
+    and -inf, inf for inf. Level 2 (PTX) runs on a CUDA GPU only (session 10's first GPU run of it
+    caught the bound: -87.34 gave -0 for -1.02e-36)."""
     dev = _device()
     if fast == 2 and dev.type != "cuda":
         pytest.skip("FAST = 2 is PTX inline assembly: CUDA GPUs only")
@@ -121,7 +122,7 @@ def test_silu_forms(fast):
     x64 = x.double()
     want = x64 * torch.sigmoid(x64)
     err = (y.double() - want).abs()
-    tiny = want.abs() < 1e-36
+    tiny = torch.sigmoid(x64) < 2.0**-126
     ok = torch.where(tiny, err <= 1e-36, err <= 4e-6 * want.abs())
     bad = (~ok).nonzero().flatten()[:5].tolist()
     assert not bad, [(x[i].item(), y[i].item(), want[i].item()) for i in bad]
@@ -129,35 +130,3 @@ def test_silu_forms(fast):
     out = torch.empty_like(specials)
     _silu_kernel[(1,)](specials, out, 3, FAST=fast, BLOCK=4)
     assert out[0].isnan() and out[1].isnan() and out[2].item() == float("inf"), out.tolist()
-
-
-@triton.jit
-def _widen_sqrt_kernel(X, W, S, n, FAST: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(X + offs, mask=mask)
-    w = triton_math.widen_fast(x, FAST)
-    tl.store(W + offs, w, mask=mask)
-    tl.store(S + offs, triton_math.fast_sqrt(tl.abs(w), FAST), mask=mask)
-
-
-@pytest.mark.parametrize("fast", [0, 1, 2])
-def test_widen_fast_and_fast_sqrt(fast):
-    """``widen_fast`` is exact for every bf16 bit pattern (an odd count, so one pair is half
-    masked), ``fast_sqrt`` within 2**-21 relative of fp64 on normal values (level 2, PTX: CUDA only)."""
-    dev = _device()
-    if fast == 2 and dev.type != "cuda":
-        pytest.skip("FAST = 2 is PTX inline assembly: CUDA GPUs only")
-    bits = torch.arange(0, 1 << 16, dtype=torch.int32)[:-1].to(torch.int16)
-    x = bits.view(torch.bfloat16).to(dev)
-    w = torch.empty(x.shape, dtype=torch.float32, device=dev)
-    s = torch.empty_like(w)
-    _widen_sqrt_kernel[(triton.cdiv(x.numel(), 1024),)](x, w, s, x.numel(), FAST=fast, BLOCK=1024)
-    want = x.float()
-    same = (w.view(torch.int32) == want.view(torch.int32)) | (w.isnan() & want.isnan())
-    bad = (~same).nonzero().flatten()[:5].tolist()
-    assert not bad, [(hex(int(bits[i]) & 0xFFFF), w[i].item(), want[i].item()) for i in bad]
-    a = want.abs().double()
-    normal = torch.isfinite(a) & (a >= 2.0**-126)
-    err = (s.double() - a.sqrt()).abs()[normal]
-    assert bool((err <= 2.0**-21 * a.sqrt()[normal]).all()), float((err / a.sqrt()[normal]).max())

@@ -125,17 +125,6 @@ def fast_exp2(x, FAST: tl.constexpr):
 
 
 @triton.jit
-def fast_sqrt(x, FAST: tl.constexpr):
-    """``sqrt(x)`` in fp32: ``sqrt.approx.ftz.f32`` (one sm_90 instruction, a few 2**-23
-    relative) when ``FAST == 2``, else ``tl.sqrt`` (IEEE, about 8 instructions)."""
-    if FAST == 2:
-        return tl.inline_asm_elementwise("sqrt.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32,
-                                         is_pure=True, pack=1)
-    else:
-        return tl.sqrt(x)
-
-
-@triton.jit
 def silu(y, FAST: tl.constexpr):
     """``y * sigmoid(y)`` for fp32 ``y``. ``FAST == 0``: eager's form ``y / (1 + exp(-y))`` with
     the IEEE division (about 14 sm_90 instructions with the ``exp``). Otherwise
@@ -143,8 +132,9 @@ def silu(y, FAST: tl.constexpr):
     sm_90 instructions with PTX's forms and no select; session 10 replaced a form that split on
     the sign of ``y`` to keep ``2 ** x`` in ``(0, 1]``, 2 instructions more per value). Large
     negative ``y``: ``2 ** x`` grows to inf and ``1 / inf`` is 0, so the result goes to -0 with the
-    true value; below about -87 the flushed reciprocal gives -0 where the precise chain gives a
-    value under 1e-36 (as the old form did). ``y = -inf`` is NaN, as in eager."""
+    true value; where ``sigmoid(y) < 2**-126`` (y below about -87.3) PTX's flushing reciprocal gives
+    -0 where the precise chain gives a value of about 1e-36 or less (as the old form did).
+    ``y = -inf`` is NaN, as in eager."""
     if FAST == 0:
         return y / (1.0 + tl.exp(-y))
     else:
@@ -155,19 +145,6 @@ if triton_interpret():
     round_to, widen, narrow = _round_to_bits, _widen_bits, _narrow_bits
 else:
     round_to, widen, narrow = _round_to_hw, _widen_hw, _narrow_hw
-
-@triton.jit
-def widen_fast(x, FAST: tl.constexpr):
-    """``x`` as fp32, exactly. ``FAST == 2`` with bf16 ``x`` (CUDA): PTX on the packed pair, one
-    instruction per value (``shl`` for the low half, ``and`` for the high one; the compiler's own
-    form of :func:`widen_bits` takes about two), and opaque to the compiler, so a kernel that
-    widens held raw values a second time keeps them packed. Otherwise :func:`widen_bits`."""
-    if FAST == 2 and x.dtype == tl.bfloat16:
-        return tl.inline_asm_elementwise("shl.b32 $0, $2, 16;\n\tand.b32 $1, $2, 0xffff0000;", "=r,=r,r",
-                                         [x.to(tl.uint16, bitcast=True)], dtype=tl.float32, is_pure=True, pack=2)
-    else:
-        return _widen_bits(x)
-
 
 # the bit-pattern widening on every platform: a kernel that holds raw 16-bit values and widens
 # them twice (statistics, then output) keeps them packed, because the compiler does not merge

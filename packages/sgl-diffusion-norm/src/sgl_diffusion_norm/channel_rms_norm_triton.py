@@ -243,17 +243,6 @@ def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str)
 
 
 @triton.jit
-def _inv_norm(ss, scale, eps, FAST: tl.constexpr):
-    """``scale / max(sqrt(ss), eps)``; with PTX's fast forms (16-bit outputs on CUDA) the
-    approximate square root and reciprocal (a few 2**-23 relative: 4 instead of about 12 sm_90
-    instructions per position)."""
-    if FAST == 2:
-        return scale * triton_math.fast_rcp(tl.maximum(triton_math.fast_sqrt(ss, FAST), eps), FAST)
-    else:
-        return scale / tl.maximum(tl.sqrt(ss), eps)
-
-
-@triton.jit
 def _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
     g = tl.load(G + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     y = x * inv[None, :] * g[:, None]
@@ -287,62 +276,55 @@ def _channel_rms_kernel(
         c64 = c.to(tl.int64)
         x = tl.load(x_base + c64[:, None] * sc + x_p, mask=mask, other=0.0, eviction_policy="evict_first")
         x = x.to(tl.float32)
-        inv = _inv_norm(tl.sum(x * x, axis=0), scale, eps, FAST)
+        inv = scale / tl.maximum(tl.sqrt(tl.sum(x * x, axis=0)), eps)
         y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
         tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+    elif HOLD:
+        # the slab as up to four register tiles of raw values (CHUNKS <= 4, half a register per bf16
+        # value): one read, statistics and output from registers
+        x0 = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, "evict_first", True)
+        x1 = _chunk_load(x_base, x_p, pmask, C, sc, 1, BLOCK_C, "evict_first", True)
+        acc = _sq(x0) + _sq(x1)
+        if CHUNKS > 2:
+            x2 = _chunk_load(x_base, x_p, pmask, C, sc, 2, BLOCK_C, "evict_first", True)
+            acc += _sq(x2)
+        if CHUNKS > 3:
+            x3 = _chunk_load(x_base, x_p, pmask, C, sc, 3, BLOCK_C, "evict_first", True)
+            acc += _sq(x3)
+        inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
+        _chunk_store(x0, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 0, BLOCK_C, HAS_BIAS, SILU, FAST)
+        _chunk_store(x1, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 1, BLOCK_C, HAS_BIAS, SILU, FAST)
+        if CHUNKS > 2:
+            _chunk_store(x2, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 2, BLOCK_C, HAS_BIAS, SILU, FAST)
+        if CHUNKS > 3:
+            _chunk_store(x3, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 3, BLOCK_C, HAS_BIAS, SILU, FAST)
     else:
-        # the channel rows' pointers once (chunk k adds k * BLOCK_C rows: one scalar offset per
-        # chunk instead of a 64-bit row product per access)
-        cr = tl.arange(0, BLOCK_C)
-        x_rows = x_base + cr.to(tl.int64)[:, None] * sc + x_p
-        y_rows = y_base + cr.to(tl.int64)[:, None] * osc + y_p
-        if HOLD:
-            # the slab as up to four register tiles of raw values (CHUNKS <= 4, half a register per
-            # bf16 value): one read, statistics and output from registers
-            x0 = _chunk_load(x_rows, pmask, C, sc, 0, BLOCK_C, "evict_first", True)
-            x1 = _chunk_load(x_rows, pmask, C, sc, 1, BLOCK_C, "evict_first", True)
-            acc = _sq(x0) + _sq(x1)
-            if CHUNKS > 2:
-                x2 = _chunk_load(x_rows, pmask, C, sc, 2, BLOCK_C, "evict_first", True)
-                acc += _sq(x2)
-            if CHUNKS > 3:
-                x3 = _chunk_load(x_rows, pmask, C, sc, 3, BLOCK_C, "evict_first", True)
-                acc += _sq(x3)
-            inv = _inv_norm(tl.sum(acc, axis=0), scale, eps, FAST)
-            _chunk_store(x0, y_rows, pmask, inv, G, BIAS, Y, C, osc, 0, BLOCK_C, HAS_BIAS, SILU, FAST)
-            _chunk_store(x1, y_rows, pmask, inv, G, BIAS, Y, C, osc, 1, BLOCK_C, HAS_BIAS, SILU, FAST)
-            if CHUNKS > 2:
-                _chunk_store(x2, y_rows, pmask, inv, G, BIAS, Y, C, osc, 2, BLOCK_C, HAS_BIAS, SILU, FAST)
-            if CHUNKS > 3:
-                _chunk_store(x3, y_rows, pmask, inv, G, BIAS, Y, C, osc, 3, BLOCK_C, HAS_BIAS, SILU, FAST)
-        else:
-            acc = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
-            # (unrolling both chunk loops measured 13-61% against 66-71%, vae_norm_sweep_s6_contig_cl_h200.json)
+        acc = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
+        # (unrolling both chunk loops measured 13-61% against 66-71%, vae_norm_sweep_s6_contig_cl_h200.json)
+        for k in tl.range(0, CHUNKS):
+            xk = _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C, "evict_last", False)
+            acc += xk * xk
+        inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
+        if PREFETCH:  # chunk k + 1's loads in flight while chunk k is normalized and stored
+            xk = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, "evict_first", False)
             for k in tl.range(0, CHUNKS):
-                xk = _chunk_load(x_rows, pmask, C, sc, k, BLOCK_C, "evict_last", False)
-                acc += xk * xk
-            inv = _inv_norm(tl.sum(acc, axis=0), scale, eps, FAST)
-            if PREFETCH:  # chunk k + 1's loads in flight while chunk k is normalized and stored
-                xk = _chunk_load(x_rows, pmask, C, sc, 0, BLOCK_C, "evict_first", False)
-                for k in tl.range(0, CHUNKS):
-                    xn = _chunk_load(x_rows, pmask, C, sc, k + 1, BLOCK_C, "evict_first", False)
-                    _chunk_store(xk, y_rows, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
-                    xk = xn
-            else:
-                for k in tl.range(0, CHUNKS):
-                    xk = _chunk_load(x_rows, pmask, C, sc, k, BLOCK_C, "evict_first", False)
-                    _chunk_store(xk, y_rows, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
+                xn = _chunk_load(x_base, x_p, pmask, C, sc, k + 1, BLOCK_C, "evict_first", False)
+                _chunk_store(xk, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
+                xk = xn
+        else:
+            for k in tl.range(0, CHUNKS):
+                xk = _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C, "evict_first", False)
+                _chunk_store(xk, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C, HAS_BIAS, SILU, FAST)
 
 
 @triton.jit
-def _chunk_load(x_rows, pmask, C, sc, k, BLOCK_C: tl.constexpr, EVICT: tl.constexpr, RAW: tl.constexpr):
-    """Channel chunk ``k`` (``x_rows``: chunk 0's pointers) as fp32 (``RAW``: as stored); rows
-    past C read nothing. The statistics pass keeps its chunks in L1 / L2
-    (``EVICT="evict_last"``) for the output pass's re-read. (Triton 3.6 cannot take a string
-    constexpr from a default: every caller passes both.)"""
+def _chunk_load(x_base, x_p, pmask, C, sc, k, BLOCK_C: tl.constexpr, EVICT: tl.constexpr, RAW: tl.constexpr):
+    """Channel chunk ``k`` as fp32 (``RAW``: as stored); rows past C read nothing. The statistics
+    pass keeps its chunks in L1 / L2 (``EVICT="evict_last"``) for the output pass's re-read.
+    (Triton 3.6 cannot take a string constexpr from a default: every caller passes both.)"""
     c = k * BLOCK_C + tl.arange(0, BLOCK_C)
     mask = (c < C)[:, None] & pmask[None, :]
-    x = tl.load(x_rows + tl.cast(k * BLOCK_C, tl.int64) * sc, mask=mask, other=0.0, eviction_policy=EVICT)
+    x = tl.load(x_base + c.to(tl.int64)[:, None] * sc + x_p, mask=mask, other=0.0, eviction_policy=EVICT)
     return x if RAW else x.to(tl.float32)
 
 
@@ -353,15 +335,16 @@ def _sq(x):
 
 
 @triton.jit
-def _chunk_store(x, y_rows, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C: tl.constexpr,
+def _chunk_store(x, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C: tl.constexpr,
                  HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
     """Normalize channel chunk ``k`` (fp32, or raw values held since the statistics pass: widened
     through their bits, so the compiler keeps them packed instead of holding fp32 copies; sm_90,
-    hold at C = 96 / 384: 105 / 64 registers against 167 / 90) and store it."""
+    hold 32 x 128 x 3 at C = 96 / 128 x 32 x 3 at C = 384: 105 / 64 registers against 167 / 90,
+    before SiLU's new fast form) and store it."""
     c = k * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = c < C
-    y = _finish(triton_math.widen_fast(x, FAST), inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
-    tl.store(y_rows + tl.cast(k * BLOCK_C, tl.int64) * osc, triton_math.narrow(y, Y.dtype.element_ty),
+    y = _finish(triton_math.widen_bits(x), inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
+    tl.store(y_base + c.to(tl.int64)[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty),
              mask=cmask[:, None] & pmask[None, :])
 
 
