@@ -93,7 +93,7 @@ def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) ->
     make_inputs = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:make_inputs")
     reference = resolve_target("sgl_diffusion_norm:channel_rms_norm_reference")
     rows = []
-    for name in ("c96", "c96-cl", "c384", "c384-cl", "c192-cl"):
+    for name in ("c96", "c96-cl", "c384", "c384-cl", "c192-cl", "c192"):
         if only is not None and f"channel_rms_norm/{name}" not in only:
             continue
         shape, cl = shapes[name]
