@@ -106,10 +106,10 @@ def _silu_kernel(X, Y, n, FAST: tl.constexpr, BLOCK: tl.constexpr):
 @pytest.mark.parametrize("fast", [0, 1, 2])
 def test_silu_forms(fast):
     """``silu``'s precise and fast forms against fp64 ``y * sigmoid(y)``: within 4e-6 relative
-    (the fast forms' few 2**-22); where ``sigmoid(y) < 2**-126`` (y under about -87.3, |value| under
-    about 1e-36) -0 or within 1e-36, since PTX's flushing reciprocal gives 0 there; NaN for NaN
-    and -inf, inf for inf. Level 2 (PTX) runs on a CUDA GPU only (session 10's first GPU run of it
-    caught the bound: -87.34 gave -0 for -1.02e-36)."""
+    (the fast forms' few 2**-22), or -0 where ``sigmoid(y) < 2**-126`` (y under about -87.3,
+    |value| about 1e-36 or less: PTX's flushing reciprocal gives 0 there); NaN for NaN and -inf,
+    inf for inf. Level 2 (PTX) runs on a CUDA GPU only (its first GPU runs, session 10, caught two
+    wrong bounds of this test: -87.34 gave -0 for -1.02e-36)."""
     dev = _device()
     if fast == 2 and dev.type != "cuda":
         pytest.skip("FAST = 2 is PTX inline assembly: CUDA GPUs only")
@@ -123,7 +123,7 @@ def test_silu_forms(fast):
     want = x64 * torch.sigmoid(x64)
     err = (y.double() - want).abs()
     tiny = torch.sigmoid(x64) < 2.0**-126
-    ok = torch.where(tiny, err <= 1e-36, err <= 4e-6 * want.abs())
+    ok = (err <= 4e-6 * want.abs()) | (tiny & (y == 0))
     bad = (~ok).nonzero().flatten()[:5].tolist()
     assert not bad, [(x[i].item(), y[i].item(), want[i].item()) for i in bad]
     specials = torch.tensor([float("nan"), float("-inf"), float("inf")], device=dev)

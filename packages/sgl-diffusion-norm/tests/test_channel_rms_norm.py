@@ -164,7 +164,7 @@ def _configs(C, channels_last, cfg_cls, split):
     v1 = cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="v1")
     out = [v1, cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="stream"),
            cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="slab"),
-           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="hold"),
+           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="mid"),
            cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="wide")]
     # v1 over 2-channel chunks (C = 5: a masked last chunk)
     out.append(cfg_cls(block_c=2, block_p=v1.block_p, chunks=-(-C // 2), num_warps=1))

@@ -61,31 +61,32 @@ class ChannelConfig:
     def from_heuristic(cls, C: int, elem_bytes: int, channels_last: bool, platform: str,
                        arch: int | str | None = None, rule: str = "auto") -> ChannelConfig:
         """``rule``: ``"auto"`` (the default: the measured winner per layout and C), ``"rows"``,
-        ``"slab"`` (contiguous x up to 128 channels), ``"hold"`` (contiguous x up to 384 channels),
+        ``"slab"`` (contiguous x up to 128 channels), ``"mid"`` (contiguous x up to 384 channels),
         ``"wide"`` (contiguous x, v1's tile with the output pass prefetching), ``"stream"`` or
         ``"v1"`` (the session-3 rule).
 
         Measured on one H200, bf16 (% of copy, vae_norm_sweep_s10c_h200.json): channels_last the
         rows kernel 95.2 / 95.5 / 97.9% at C = 96 / 192 / 384; contiguous x the slab rule 92.4% at
-        C = 96, hold 80.8% at C = 384 (v1 79.3 / 66.3%, wide 73.2% at C = 384)."""
+        C = 96, the mid rule 85.2 / 80.8% at C = 192 / 384 (v1 79.3 / 66.3% at C = 96 / 384, wide
+        73.2% at C = 384)."""
         if rule == "auto":
             if channels_last:
                 rule = "rows"
             else:
-                rule = "slab" if C <= _SLAB_MAX_C else "hold" if C <= _HOLD_MAX_C else "wide"
+                rule = "slab" if C <= _SLAB_MAX_C else "mid" if C <= _MID_MAX_C else "wide"
         if rule == "v1":
             return _channel_config_v1(C, elem_bytes, channels_last, platform)
         if rule == "slab":
             return _slab_config(C, elem_bytes, channels_last, platform)
-        if rule == "hold":
-            return _hold_config(C, elem_bytes, channels_last, platform)
+        if rule == "mid":
+            return _mid_config(C, elem_bytes, channels_last, platform)
         if rule == "wide":
             return _wide_config(C, elem_bytes, channels_last, platform)
         if rule == "rows":
             return _rows_config(C, elem_bytes, channels_last, platform)
         if rule != "stream":
             raise ValueError(f"unknown channel_rms_norm launch rule {rule!r}; known: 'auto', 'rows', 'slab', "
-                             "'hold', 'wide', 'stream', 'v1'")
+                             "'mid', 'wide', 'stream', 'v1'")
         return _channel_config(C, elem_bytes, channels_last, platform)
 
 
@@ -154,33 +155,38 @@ def _slab_config(C: int, elem_bytes: int, channels_last: bool, platform: str) ->
                          prefetch=chunks > 1)
 
 
-# contiguous x with more than 128 and at most this many channels: the slab held in three
-# register tiles of 128-byte channel runs
-_HOLD_MAX_C = 384
-_HOLD_RUN_BYTES = 128
-_HOLD_CHUNKS = 3
+# contiguous x with more than 128 and at most this many channels: three chunks of 128-byte
+# channel runs; from chunks of this many channels the slab is held in registers (hold), below it
+# the output pass prefetches
+_MID_MAX_C = 384
+_MID_RUN_BYTES = 128
+_MID_CHUNKS = 3
+_MID_HOLD_ROWS = 128
 
 
 @functools.cache
-def _hold_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
-    """Contiguous x with 129 to 384 channels: one read of a ``[C, 128 bytes]`` slab held in three
-    register tiles (``next_pow2(C / 3)`` channels each), statistics and output from registers,
-    four 16-byte accesses per thread per tile (8 warps at C = 384 on CUDA).
+def _mid_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
+    """Contiguous x with 129 to 384 channels: v1's two-pass kernel over three chunks of
+    ``next_pow2(C / 3)`` channels x 128 bytes, four 16-byte accesses per thread per chunk; with
+    chunks of 128 channels (C > 256) the slab is read once and held in registers (``hold``),
+    statistics and output from registers; below that the output pass prefetches.
 
-    H200 sweep (session 10, bf16, Wan-VAE C = 384, % of copy, vae_norm_sweep_s10c_h200.json):
-    128 x 64 x 3 on 8 warps 80.8% (torch's ptxas 80.8%); over 128 x 32 x 3 63.6%; the output
-    pass prefetching instead (no hold) 73.2-74.6%; v1 66.3%. Other C in this range use the same
-    tile rule, not measured."""
-    if channels_last or C > _HOLD_MAX_C:
+    H200 sweeps (session 10, bf16, Wan-VAE shapes, % of copy): C = 384 hold 128 x 64 x 3 on 8
+    warps 80.8-83.0% (vae_norm_sweep_s10c / s10d / s10e), over 128 x 32 x 3 63.6%, prefetch
+    instead 73.2-75.8%, v1 66.3%; C = 192 prefetch 64 x 64 x 3 on 4 warps 85.2%, hold 80.1%
+    (64 x 128 x 3 on 8 warps 84.6%; vae_norm_sweep_s10g_c192_h200.json)."""
+    if channels_last or C > _MID_MAX_C:
         return _channel_config_v1(C, elem_bytes, channels_last, platform)
     warp = 64 if platform == "hip" else 32
-    block_c = next_pow2(-(-max(C, 1) // _HOLD_CHUNKS))
-    block_p = max(1, _HOLD_RUN_BYTES // elem_bytes)
+    block_c = next_pow2(-(-max(C, 1) // _MID_CHUNKS))
+    block_p = max(1, _MID_RUN_BYTES // elem_bytes)
     chunks = -(-max(C, 1) // block_c)
-    if chunks < 2:  # fewer channels than the hold kernel's two tiles: the slab rule's kernel
+    if chunks < 2:  # fewer channels than two chunks: the slab rule's kernel
         return _slab_config(C, elem_bytes, channels_last, platform)
     warps = warps_for(block_c * block_p * elem_bytes, 16 * 4, warp)
-    return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps, fast=None, hold=True)
+    hold = block_c >= _MID_HOLD_ROWS
+    return ChannelConfig(block_c=block_c, block_p=block_p, chunks=chunks, num_warps=warps, fast=None, hold=hold,
+                         prefetch=not hold)
 
 
 @functools.cache
@@ -600,7 +606,7 @@ def aot_variants(platform: str = "cuda"):
             for cl in (False, True):
                 cfgs = [_channel_config(C, esize, cl, platform)]
                 for extra in (_channel_config_v1(C, esize, cl, platform), _slab_config(C, esize, cl, platform),
-                              _hold_config(C, esize, cl, platform), _wide_config(C, esize, cl, platform)):
+                              _mid_config(C, esize, cl, platform), _wide_config(C, esize, cl, platform)):
                     if extra not in cfgs:
                         cfgs.append(extra)
                 for cfg in cfgs:
