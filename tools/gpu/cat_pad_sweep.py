@@ -33,6 +33,11 @@ def main(path: str) -> None:
         for t in (512, 1024, 2048, 4096)
         for w in (8, 16, 32, 64)
         if (t, w) != (default["tile_words"], default["thread_words"]) and t // w <= 32 * 16 and t >= 32 * w
+    ] + [  # session 10: the word kernel's runs of tile_words words of a frame (no idle lanes past a row)
+        {"runs": True, "tile_words": t, "thread_words": w}
+        for t in (512, 1024, 2048, 4096)
+        for w in (8, 16, 32)
+        if t // w <= 32 * 16 and t >= 32 * w
     ]
     rows = []
     for name, (B, C, T, H, W) in VAE.items():
