@@ -248,27 +248,6 @@ def test_contiguous_word_path(backend, device, pads, tc, W, dtype):
         assert runner.launch.kernel is resolve_target(f"{_BACKEND}:{name}")
 
 
-@pytest.mark.parametrize("pads", [k for k, p in WORD_PADS.items() if (p[0] + p[1]) % 2 == 0])  # even rows
-@pytest.mark.parametrize("tc", [None, 2])
-def test_word_kernel_runs(backend, device, monkeypatch, pads, tc):
-    """The word kernel's runs form (runs of ``tile_words`` output words of a frame, row and column
-    by a division): 16-word runs, so runs start mid-row, cross rows and padding rows, and a frame's
-    last run is partial; odd and even left pads, crops, 0 or 2 cache frames."""
-    if backend != "triton":
-        pytest.skip("launch rule of the Triton backend")
-    rule = resolve_target(f"{_BACKEND}:_WORDS_RULE")
-    monkeypatch.setitem(rule, "runs", True)
-    monkeypatch.setitem(rule, "tile_words", 16)
-    torch.manual_seed(len(pads) + (tc or 0))
-    padding = WORD_PADS[pads]
-    x, cache = _flat_inputs(12, tc, torch.bfloat16, device)
-    geom = describe(OP, x, cache, padding).info["geom"]
-    runner = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad").prepare(geom, x, cache)
-    assert runner.launch.kernel is resolve_target(f"{_BACKEND}:_cat_pad_words_kernel")
-    assert runner.launch.constexprs["RUNS"] and runner.launch.grid[0] > 1
-    testing.assert_exact(runner(x, cache, padding), ref(x, cache, padding))
-
-
 def test_word_path_unaligned_falls_back(backend, device):
     """The word kernel reads and writes 4-byte words: x or a cache starting at an odd element
     (2-byte aligned) is served by the element kernel of the same plan, and the result is still

@@ -228,7 +228,6 @@ def _cat_pad_words_kernel(
     TO, HO, TC, TX, HI, LO_T, LO_H,
     xc_w, xt_w, cc_w, ct_w, zero,
     WI: tl.constexpr, WOW: tl.constexpr, LO_W: tl.constexpr, ROWS: tl.constexpr, BLOCK_W: tl.constexpr,
-    RUNS: tl.constexpr = False,
 ):
     """16-bit contiguous x with even ``W`` and even output rows, read and written as 32-bit words
     (two elements each): program ``(h block, t_o, b*C + c)`` writes ``ROWS`` output rows of
@@ -240,9 +239,7 @@ def _cat_pad_words_kernel(
     0 added to every base offset) hides the source rows' 16-byte alignment from the compiler, so
     loads and stores share one register layout (with a vectorized load, sm_90 SASS moved the
     whole tile through shared memory between them). Padding rows and frames read nothing.
-    Strides in words. ``RUNS``: program ``hb`` writes the frame's output words
-    ``[hb * BLOCK_W, (hb + 1) * BLOCK_W)`` as one run (``ROWS == 1``; row and column by a division
-    by the constant ``WOW``), so no lanes idle past a row's end or in a last row block."""
+    Strides in words."""
     hb = tl.program_id(0)
     t_o = tl.program_id(1)
     bc = tl.program_id(2).to(tl.int64)
@@ -254,33 +251,24 @@ def _cat_pad_words_kernel(
     src = x32 + bc * xc_w + (ts - TC).to(tl.int64) * xt_w + zero
     if ts < TC:
         src = c32 + bc * cc_w + ts.to(tl.int64) * ct_w + zero
-    frame = (bc * TO + t_o) * HO * WOW  # the output frame's first word
-    if RUNS:
-        q = hb * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]  # [1, BLOCK_W] words of the frame
-        h_o = q // WOW
-        j = q - h_o * WOW
-        live = q < HO * WOW
-        out = o32 + frame + q
-    else:
-        h_o = (hb * ROWS + tl.arange(0, ROWS))[:, None]
-        j = tl.arange(0, BLOCK_W)[None, :]
-        live = (h_o < HO) & (j < WOW)
-        out = o32 + frame + h_o.to(tl.int64) * WOW + j
+    h_o = hb * ROWS + tl.arange(0, ROWS)
     hs = h_o - LO_H
-    row_ok = (hs >= 0) & (hs < tl.where(has, HI, 0))
-    row = src + (tl.where(row_ok, hs, 0) * (WI // 2)).to(tl.int64)
+    row_ok = ((hs >= 0) & (hs < tl.where(has, HI, 0)))[:, None]
+    j = tl.arange(0, BLOCK_W)[None, :]
+    row = src + (tl.where(row_ok, hs[:, None], 0) * (WI // 2)).to(tl.int64)
     if LO_W % 2 == 1:
         e0 = 2 * j - LO_W  # source element of the word's low half
-        ok_a = row_ok & (e0 >= 0) & (e0 < WI) & live
-        ok_b = row_ok & (e0 + 1 >= 0) & (e0 + 1 < WI) & live
+        ok_a = row_ok & (e0 >= 0) & (e0 < WI) & (j < WOW)
+        ok_b = row_ok & (e0 + 1 >= 0) & (e0 + 1 < WI) & (j < WOW)
         b = tl.load(row + (j - (LO_W + 1) // 2 + 1), mask=ok_b, other=0, eviction_policy="evict_first")
         a = tl.load(row + (j - (LO_W + 1) // 2), mask=ok_a, other=0, eviction_policy="evict_first")
         word = (a >> 16) | (b << 16)
     else:
         w = j - LO_W // 2
-        word = tl.load(row + w, mask=row_ok & (w >= 0) & (w < WI // 2) & live, other=0,
+        word = tl.load(row + w, mask=row_ok & (w >= 0) & (w < WI // 2) & (j < WOW), other=0,
                        eviction_policy="evict_first")
-    tl.store(out, word, mask=live)
+    out = o32 + ((bc * TO + t_o) * HO + h_o.to(tl.int64))[:, None] * WOW + j
+    tl.store(out, word, mask=(h_o < HO)[:, None] & (j < WOW))
 
 
 @triton.jit(do_not_specialize=["R1", "R2", "A", "TC", "TX", "HI", "WI", "NTA"])
@@ -453,14 +441,13 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
 # Wan-VAE C 96 / 384, docs/benchmarks/cat_pad_sweep_words_h200.json, % of copy): 1024 x 32 (one
 # warp) 91.8 / 87.2%, 2048 x 32 88.5 / 86.5%, 2048 x 16 (the first rule) 84.0 / 84.1%, the flat
 # kernel 77.1 / 80.1%
-_WORDS_RULE = {"tile_words": 1024, "thread_words": 32, "runs": False}
+_WORDS_RULE = {"tile_words": 1024, "thread_words": 32}
 
 
-def _words_launch(cl, shape, scalars, elem_bytes, plat, runs: bool | None = None):
+def _words_launch(cl, shape, scalars, elem_bytes, plat):
     """The 16-bit word kernel's launch and its scalars, or None where it does not apply: x (and
     the cache) contiguous-format planes, 16-bit elements, even input and output rows, even frame
-    strides (4-byte aligned rows given a 4-byte aligned base: checked per call). ``runs``: runs of
-    ``tile_words`` words of a frame instead of row tiles (None: the rule's choice)."""
+    strides (4-byte aligned rows given a 4-byte aligned base: checked per call)."""
     R1, R2, A, N, TC, TX, HI, WI, CI, LO_T, LO_H, LO_W = scalars[:12]
     if cl or elem_bytes != 2 or WI % 2 or N % 2 or WI < 2 or N < 2:
         return None
@@ -470,17 +457,12 @@ def _words_launch(cl, shape, scalars, elem_bytes, plat, runs: bool | None = None
     if xs is None or cs is None or any(v % 2 for v in (*xs, *cs)) or max(R2, B * R1) >= 2**16:
         return None
     wow = N // 2
-    warp = 64 if plat == "hip" else 32
-    args = (R2, A, TC, TX, HI, LO_T, LO_H, xs[0] // 2, xs[1] // 2, cs[0] // 2, cs[1] // 2, 0)
-    if _WORDS_RULE["runs"] if runs is None else runs:  # runs of tile_words output words of a frame
-        block = _WORDS_RULE["tile_words"]
-        warps = warps_for(block, _WORDS_RULE["thread_words"], warp)
-        const = {"WI": WI, "WOW": wow, "LO_W": LO_W, "ROWS": 1, "BLOCK_W": block, "RUNS": True}
-        return (triton.cdiv(A * wow, block), R2, B * R1), const, warps, args
     block_w = next_pow2(wow)
     rows = max(1, _WORDS_RULE["tile_words"] // block_w)
+    warp = 64 if plat == "hip" else 32
     warps = warps_for(rows * block_w, _WORDS_RULE["thread_words"], warp)
-    const = {"WI": WI, "WOW": wow, "LO_W": LO_W, "ROWS": rows, "BLOCK_W": block_w, "RUNS": False}
+    args = (R2, A, TC, TX, HI, LO_T, LO_H, xs[0] // 2, xs[1] // 2, cs[0] // 2, cs[1] // 2, 0)
+    const = {"WI": WI, "WOW": wow, "LO_W": LO_W, "ROWS": rows, "BLOCK_W": block_w}
     return (triton.cdiv(A, rows), R2, B * R1), const, warps, args
 
 
@@ -603,19 +585,17 @@ def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
                 num_warps=warps, options={"enable_fp_fusion": False}, divisible_by_16=("X", "CACHE", "OUT"),
             ))
         if dt.itemsize == 2:  # the 16-bit word kernel: Wan's 3x3x3 pads and a crop-and-pad case
-            for C, H, W, lo_w, runs in ((96, 240, 416, 1, False), (384, 120, 208, 1, False), (96, 240, 416, 2, False),
-                                        (96, 240, 416, 1, True), (384, 120, 208, 1, True)):
+            for C, H, W, lo_w in ((96, 240, 416, 1), (384, 120, 208, 1), (96, 240, 416, 2)):
                 T, HW = 21, H * W
                 geom_scalars = (C, 2 + T, H + 2, W + 2, 2, T, H, W, C, 0, 1, lo_w,
                                 C * T * HW, T * HW, HW, W, 1, C * 2 * HW, 2 * HW, HW, W, 1)
-                _, const, warps, _ = _words_launch(False, (1, C, 2 + T, H + 2, W + 2), geom_scalars, 2, platform,
-                                                   runs=runs)
+                _, const, warps, _ = _words_launch(False, (1, C, 2 + T, H + 2, W + 2), geom_scalars, 2, platform)
                 sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
                 for n in _cat_pad_words_kernel.arg_names:
                     sig.setdefault(n, "constexpr" if n in const else "i32")
                 out.append(AotVariant(
                     name=f"causal_conv3d_cat_pad_words[{nm},contig,C={C},W={W},lo_w={lo_w},rows={const['ROWS']},"
-                         f"block_w={const['BLOCK_W']},runs={runs},w={warps}]",
+                         f"block_w={const['BLOCK_W']},w={warps}]",
                     kernel=_cat_pad_words_kernel, signature={n: sig[n] for n in _cat_pad_words_kernel.arg_names},
                     constexprs=const, num_warps=warps, options={"enable_fp_fusion": False},
                     divisible_by_16=("X", "CACHE", "OUT", "xc_w", "xt_w", "cc_w", "ct_w"),
