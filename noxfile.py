@@ -39,9 +39,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
 import nox
 from nox.command import CommandFailed
@@ -139,43 +142,111 @@ def run_compile(session: nox.Session, target: str, extra: Sequence[str] = ()) ->
     session.run(_py(session), "tools/aot_compile.py", "--target", target, "--json", f"build/aot/{target}.json", *extra)
 
 
-def run_compile_parallel(session: nox.Session, targets: Sequence[str]) -> None:
-    """Every target's compile lane, as many at a time as the machine has cores (each compile is
-    single-threaded: on CI's 2 cores the five lanes take about half the sequential time).
-    Each lane's output goes to build/aot/<target>.log and is printed when the lane ends."""
-    import subprocess
-    from concurrent.futures import ThreadPoolExecutor
+class CompileLanes:
+    """Every target's compile lane (tools/aot_compile.py, one single-threaded process each) run in
+    the background, at most ``slots`` at a time; ``widen`` raises that number. Each lane's output
+    goes to build/aot/<target>.log; ``finish`` waits for the lanes and prints each one's result.
 
-    out_dir = ROOT / "build" / "aot"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    py = _py(session)
+    ``ci`` starts the lanes with one slot before its first step: the cpu test lanes are
+    single-threaded, so on CI's 2 cores one core compiles while the other tests; at the compile
+    step ``ci`` widens to every core and waits. Lanes start longest first (the CUDA lanes take
+    about 1.3-1.6x a ROCm lane), so the short ones balance the cores at the end."""
 
-    def one(target: str) -> tuple[str, int, float]:
-        t0 = time.perf_counter()
-        log = out_dir / f"{target}.log"
-        with log.open("w") as fh:
-            rc = subprocess.call(
-                [py, "tools/aot_compile.py", "--target", target, "--json", str(out_dir / f"{target}.json")],
-                cwd=ROOT,
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-            )
-        return target, rc, time.perf_counter() - t0
+    ORDER = ("sm_100", "sm_90", "sm_80", "gfx942", "gfx950")  # longest first (measured on CI)
 
-    jobs = max(1, min(len(targets), os.cpu_count() or 1))
-    session.log(f"compile lanes {', '.join(targets)}: {jobs} at a time")
-    failed = []
-    with ThreadPoolExecutor(jobs) as pool:
-        for target, rc, secs in pool.map(one, targets):
-            text = (out_dir / f"{target}.log").read_text()
+    def __init__(self, session: nox.Session, targets: Sequence[str], slots: int = 1):
+        self.py = _py(session)
+        self.targets = sorted(targets, key=lambda t: self.ORDER.index(t) if t in self.ORDER else -1)
+        self.out_dir = ROOT / "build" / "aot"
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.slots = max(1, slots)
+        self.running = 0
+        self.cancelled = False
+        self.t0 = time.perf_counter()
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.results: dict[str, tuple[int, float, float]] = {}  # target -> (rc, start, seconds)
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._schedule, name="compile-lanes", daemon=True)
+        self.thread.start()
+
+    def _schedule(self) -> None:
+        for target in self.targets:
+            with self.cond:
+                while self.running >= self.slots and not self.cancelled:
+                    self.cond.wait()
+                if self.cancelled:
+                    return
+                self.running += 1
+                start = time.perf_counter()
+                fh = (self.out_dir / f"{target}.log").open("w")
+                cmd = [self.py, "tools/aot_compile.py", "--target", target, "--json", f"build/aot/{target}.json"]
+                try:
+                    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+                except OSError as exc:  # the lane fails (its log says why); the others still run
+                    fh.write(f"could not start {' '.join(cmd)}: {exc}\n")
+                    fh.close()
+                    self.results[target] = (-1, start - self.t0, 0.0)
+                    self.running -= 1
+                    continue
+                self.procs[target] = proc
+            threading.Thread(target=self._reap, args=(target, proc, fh, start), daemon=True).start()
+
+    def _reap(self, target: str, proc: subprocess.Popen[bytes], fh: IO[str], start: float) -> None:
+        rc = proc.wait()
+        fh.close()
+        with self.cond:
+            self.results[target] = (rc, start - self.t0, time.perf_counter() - start)
+            self.running -= 1
+            self.cond.notify_all()
+
+    def widen(self, slots: int) -> None:
+        with self.cond:
+            self.slots = max(self.slots, slots)
+            self.cond.notify_all()
+
+    def cancel(self) -> None:
+        """Stop the lanes (ci failing fast): terminate the running ones, start no other."""
+        with self.cond:
+            self.cancelled = True
+            self.cond.notify_all()
+            procs = [p for t, p in self.procs.items() if t not in self.results]
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait()
+
+    def finish(self, session: nox.Session) -> None:
+        jobs = max(1, min(len(self.targets), os.cpu_count() or 1))
+        with self.cond:
+            done = sorted(self.results)
+        session.log(
+            f"compile lanes {', '.join(self.targets)}: {jobs} at a time from here"
+            + (f" ({', '.join(done)} done before this step)" if done else "")
+        )
+        self.widen(jobs)
+        failed = []
+        for target in self.targets:
+            with self.cond:
+                while target not in self.results:
+                    self.cond.wait()
+                rc, start, secs = self.results[target]
+            text = (self.out_dir / f"{target}.log").read_text()
             tail = text.splitlines()[-3:] if rc == 0 else text.splitlines()[-40:]
-            session.log(f"compile({target}): {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {secs:.0f}s")
+            status = "ok" if rc == 0 else f"FAILED (exit {rc})"
+            session.log(f"compile({target}): {status} in {secs:.0f}s (started {start:.0f}s after the lanes)")
             for line in tail:
                 print(f"    {line}", flush=True)
             if rc != 0:
                 failed.append(target)
-    if failed:
-        session.error(f"compile lanes failed: {', '.join(failed)} (logs in build/aot/<target>.log)")
+        if failed:
+            session.error(f"compile lanes failed: {', '.join(failed)} (logs in build/aot/<target>.log)")
+
+
+def run_compile_parallel(session: nox.Session, targets: Sequence[str]) -> None:
+    """Every target's compile lane, as many at a time as the machine has cores (each compile is
+    single-threaded: on CI's 2 cores the five lanes take about half the sequential time).
+    Each lane's output goes to build/aot/<target>.log and is printed when the lane ends."""
+    CompileLanes(session, targets, slots=os.cpu_count() or 1).finish(session)
 
 
 @nox.session(venv_backend="none")
@@ -330,6 +401,9 @@ def affected_tests(session: nox.Session) -> None:
 def ci(session: nox.Session) -> None:
     """What CI runs, failing fast: lint, import surface, cpu tests, AOT compile, build, integration, docs.
 
+    The AOT compile lanes start in the background with the first step, on the core the
+    single-threaded steps before them leave idle (see CompileLanes); their step waits for them.
+
     SGL_CI_KEEP_GOING=1 runs every step even after a failure (ci still fails at the end),
     to see every problem in one run.
     """
@@ -339,7 +413,9 @@ def ci(session: nox.Session) -> None:
     ]
     for p in PACKAGES:
         steps.append((f"tests(package='{p}', platform='cpu')", lambda p=p: run_tests(session, p, "cpu")))
-    steps.append((f"compile(targets={','.join(TARGETS)})", lambda: run_compile_parallel(session, TARGETS)))
+    # The compile lanes run in the background from the first step on, one at a time while the
+    # single-threaded steps before the compile step run; that step gives them every core and waits.
+    steps.append((f"compile(targets={','.join(TARGETS)})", lambda: lanes.finish(session)))
     steps.append(("build", lambda: run_build(session)))
     steps.append(("integration", lambda: run_integration(session)))
     steps.append(("docs", lambda: run_docs(session)))
@@ -360,22 +436,27 @@ def ci(session: nox.Session) -> None:
             session.log(f"  {status:<6} {secs:7.1f}s  {label}")
 
     failed: list[str] = []
-    for i, (label, step) in enumerate(steps, 1):
-        session.log(f"===== ci step {i}/{len(steps)}: {label} =====")
-        t0 = time.perf_counter()
-        try:
-            step()
-        except Exception as exc:  # CommandFailed, a session.error or session.skip inside a step: all fail ci
-            timings.append((label, time.perf_counter() - t0, "FAILED"))
-            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
-            msg = f"ci step {i}/{len(steps)} '{label}' failed ({reason}); re-run it alone: nox -s \"{label}\""
-            if not keep_going:
-                summary()
-                session.error(msg)
-            session.warn(msg)
-            failed.append(label)
-            continue
-        timings.append((label, time.perf_counter() - t0, "ok"))
+    session.log(f"ci: compile lanes {', '.join(TARGETS)} start in the background (logs in build/aot/<target>.log)")
+    lanes = CompileLanes(session, TARGETS, slots=1)
+    try:
+        for i, (label, step) in enumerate(steps, 1):
+            session.log(f"===== ci step {i}/{len(steps)}: {label} =====")
+            t0 = time.perf_counter()
+            try:
+                step()
+            except Exception as exc:  # CommandFailed, a session.error or session.skip inside a step: all fail ci
+                timings.append((label, time.perf_counter() - t0, "FAILED"))
+                reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+                msg = f"ci step {i}/{len(steps)} '{label}' failed ({reason}); re-run it alone: nox -s \"{label}\""
+                if not keep_going:
+                    summary()
+                    session.error(msg)
+                session.warn(msg)
+                failed.append(label)
+                continue
+            timings.append((label, time.perf_counter() - t0, "ok"))
+    finally:
+        lanes.cancel()  # a no-op once every lane has finished
     summary()
     if failed:
         session.error(f"ci: {len(failed)} of {len(steps)} steps failed: {', '.join(failed)}")
