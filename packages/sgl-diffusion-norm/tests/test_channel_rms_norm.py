@@ -232,6 +232,21 @@ def test_rows_kernel_strided_samples_and_fast_silu(device):
                config=cfg_cls(block_c=1, block_p=4, chunks=1, num_warps=1, rows=4))
 
 
+def test_hold_chunk_count_is_checked(device):
+    """The held slab is two to four register tiles: a hold configuration of one or five chunks is
+    refused with a ValueError before any launch."""
+    if "triton" not in testing.runnable_backends(OP, device):
+        pytest.skip("the triton backend does not run here")
+    cfg_cls, launch, _ = _triton_launch()
+    x = torch.randn(1, 10, 1, 2, 3, device=device).to(torch.bfloat16)
+    gamma = torch.ones(10, device=device, dtype=torch.bfloat16)
+    geom = describe(OP, x, gamma, None).info["geom"]
+    for block_c, chunks in ((16, 1), (2, 5)):
+        cfg = cfg_cls(block_c=block_c, block_p=8, chunks=chunks, num_warps=1, hold=True)
+        with pytest.raises(ValueError, match="hold keeps 2 to 4 channel chunks"):
+            launch(x, gamma, None, silu=True, geom=geom, config=cfg)
+
+
 def test_split_channels():
     _, _, split = _triton_launch()
     assert split(96) == (64, 32) and split(192) == (128, 64) and split(384) == (256, 128)

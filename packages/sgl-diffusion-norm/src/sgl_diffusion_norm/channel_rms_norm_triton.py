@@ -57,6 +57,13 @@ class ChannelConfig:
     def launch_options(self, platform: str) -> dict:
         return {"num_warps": self.num_warps, "num_stages": 1}
 
+    def v1_constexprs(self) -> dict:
+        """The tile constexprs of :func:`_channel_rms_kernel` (the v1 / slab / mid / wide rules)."""
+        if self.hold and not 2 <= self.chunks <= 4:
+            raise ValueError(f"hold keeps 2 to 4 channel chunks in registers, not {self.chunks}")
+        return {"BLOCK_C": self.block_c, "BLOCK_P": self.block_p, "CHUNKS": self.chunks,
+                "PREFETCH": self.prefetch and self.chunks > 1, "HOLD": self.hold}
+
     @classmethod
     def from_heuristic(cls, C: int, elem_bytes: int, channels_last: bool, platform: str,
                        arch: int | str | None = None, rule: str = "auto") -> ChannelConfig:
@@ -276,15 +283,9 @@ def _channel_rms_kernel(
     x_p = (p * sp)[None, :]
     y_p = (p * osp)[None, :]
     if CHUNKS == 1:
-        c = tl.arange(0, BLOCK_C)
-        cmask = c < C
-        mask = cmask[:, None] & pmask[None, :]
-        c64 = c.to(tl.int64)
-        x = tl.load(x_base + c64[:, None] * sc + x_p, mask=mask, other=0.0, eviction_policy="evict_first")
-        x = x.to(tl.float32)
+        x = _chunk_load(x_base, x_p, pmask, C, sc, 0, BLOCK_C, "evict_first", False)
         inv = scale / tl.maximum(tl.sqrt(tl.sum(x * x, axis=0)), eps)
-        y = _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
-        tl.store(y_base + c64[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
+        _chunk_store(x, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 0, BLOCK_C, HAS_BIAS, SILU, FAST)
     elif HOLD:
         # the slab as up to four register tiles of raw values (CHUNKS <= 4, half a register per bf16
         # value): one read, statistics and output from registers
@@ -541,10 +542,7 @@ def prepare(geom, x, gamma, bias, silu=False, config: ChannelConfig | None = Non
     else:
         grid = (geom.B * n_pblk,)
         kernel = _channel_rms_kernel
-        if cfg.hold and not 2 <= cfg.chunks <= 4:
-            raise ValueError(f"hold keeps 2 to 4 channel chunks in registers, not {cfg.chunks}")
-        consts = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks,
-                  "PREFETCH": cfg.prefetch and cfg.chunks > 1, "HOLD": cfg.hold}
+        consts = cfg.v1_constexprs()
         scalars = (geom.C, geom.P, n_pblk, geom.sb, geom.sc, geom.sp, geom.out_sb, geom.out_sc, geom.out_sp,
                    float(geom.C) ** 0.5)
 
@@ -621,8 +619,7 @@ def aot_variants(platform: str = "cuda"):
                                  "AHEAD": cfg.ahead}
                         tile = f"stream {cfg.block_c}+{cfg.block_c2}x{cfg.block_p} ahead {cfg.ahead}"
                     else:
-                        const = {"BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, "CHUNKS": cfg.chunks,
-                                 "PREFETCH": cfg.prefetch and cfg.chunks > 1, "HOLD": cfg.hold}
+                        const = cfg.v1_constexprs()
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
                         tile += " prefetch" if const["PREFETCH"] else " hold" if cfg.hold else ""
                     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dt]
