@@ -6,6 +6,11 @@
 #                            run killed at its limit keeps what finished)
 #   t NAME LIMIT ARGS...     a pytest GPU lane on the last GPU, log WORKDIR/gpu_lane_NAME.log
 #   bench GPU OP LIMIT ARGS  `python -m sgl_diffusion bench` on one GPU, JSON and log in WORKDIR
+#   vsweep NAME LIMIT CASES [VAR=VALUE ...]
+#                            tools/gpu/vae_norm_sweep.py at CASES on GPU 0 with the given environment
+#                            (e.g. TRITON_PTXAS_PATH=$TORCH_PTXAS, the ptxas the benches end up
+#                            using), JSON and log WORKDIR/vae_norm_sweep_NAME*; prints each case's
+#                            default and best, and any failure
 # G2 is the last GPU's index (0 on a one-GPU machine).
 SHA="$1"
 FINAL="$2"
@@ -32,5 +37,14 @@ bench() {
     CUDA_VISIBLE_DEVICES=$gpu timeout "$lim" python3 -m sgl_diffusion bench --op "$op" \
         --out "$OUT/${op#*.}_bench_h200.json" "$@" > "$OUT/${op#*.}_bench.log" 2>&1
     grep -v "^\[" "$OUT/${op#*.}_bench.log" | tail -12
+    snap
+}
+TORCH_PTXAS=$(python3 -c "import os, torch; print(os.path.join(os.path.dirname(torch.__file__), 'bin', 'ptxas'))")
+vsweep() {
+    local name=$1 lim=$2 cases=$3
+    shift 3
+    CUDA_VISIBLE_DEVICES=0 env "$@" timeout "$lim" python3 tools/gpu/vae_norm_sweep.py \
+        "$OUT/vae_norm_sweep_${name}_h200.json" "$cases" > "$OUT/vae_norm_sweep_${name}.log" 2>&1
+    grep -v "^\[" "$OUT/vae_norm_sweep_${name}.log" | grep -E "^[a-z_]+/[a-z0-9-]+: default|FAILED|Traceback" | tail -8
     snap
 }

@@ -10,11 +10,7 @@
 # Usage on the device machine, from the repo root: bash tools/gpu/next_session.sh SHA OUT
 set -uo pipefail
 source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out_next
-TORCH_PTXAS=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'bin', 'ptxas'))")
-CUDA_VISIBLE_DEVICES=0 TRITON_PTXAS_PATH=$TORCH_PTXAS timeout 150 python3 tools/gpu/vae_norm_sweep.py \
-    "$OUT/vae_norm_sweep_h200.json" channel_rms_norm/c384,channel_rms_norm/c192 > "$OUT/vae_norm_sweep.log" 2>&1
-grep -v "^\[" "$OUT/vae_norm_sweep.log" | grep -E "default|FAILED|Traceback" | tail -4
-snap
+vsweep torchptxas 150 channel_rms_norm/c384,channel_rms_norm/c192 TRITON_PTXAS_PATH="$TORCH_PTXAS"
 bench 0 norm.rms_modulate 150 --cases flux,wan
 CUDA_VISIBLE_DEVICES=0 timeout 150 python3 tools/gpu/cat_pad_sweep.py "$OUT/cat_pad_sweep_h200.json" \
     > "$OUT/cat_pad_sweep.log" 2>&1
