@@ -304,6 +304,12 @@ def _sum_squares(x_rows, rmask, D, R: tl.constexpr, LANES: tl.constexpr, WARP: t
         v = triton_math.widen(tl.load(x_rows + offs, mask=rmask & (offs < D), other=0.0,
                                       eviction_policy="evict_last"))
         acc += v * v
+    return _lane_total(acc, R, LANES, WARP)
+
+
+@triton.jit
+def _lane_total(acc, R: tl.constexpr, LANES: tl.constexpr, WARP: tl.constexpr):
+    """Eager's combine of the per-thread accumulators ``[R, 4 * LANES]`` (slot sums) into ``[R, 1]``."""
     a0, a1, a2, a3 = _columns(acc, R, LANES)
     t = ((a0 + a1) + a2) + a3
     # block_x_reduce: shared-memory halving down to one warp, then the shuffle tree: on CUDA with
@@ -330,6 +336,66 @@ def _sum_squares(x_rows, rmask, D, R: tl.constexpr, LANES: tl.constexpr, WARP: t
         t = _pair_sum(t, R, 4)
         t = _pair_sum(t, R, 2)
     return tl.reshape(t, [R, 1])
+
+
+# --- RMSNorm with the row held in registers (HOLD): one read of x ---------------------------------
+# The row's chunks are loaded once, as a binary tree of ``tl.join``s (``[R, CH, 2, .., 2]``: a pure
+# register grouping, no data movement), kept raw (16-bit values stay packed: the squares widen them
+# with the conversion instruction, the output chain through their bits, two forms the compiler does
+# not merge into one held fp32 copy), and
+# walked twice by ``tl.split`` in chunk order: the sum of squares (each slot's accumulator adds the
+# chunks one after another, eager's order) and the output chain.
+
+
+@triton.jit
+def _hold_load(x_rows, rmask, D, k0, CH: tl.constexpr, N: tl.constexpr):
+    """Chunks ``k0 .. k0 + N - 1`` (``N`` a power of two) of ``R`` rows, raw, as a join tree."""
+    if N == 1:
+        offs = k0 * CH + tl.arange(0, CH)[None, :]
+        return tl.load(x_rows + offs, mask=rmask & (offs < D), other=0.0, eviction_policy="evict_first")
+    else:
+        return tl.join(_hold_load(x_rows, rmask, D, k0, CH, N // 2),
+                       _hold_load(x_rows, rmask, D, k0 + N // 2, CH, N // 2))
+
+
+@triton.jit
+def _hold_squares(acc, t, N: tl.constexpr):
+    """``acc`` plus the squares of the held chunks, one chunk after another in chunk order."""
+    if N == 1:
+        v = triton_math.widen(t)  # not the output pass's widen_bits: the compiler would hold one fp32 copy
+        return acc + v * v
+    else:
+        lo, hi = tl.split(t)
+        return _hold_squares(_hold_squares(acc, lo, N // 2), hi, N // 2)
+
+
+@triton.jit
+def _hold_emit(t, k0, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
+               CH: tl.constexpr, N: tl.constexpr,
+               HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
+               P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
+               T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+               ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
+    """The output chain of the held chunks ``k0 .. k0 + N - 1``."""
+    if N == 1:
+        offs = k0 * CH + tl.arange(0, CH)[None, :]
+        _emit(triton_math.widen_bits(t), offs, rmask & (offs < D), 0.0, rstd, W, BIAS, sc_row, sh_row, y_row,
+              scale_offset, 1, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+              ROUND_OFFSET, HW_FMA)
+    else:
+        lo, hi = tl.split(t)
+        _hold_emit(lo, k0, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, N // 2,
+                   HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
+                   HW_FMA)
+        _hold_emit(hi, k0 + N // 2, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, N // 2,
+                   HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
+                   HW_FMA)
+
+
+def hold_tiles(chunks: int) -> tuple[int, int, int] | None:
+    """``chunks`` as at most three powers of two, largest first (``HOLD1..3``; 0: none), or None."""
+    parts = [1 << b for b in range(chunks.bit_length() - 1, -1, -1) if chunks >> b & 1]
+    return (*parts, 0, 0)[:3] if 0 < len(parts) <= 3 else None
 
 
 @triton.jit
@@ -390,6 +456,7 @@ def _row_norm_exact_kernel(
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr, TREE: tl.constexpr = 0,
+    HOLD1: tl.constexpr = 0, HOLD2: tl.constexpr = 0, HOLD3: tl.constexpr = 0,
 ):
     # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
@@ -411,29 +478,60 @@ def _row_norm_exact_kernel(
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
-        total = _sum_squares(x_row, rmask, D, ROWS, LANES, WARP, CHUNKS, UNROLL)
+        if HOLD1 > 0:
+            # the row held in registers: chunks HOLD1 + HOLD2 + HOLD3 == CHUNKS (powers of two)
+            t1 = _hold_load(x_row, rmask, D, 0, CH, HOLD1)
+            if HOLD2 > 0:
+                t2 = _hold_load(x_row, rmask, D, HOLD1, CH, HOLD2)
+            if HOLD3 > 0:
+                t3 = _hold_load(x_row, rmask, D, HOLD1 + HOLD2, CH, HOLD3)
+            acc = _hold_squares(tl.zeros([ROWS, CH], tl.float32), t1, HOLD1)
+            if HOLD2 > 0:
+                acc = _hold_squares(acc, t2, HOLD2)
+            if HOLD3 > 0:
+                acc = _hold_squares(acc, t3, HOLD3)
+            total = _lane_total(acc, ROWS, LANES, WARP)
+        else:
+            total = _sum_squares(x_row, rmask, D, ROWS, LANES, WARP, CHUNKS, UNROLL)
         mean = 0.0
         if MEAN_DIV:
             var = _div(total, d_float, one64)
         else:
             var = total * mean_factor
     rstd = tl.math.rsqrt(var + eps)
-    cols = tl.arange(0, CH)[None, :]
-    for kk in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL_OUT):
-        # REVERSE_OUT: the output pass walks the chunks last to first, so the chunks the
-        # statistics pass read last (the likeliest still in L1 / L2) are read again first
-        if REVERSE_OUT:
-            k = CHUNKS - 1 - kk
-        else:
-            k = kk
-        offs = k * CH + cols
-        if NORM == 0 and EVEN:  # LayerNorm: one row per program, every chunk full: a constant mask
-            mask = tl.full([1, CH], 1, tl.int1)
-        else:
-            mask = rmask & (offs < D)
-        v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
-        _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, NORM, HAS_SCALE, HAS_SHIFT,
-              HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
+    if HOLD1 > 0:  # the output chain of the held row
+        if ROWS == 1:
+            # a scalar: Triton 3.6 otherwise carries the reduction's layout (lanes replicated)
+            # into the output chain and converts every held chunk into it (168 instead of 80 sm_90
+            # registers at D = 3072)
+            rstd = tl.sum(tl.reshape(rstd, [1]), axis=0)
+        _hold_emit(t1, 0, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, HOLD1, HAS_SCALE,
+                   HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
+        if HOLD2 > 0:
+            _hold_emit(t2, HOLD1, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, HOLD2,
+                       HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
+                       HW_FMA)
+        if HOLD3 > 0:
+            _hold_emit(t3, HOLD1 + HOLD2, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, HOLD3,
+                       HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
+                       HW_FMA)
+    else:  # the output pass reads x again
+        cols = tl.arange(0, CH)[None, :]
+        for kk in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL_OUT):
+            # REVERSE_OUT: the output pass walks the chunks last to first, so the chunks the
+            # statistics pass read last (the likeliest still in L1 / L2) are read again first
+            if REVERSE_OUT:
+                k = CHUNKS - 1 - kk
+            else:
+                k = kk
+            offs = k * CH + cols
+            if NORM == 0 and EVEN:  # LayerNorm: one row per program, every chunk full: a constant mask
+                mask = tl.full([1, CH], 1, tl.int1)
+            else:
+                mask = rmask & (offs < D)
+            v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
+            _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, NORM, HAS_SCALE, HAS_SHIFT,
+                  HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
 
 
 # --- launch configuration: eager's own thread layout ---------------------------------------------
@@ -499,7 +597,11 @@ def mean_factor(rows: int, D: int) -> float:
     return float(f)
 
 
-def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = None) -> dict:
+# raw bytes of x per thread up to which RMSNorm holds its row in registers (bf16 D = 5120: 320)
+_HOLD_BYTES = 320
+
+
+def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = None, x_itemsize: int = 2) -> dict:
     """The kernel's constexprs for one call signature: eager's thread layout (``LANES``, ``WARP``,
     ``NWARP``, ``CHUNKS``), the chain's dtypes, and build choices ``tuning`` may override (none
     changes the arithmetic's order): ``HW_FMA`` (the hardware FMA where nvcc contracts; else the
@@ -574,6 +676,17 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     # against 79.8%, docs/benchmarks/exact_norm_sweep_s7_unmasked_h200.json), so EVEN is
     # LayerNorm's alone
     out.setdefault("EVEN", out["NORM"] == 0 and g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
+    # RMSNorm: the row held in registers when its raw chunks fit (HOLD_BYTES per thread), which
+    # also drops the second read of x (see _hold_load)
+    hold_bytes = out.pop("HOLD_BYTES", _HOLD_BYTES)
+    tiles = hold_tiles(out["CHUNKS"]) if out["NORM"] == 1 else None
+    if "HOLD" in out:  # tuning: force the held row on (where the chunks split) or off
+        want = out.pop("HOLD")
+    else:
+        want = tiles is not None and out["CHUNKS"] * 4 * x_itemsize <= hold_bytes
+    out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
+    if out["HOLD1"] and "ROWS" not in (tuning or {}):
+        out["ROWS"] = 1  # a held row per one-warp program (more rows: Triton 3.6 builds 2x the registers)
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     return out
@@ -596,7 +709,7 @@ def prepare(geom, x, scale, shift, weight, bias, tuning: dict | None = None):
 
     g = geom.x
     plat = tensor_platform(x.device)
-    const = launch_constants(geom, weight, bias, plat, tuning)
+    const = launch_constants(geom, weight, bias, plat, tuning, x.element_size())
     mods = tuple(v for lay in (geom.scale, geom.shift) for v in ((0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)))
     scalars = (g.rows, g.S, g.D, g.sb, g.ss, *mods)
     factor = mean_factor(g.rows, g.D)
@@ -682,7 +795,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                     lay = SimpleNamespace(sb=0, ss=0, L=1) if modulated else None
                     geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch,
                                            norm=norm, scale=lay, shift=lay)
-                    const = launch_constants(geom, mod, None, platform)
+                    const = launch_constants(geom, mod, None, platform, x_itemsize=mod.element_size())
                     sig = {n: f"*{names[dt]}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
                     sig["ONE"] = "*fp64"
                     sig["RCP"] = "*fp32"
