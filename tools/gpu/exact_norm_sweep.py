@@ -53,11 +53,11 @@ def _configs(op: str, D: int) -> list[dict]:
     # (exact_norm_sweep_s8_maxnreg_rejected_h200.json), both rejected and their code reverted
     # session 9 run 1: RMSNorm rows per warp (PACK 2: 16-byte accesses, two of eager's threads per
     # thread) measured 60-86% against 79-95% (exact_norm_sweep_s9_pack_rejected_h200.json): reverted
-    # session 11: the RMSNorm row held in registers (HOLD, one read of x) against the re-reading
-    # kernel (HOLD False: session 10's default, with its rows per program and REVERSE_OUT)
+    # session 11: the row held in registers (HOLD, one read of x) against the re-reading kernel
+    # (HOLD False: session 10's default, with RMSNorm's rows per program and REVERSE_OUT)
     if op.startswith("rms"):
-        return [{}, {"HOLD": False}, {"HOLD": True, "ROWS": 2}]
-    return [{}, {"TREE": 0}, {"EVEN": False}]
+        return [{}, {"HOLD": False}, {"HOLD": True, "ROWS": 2}, {"HOLD": True, "ROWS": 4}]
+    return [{}, {"HOLD": True}, {"HOLD": False}]
 
 
 def _sweep(op: str, name: str, device: torch.device) -> list[dict]:

@@ -135,6 +135,38 @@ def _slot(x_row, base, lane4, ii, D):
 
 
 @triton.jit
+def _vec_offsets(K: tl.constexpr, NT: tl.constexpr):
+    """Element offsets ``[NT, 4]`` of LayerNorm's chunk ``K``: thread ``t`` owns ``4t .. 4t+3``."""
+    return K * 4 * NT + tl.arange(0, NT)[:, None] * 4 + tl.arange(0, 4)[None, :]
+
+
+@triton.jit
+def _vec_load(x_row, D, K: tl.constexpr, NT: tl.constexpr, EVEN: tl.constexpr, POLICY: tl.constexpr):
+    """LayerNorm's chunk ``K`` of the row, raw, one ``[NT, 4]`` vector load."""
+    offs = _vec_offsets(K, NT)
+    if EVEN:
+        return tl.load(x_row + offs, eviction_policy=POLICY)
+    else:
+        return tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy=POLICY)
+
+
+@triton.jit
+def _welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, EVEN: tl.constexpr, HW: tl.constexpr):
+    """The Welford steps of chunk ``K`` (raw ``[NT, 4]``), split into the four slots in registers;
+    1 / count is a compile-time constant (Python's double quotient rounded to fp32: the correctly
+    rounded fp32 quotient, double rounding being innocuous for a division)."""
+    base = K * 4 * NT
+    lane4 = tl.arange(0, NT) * 4
+    p, q = tl.split(tl.reshape(triton_math.widen(raw), [NT, 2, 2]))
+    v0, v2 = tl.split(p)
+    v1, v3 = tl.split(q)
+    m, s = _welford_slot(m, s, v0, base + lane4 < D, _const_rcp(K * 4 + 1), EVEN, HW)
+    m, s = _welford_slot(m, s, v1, base + lane4 + 1 < D, _const_rcp(K * 4 + 2), EVEN, HW)
+    m, s = _welford_slot(m, s, v2, base + lane4 + 2 < D, _const_rcp(K * 4 + 3), EVEN, HW)
+    return _welford_slot(m, s, v3, base + lane4 + 3 < D, _const_rcp(K * 4 + 4), EVEN, HW)
+
+
+@triton.jit
 def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
                  HW: tl.constexpr, UNROLL: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr,
                  TREE: tl.constexpr = 0):
@@ -148,19 +180,7 @@ def _layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CH
         # to fp32: the correctly rounded fp32 quotient, double rounding being innocuous for a
         # division)
         for k in tl.static_range(CHUNKS):
-            base = k * 4 * NT
-            offs = base + lane4[:, None] + tl.arange(0, 4)[None, :]
-            if EVEN:
-                raw = tl.load(x_row + offs, eviction_policy="evict_last")
-            else:
-                raw = tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy="evict_last")
-            p, q = tl.split(tl.reshape(triton_math.widen(raw), [NT, 2, 2]))
-            v0, v2 = tl.split(p)
-            v1, v3 = tl.split(q)
-            m, s = _welford_slot(m, s, v0, base + lane4 < D, _const_rcp(k * 4 + 1), EVEN, HW)
-            m, s = _welford_slot(m, s, v1, base + lane4 + 1 < D, _const_rcp(k * 4 + 2), EVEN, HW)
-            m, s = _welford_slot(m, s, v2, base + lane4 + 2 < D, _const_rcp(k * 4 + 3), EVEN, HW)
-            m, s = _welford_slot(m, s, v3, base + lane4 + 3 < D, _const_rcp(k * 4 + 4), EVEN, HW)
+            m, s = _welford_chunk(m, s, _vec_load(x_row, D, k, NT, EVEN, "evict_last"), D, k, NT, EVEN, HW)
     else:
         for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             base = k * 4 * NT
@@ -392,6 +412,54 @@ def _hold_emit(t, k0, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offs
                    HW_FMA)
 
 
+@triton.jit
+def _hold_load_vec(x_row, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, EVEN: tl.constexpr):
+    """LayerNorm's chunks ``K0 .. K0 + N - 1`` (``[NT, 4]`` each), raw, as a join tree."""
+    if N == 1:
+        return _vec_load(x_row, D, K0, NT, EVEN, "evict_first")
+    else:
+        return tl.join(_hold_load_vec(x_row, D, K0, NT, N // 2, EVEN),
+                       _hold_load_vec(x_row, D, K0 + N // 2, NT, N // 2, EVEN))
+
+
+@triton.jit
+def _hold_welford(m, s, t, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, EVEN: tl.constexpr,
+                  HW: tl.constexpr):
+    """The Welford steps of the held chunks, chunk after chunk (eager's order)."""
+    if N == 1:
+        return _welford_chunk(m, s, t, D, K0, NT, EVEN, HW)
+    else:
+        lo, hi = tl.split(t)
+        m, s = _hold_welford(m, s, lo, D, K0, NT, N // 2, EVEN, HW)
+        return _hold_welford(m, s, hi, D, K0 + N // 2, NT, N // 2, EVEN, HW)
+
+
+@triton.jit
+def _hold_emit_vec(t, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
+                   K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, EVEN: tl.constexpr,
+                   HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
+                   P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
+                   T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+                   ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
+    """LayerNorm's output chain of the held chunks ``K0 .. K0 + N - 1``."""
+    if N == 1:
+        offs = _vec_offsets(K0, NT)
+        if EVEN:
+            mask = tl.full([NT, 4], 1, tl.int1)
+        else:
+            mask = offs < D
+        _emit(triton_math.widen_bits(t), offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0,
+              HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
+    else:
+        lo, hi = tl.split(t)
+        _hold_emit_vec(lo, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, K0, NT, N // 2, EVEN,
+                       HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
+                       HW_FMA)
+        _hold_emit_vec(hi, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, K0 + N // 2, NT, N // 2,
+                       EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                       ROUND_OFFSET, HW_FMA)
+
+
 def hold_tiles(chunks: int) -> tuple[int, int, int] | None:
     """``chunks`` as at most three powers of two, largest first (``HOLD1..3``; 0: none), or None."""
     parts = [1 << b for b in range(chunks.bit_length() - 1, -1, -1) if chunks >> b & 1]
@@ -474,7 +542,23 @@ def _row_norm_exact_kernel(
         row1 = tl.program_id(0).to(tl.int64)  # ROWS == 1
         b1 = row1 // S
         x1 = X + b1 * x_sb + (row1 - b1 * S) * x_ss
-        mean, m2 = _layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA, UNROLL, VEC, EVEN, TREE)
+        if HOLD1 > 0:
+            # the row held in registers (VEC's chunks, HOLD1 + HOLD2 + HOLD3 == CHUNKS)
+            t1 = _hold_load_vec(x1, D, 0, NT, HOLD1, EVEN)
+            if HOLD2 > 0:
+                t2 = _hold_load_vec(x1, D, HOLD1, NT, HOLD2, EVEN)
+            if HOLD3 > 0:
+                t3 = _hold_load_vec(x1, D, HOLD1 + HOLD2, NT, HOLD3, EVEN)
+            m = tl.zeros([NT], tl.float32)
+            s = tl.zeros([NT], tl.float32)
+            m, s = _hold_welford(m, s, t1, D, 0, NT, HOLD1, EVEN, HW_FMA)
+            if HOLD2 > 0:
+                m, s = _hold_welford(m, s, t2, D, HOLD1, NT, HOLD2, EVEN, HW_FMA)
+            if HOLD3 > 0:
+                m, s = _hold_welford(m, s, t3, D, HOLD1 + HOLD2, NT, HOLD3, EVEN, HW_FMA)
+            mean, m2 = _welford_tree(m, s, TAB, WARP, NWARP, HW_FMA, TREE, 4 * CHUNKS if EVEN else 0)
+        else:
+            mean, m2 = _layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, HW_FMA, UNROLL, VEC, EVEN, TREE)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -499,12 +583,32 @@ def _row_norm_exact_kernel(
         else:
             var = total * mean_factor
     rstd = tl.math.rsqrt(var + eps)
-    if HOLD1 > 0:  # the output chain of the held row
+    if HOLD1 > 0 and NORM == 0:  # LayerNorm's output chain of the held row
+        _hold_emit_vec(t1, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, NT, HOLD1, EVEN,
+                       HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
+                       HW_FMA)
+        if HOLD2 > 0:
+            _hold_emit_vec(t2, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1, NT, HOLD2, EVEN,
+                           HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                           ROUND_OFFSET, HW_FMA)
+        if HOLD3 > 0:
+            _hold_emit_vec(t3, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, NT, HOLD3,
+                           EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                           ROUND_OFFSET, HW_FMA)
+    elif HOLD1 > 0:  # RMSNorm's output chain of the held row
+        # rebuilt from scalars: Triton 3.6 otherwise carries the reduction's layout (lanes
+        # replicated) into the output chain and converts every held chunk into it (168 instead of 80
+        # sm_90 registers at D = 3072)
         if ROWS == 1:
-            # a scalar: Triton 3.6 otherwise carries the reduction's layout (lanes replicated)
-            # into the output chain and converts every held chunk into it (168 instead of 80 sm_90
-            # registers at D = 3072)
             rstd = tl.sum(tl.reshape(rstd, [1]), axis=0)
+        else:
+            rb = tl.zeros([ROWS, 1], tl.float32)
+            for r in tl.static_range(ROWS):
+                # row r's value (a sum of it and zeros) put back by a select on a fresh arange,
+                # whose layout the output chain chooses
+                r_val = tl.sum(tl.reshape(tl.where(tl.arange(0, ROWS)[:, None] == r, rstd, 0.0), [ROWS]), axis=0)
+                rb = tl.where(tl.arange(0, ROWS)[:, None] == r, r_val, rb)
+            rstd = rb
         _hold_emit(t1, 0, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, HOLD1, HAS_SCALE,
                    HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
         if HOLD2 > 0:
@@ -599,6 +703,7 @@ def mean_factor(rows: int, D: int) -> float:
 
 # raw bytes of x per thread up to which RMSNorm holds its row in registers (bf16 D = 5120: 320)
 _HOLD_BYTES = 320
+_HOLD_NORMS = (1,)  # NORM values that hold by default (0 LayerNorm, VEC's chunks; 1 RMSNorm)
 
 
 def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = None, x_itemsize: int = 2) -> dict:
@@ -679,11 +784,11 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     # RMSNorm: the row held in registers when its raw chunks fit (HOLD_BYTES per thread), which
     # also drops the second read of x (see _hold_load)
     hold_bytes = out.pop("HOLD_BYTES", _HOLD_BYTES)
-    tiles = hold_tiles(out["CHUNKS"]) if out["NORM"] == 1 else None
+    tiles = hold_tiles(out["CHUNKS"]) if out["NORM"] == 1 or out["VEC"] else None
     if "HOLD" in out:  # tuning: force the held row on (where the chunks split) or off
         want = out.pop("HOLD")
     else:
-        want = tiles is not None and out["CHUNKS"] * 4 * x_itemsize <= hold_bytes
+        want = tiles is not None and out["CHUNKS"] * 4 * x_itemsize <= hold_bytes and out["NORM"] in _HOLD_NORMS
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
     if out["HOLD1"] and "ROWS" not in (tuning or {}):
         out["ROWS"] = 1  # a held row per one-warp program (more rows: Triton 3.6 builds 2x the registers)
