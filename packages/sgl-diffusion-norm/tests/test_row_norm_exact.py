@@ -343,3 +343,111 @@ def test_wide_layer_norm_rows_keep_the_loop():
         geom = SimpleNamespace(x=RowGeometry(1, 64, D, 64 * D, D, (1, 64, D), False), chain=ch, norm="layer",
                                scale=None, shift=None)
         assert launch_constants(geom, None, None, "cuda")["VEC"] is vec, D
+
+
+def _aten_rms_norm_order(x: torch.Tensor, eps: float, lanes: int = 32) -> torch.Tensor:
+    """An independent model of CUDA eager's RMSNorm statistics order (one warp-row of ``lanes``
+    threads, 4 fp32 accumulators per thread over ``4 * lanes``-wide chunks, added chunk after
+    chunk; ``((a0 + a1) + a2) + a3``; the warp halving tree), with the CPU lane's mean (the sum
+    divided by ``D``) and the interpreter's ``rsqrt``. Rows of fp32 ``x``; returns ``x * rstd``."""
+    import numpy as np
+
+    f32 = np.float32
+    out = []
+    for row in x.numpy().astype(f32):
+        D = row.size
+        acc = np.zeros(4 * lanes, f32)
+        for k in range(-(-D // (4 * lanes))):
+            v = np.zeros(4 * lanes, f32)
+            part = row[k * 4 * lanes:(k + 1) * 4 * lanes]
+            v[: part.size] = part
+            acc = (acc + (v * v).astype(f32)).astype(f32)
+        a = acc.reshape(lanes, 4)
+        t = (((a[:, 0] + a[:, 1]).astype(f32) + a[:, 2]).astype(f32) + a[:, 3]).astype(f32)
+        while t.size > 1:
+            t = (t[: t.size // 2] + t[t.size // 2:]).astype(f32)
+        var = f32(np.float64(t[0]) / np.float64(D))
+        rstd = f32(1) / np.sqrt(f32(var + f32(eps)))
+        out.append((row * rstd).astype(f32))
+    return torch.from_numpy(np.stack(out))
+
+
+@pytest.mark.parametrize("D", [520, 2432])
+@pytest.mark.parametrize("hold", [True, False])
+def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
+    """The exact RMSNorm kernel, the held row (``HOLD``: 520 = 5 chunks of 128 = 4 + 1 and 2432 =
+    19 = 16 + 2 + 1, walked as join trees) and the re-reading loop, against an independent model
+    of eager's CUDA order on random fp32 rows where the order decides the bits."""
+    from sgl_diffusion_core import describe, resolve_target
+
+    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    reduce_lanes = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:reduce_lanes")
+    rows = 16  # from 16 rows ATen's block is one warp wide: eager's production layout (32 lanes)
+    assert reduce_lanes(rows, D, 32) == (32, True)
+    torch.manual_seed(D)
+    x = torch.randn(1, rows, D) * 3 + 0.7
+    geom = describe("norm.rms_norm", x).info["geom"]
+    tensors = (x, None, None, None, None)
+    run = prepare(geom, *tensors, tuning={"HOLD": hold, "HOLD_BYTES": 1 << 20})
+    got = run.fused(*tensors, 1e-6, 1.0).reshape(rows, D)
+    testing.assert_exact(got, _aten_rms_norm_order(x.reshape(rows, D), 1e-6))
+
+
+@pytest.mark.parametrize("op,D", [("rms_modulate", 2432), ("rms_norm", 640), ("ln_modulate", 2432),
+                                  ("layer_norm", 1536)])
+def test_held_row_keeps_the_bits(op, D):
+    """The row held in registers (``HOLD``: read once, its chunks as join trees of up to three
+    powers of two: RMSNorm 2432 = 19 chunks of 128 = 16 + 2 + 1, 640 = 4 + 1; LayerNorm 2432 = 5
+    chunks of 512 with a partial last one, 1536 = 2 + 1) gives the re-reading kernel's bits in
+    bf16, RMSNorm with 1, 2 and 4 rows per program (a last program with fewer rows)."""
+    from sgl_diffusion_core import describe, resolve_target
+
+    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    torch.manual_seed(D)
+    # 17 rows: RMSNorm's production layout (32 lanes, chunks of 128) and a last program with fewer rows
+    x = (torch.randn(1, 17, D) * 2 + 0.5).to(torch.bfloat16)
+    mod = (torch.randn(1, 2, D) * 0.5).to(torch.bfloat16)
+    w = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16)
+    if op.endswith("modulate"):
+        kw = {"weight": w} if op == "rms_modulate" else {}
+        args, tensors = (x, mod[:, :1], mod[:, 1:]), (x, mod[:, :1], mod[:, 1:], kw.get("weight"), None)
+    else:
+        args, kw, tensors = (x, w), {}, (x, None, None, w, None)
+    geom = describe(f"norm.{op}", *args, **kw).info["geom"]
+    ref = prepare(geom, *tensors, tuning={"HOLD": False}).fused(*tensors, 1e-6, 1.0)
+    rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}] if op.startswith("rms") else [{}]
+    for extra in rows:
+        run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
+        testing.assert_exact(run.fused(*tensors, 1e-6, 1.0), ref)
+
+
+def test_hold_rule():
+    """Which rows are held: chunks that split into at most three powers of two and fit
+    ``HOLD_BYTES`` per thread; RMSNorm two rows per program except up to 32 chunks from 16384 rows;
+    LayerNorm from 8 chunks or below 16384 rows (session 11's measurements)."""
+    from types import SimpleNamespace
+
+    from sgl_diffusion_core import RowGeometry, resolve_target
+    from sgl_diffusion_norm.row_norm_api import chain_dtypes
+
+    rx = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:hold_tiles")
+    assert rx(40) == (32, 8, 0) and rx(19) == (16, 2, 1) and rx(1) == (1, 0, 0)
+    assert rx(15) is None and rx(0) is None
+    launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
+
+    def const(norm, D, rows, dt):
+        ch = chain_dtypes(norm, dt, None, None, torch.empty(0, dtype=dt), None)
+        geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch, norm=norm,
+                               scale=None, shift=None)
+        c = launch_constants(geom, None, None, "cuda", x_itemsize=torch.empty(0, dtype=dt).element_size())
+        return (c["HOLD1"], c["HOLD2"], c["HOLD3"]), c["ROWS"]
+
+    bf16, f32 = torch.bfloat16, torch.float32
+    assert const("rms", 5120, 75600, bf16) == ((32, 8, 0), 2)  # Wan
+    assert const("rms", 3072, 118800, bf16) == ((16, 8, 0), 1)  # HunyuanVideo
+    assert const("rms", 3072, 4608, bf16) == ((16, 8, 0), 2)  # FLUX
+    assert const("rms", 5120, 75600, f32) == ((0, 0, 0), 1)  # 640 bytes per thread: read twice
+    assert const("rms", 1920, 4608, bf16) == ((0, 0, 0), 2)  # 15 chunks: four powers of two
+    assert const("layer", 5120, 75600, bf16)[0] == (8, 2, 0)
+    assert const("layer", 3072, 118800, bf16)[0] == (0, 0, 0)
+    assert const("layer", 3072, 4608, bf16)[0] == (4, 2, 0)

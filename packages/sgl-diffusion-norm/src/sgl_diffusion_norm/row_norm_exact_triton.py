@@ -703,7 +703,7 @@ def mean_factor(rows: int, D: int) -> float:
 
 # raw bytes of x per thread up to which RMSNorm holds its row in registers (bf16 D = 5120: 320)
 _HOLD_BYTES = 320
-_HOLD_NORMS = (1,)  # NORM values that hold by default (0 LayerNorm, VEC's chunks; 1 RMSNorm)
+_MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT, HOLD)
 
 
 def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = None, x_itemsize: int = 2) -> dict:
@@ -715,7 +715,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     ``REVERSE_OUT`` (the output pass over the chunks last to first), ``VEC`` (LayerNorm: one vector
     load per chunk, the chunks unrolled at compile time; up to 16 chunks), ``EVEN`` (LayerNorm:
     every chunk full, no masks; derived from ``D``) and ``TREE`` (LayerNorm: 1, the intra-warp
-    combines as warp-local ``tl.gather``s; 0, halving through shared memory; the same order).
+    combines as warp-local ``tl.gather``s; 0, halving through shared memory; the same order),
+    ``HOLD`` (True / False: the row held in registers or read twice; default by the rule below;
+    ``HOLD_BYTES`` moves its size limit).
 
     Measured on one H200, bf16 (docs/benchmarks/exact_norm_sweep_h200.json, % of a same-run copy,
     FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
@@ -743,6 +745,18 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     99% and ln_modulate to 92 / 92 / 87%. Rejected there for the RMSNorm kernel: a persistent grid
     (39-85% against 79-95%) and a register cap (rms_modulate at Wan 60% at 48-64 registers against
     81%; ``exact_norm_sweep_s8_*_rejected_h200.json``).
+
+    Session 11 (``exact_norm_sweep_s11_hold*_h200.json``, Triton's / torch's ptxas, every row
+    ``torch.equal`` to eager): the row held in registers (``HOLD``, one read of x; session 9's
+    Nsight Compute had the second read of Wan's 10 KB rows missing L2 half the time). RMSNorm:
+    rms_modulate Wan 79.6-80.7 -> 84.3-87.6% at one row per program, 85.9 / 86.1% at two (the
+    rule: two, the steadier under both ptxas); FLUX 82.1-83.6 -> 79.9-82.8% (one row), 81.9-82.4%
+    (two); HunyuanVideo 94.5% either way at one row, 92.5% at two (the rule: one from 16384 rows
+    up to 32 chunks). sm_90: 80 / 118 registers at D = 3072 / 5120 (Triton 3.9), 80 / 147 (3.6).
+    LayerNorm: ln_modulate FLUX 92.1-93.1 -> 98.8-100.2%, Wan 92.1-92.4 -> 96.6-96.7%, but
+    HunyuanVideo 87.4-88.2 -> 85.7-86.7% and layer_norm there 99.7 -> 96.7% (40 -> 48
+    registers at 6 chunks, fewer programs per SM): LayerNorm holds from 8 chunks or below 16384
+    rows.
     """
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
@@ -766,8 +780,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks,
         "HW_FMA": True, "UNROLL": unroll,
         "UNROLL_OUT": chunks if geom.norm == "layer" and chunks <= 16 else unroll,
-        "ROWS": 2 if geom.norm == "rms" and g.rows < 16384 else 1,
-        "REVERSE_OUT": geom.norm == "rms" and g.rows >= 16384,
+        "ROWS": 2 if geom.norm == "rms" and g.rows < _MANY_ROWS else 1,
+        "REVERSE_OUT": geom.norm == "rms" and g.rows >= _MANY_ROWS,
         # VEC unrolls the statistics at compile time: up to 16 chunks (D <= 8192 on CUDA); at
         # D = 65536 (128 chunks) one sm_90 build took 69 s, so wider rows keep the loop
         "VEC": geom.norm == "layer" and chunks <= 16,
@@ -781,17 +795,20 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     # against 79.8%, docs/benchmarks/exact_norm_sweep_s7_unmasked_h200.json), so EVEN is
     # LayerNorm's alone
     out.setdefault("EVEN", out["NORM"] == 0 and g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
-    # RMSNorm: the row held in registers when its raw chunks fit (HOLD_BYTES per thread), which
-    # also drops the second read of x (see _hold_load)
+    # the row held in registers (one read of x, see _hold_load) where its raw chunks fit
+    # (HOLD_BYTES per thread) and split into at most three powers of two; LayerNorm (VEC's chunks)
+    # only where it measured faster: wide rows (8+ chunks) or few rows
     hold_bytes = out.pop("HOLD_BYTES", _HOLD_BYTES)
     tiles = hold_tiles(out["CHUNKS"]) if out["NORM"] == 1 or out["VEC"] else None
     if "HOLD" in out:  # tuning: force the held row on (where the chunks split) or off
         want = out.pop("HOLD")
     else:
-        want = tiles is not None and out["CHUNKS"] * 4 * x_itemsize <= hold_bytes and out["NORM"] in _HOLD_NORMS
+        want = (tiles is not None and out["CHUNKS"] * 4 * x_itemsize <= hold_bytes
+                and (out["NORM"] == 1 or out["CHUNKS"] >= 8 or g.rows < _MANY_ROWS))
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
-    if out["HOLD1"] and "ROWS" not in (tuning or {}):
-        out["ROWS"] = 1  # a held row per one-warp program (more rows: Triton 3.6 builds 2x the registers)
+    if out["NORM"] == 1 and out["HOLD1"] and "ROWS" not in (tuning or {}):
+        # RMSNorm's held rows: one per program for up to 32 chunks from 16384 rows, else two
+        out["ROWS"] = 1 if out["CHUNKS"] <= 32 and g.rows >= _MANY_ROWS else 2
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     return out
@@ -882,7 +899,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
     with the platform's thread layout and production row counts; built without FMA contraction."""
     from types import SimpleNamespace
 
-    from sgl_diffusion_core import AotVariant, RowGeometry
+    from sgl_diffusion_core import RowGeometry
 
     from .row_norm_api import chain_dtypes
 
@@ -900,25 +917,43 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                     lay = SimpleNamespace(sb=0, ss=0, L=1) if modulated else None
                     geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch,
                                            norm=norm, scale=lay, shift=lay)
-                    const = launch_constants(geom, mod, None, platform, x_itemsize=mod.element_size())
-                    sig = {n: f"*{names[dt]}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
-                    sig["ONE"] = "*fp64"
-                    sig["RCP"] = "*fp32"
-                    sig["TAB"] = "*fp32"
-                    sig.update({n: "i32" for n in ("n_rows", "S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L",
-                                                   "sh_sb", "sh_ss", "sh_L")})
-                    sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})
-                    sig.update({n: "constexpr" for n in const})
-                    name = (f"row_norm_exact[{names[dt]},{norm},D={D},modulated={modulated},lanes={const['LANES']}"
-                            f"x{const['NWARP']},chunks={const['CHUNKS']}]")
-                    explicit = const["NORM"] == 0 and const["HW_FMA"]
-                    out.append(AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
-                                          num_warps=_num_warps(const), options={"enable_fp_fusion": False},
-                                          explicit_fma=explicit))
-                    if explicit:
-                        # the same build with the fp64 emulation must hold no FMA at all: the compile
-                        # lane's no-contraction check still covers every other line of the kernel
-                        out.append(AotVariant(name=name[:-1] + ",fma=emulated]", kernel=_row_norm_exact_kernel,
-                                              signature=sig, constexprs={**const, "HW_FMA": False},
-                                              num_warps=_num_warps(const), options={"enable_fp_fusion": False}))
+                    builds = [launch_constants(geom, mod, None, platform, x_itemsize=mod.element_size())]
+                    if dt == torch.bfloat16 and D == 5120:  # the other side of the HOLD rule (wider rows)
+                        builds.append(launch_constants(geom, mod, None, platform, {"HOLD": not builds[0]["HOLD1"]},
+                                                       x_itemsize=mod.element_size()))
+                    for const in builds:
+                        out += _aot_builds(const, names[dt], norm, D, modulated)
+    return out
+
+
+# pointers and the extents a production launch sees as multiples of 16 (Triton's divisibility
+# specialization: the 16-byte accesses of the real build)
+_ALIGNED = ("X", "SC", "SH", "W", "BIAS", "Y", "ONE", "RCP", "TAB", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sh_sb",
+            "sh_ss")
+
+
+def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> list:
+    from sgl_diffusion_core import AotVariant
+
+    sig = {n: f"*{dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
+    sig["ONE"] = "*fp64"
+    sig["RCP"] = "*fp32"
+    sig["TAB"] = "*fp32"
+    sig.update({n: "i32" for n in ("n_rows", "S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss",
+                                   "sh_L")})
+    sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})
+    sig.update({n: "constexpr" for n in const})
+    hold = const["HOLD1"] + const["HOLD2"] + const["HOLD3"]
+    name = (f"row_norm_exact[{dt},{norm},D={D},modulated={modulated},lanes={const['LANES']}x{const['NWARP']},"
+            f"chunks={const['CHUNKS']},rows={const['ROWS']},hold={'on' if hold else 'off'}]")
+    explicit = const["NORM"] == 0 and const["HW_FMA"]
+    out = [AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
+                      num_warps=_num_warps(const), options={"enable_fp_fusion": False}, explicit_fma=explicit,
+                      divisible_by_16=_ALIGNED)]
+    if explicit:
+        # the same build with the fp64 emulation must hold no FMA at all: the compile lane's
+        # no-contraction check still covers every other line of the kernel
+        out.append(AotVariant(name=name[:-1] + ",fma=emulated]", kernel=_row_norm_exact_kernel, signature=sig,
+                              constexprs={**const, "HW_FMA": False}, num_warps=_num_warps(const),
+                              options={"enable_fp_fusion": False}, divisible_by_16=_ALIGNED))
     return out
