@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The GPU work queued for the next session (one ~4-minute call on one nvidia-h200): the open
-# shortfalls session 10 left, re-measured at the current code, in priority order.
+# shortfalls session 11 left, re-measured at the current code, in priority order.
 #   channel_rms_norm contiguous C = 384 (82.2-82.7%; 4-D 78.8%): session 10's Nsight Compute
 #       (ncu_channel_rms_norm_c384_contig_hold_s10.txt) has the hold kernel at 121 registers, two
 #       8-warp programs per SM (25% occupancy), 1.17 eligible warps, issue 60% busy: fewer
 #       registers at the same 128-byte runs is the lead. The sweep re-measures the rules around it.
-#   exact rms_modulate at FLUX / Wan (82.9 / 79.5% in session 9's sweep): the bench.
+#   exact rms_modulate at FLUX / Wan (session 11, the held row: 78.8-82.8% / 84.3-87.6%): the bench.
 #   the cat+pad sweep at C = 384 contiguous (86.7-87.4%).
 # Usage on the device machine, from the repo root: bash tools/gpu/next_session.sh SHA OUT
 set -uo pipefail

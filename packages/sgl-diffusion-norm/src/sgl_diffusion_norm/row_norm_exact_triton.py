@@ -749,10 +749,11 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     Session 11 (``exact_norm_sweep_s11_hold*_h200.json``, Triton's / torch's ptxas, every row
     ``torch.equal`` to eager): the row held in registers (``HOLD``, one read of x; session 9's
     Nsight Compute had the second read of Wan's 10 KB rows missing L2 half the time). RMSNorm:
-    rms_modulate Wan 79.6-80.7 -> 84.3-87.6% at one row per program, 85.9 / 86.1% at two (the
-    rule: two, the steadier under both ptxas); FLUX 82.1-83.6 -> 79.9-82.8% (one row), 81.9-82.4%
-    (two); HunyuanVideo 94.5% either way at one row, 92.5% at two (the rule: one from 16384 rows
-    up to 32 chunks). sm_90: 80 / 118 registers at D = 3072 / 5120 (Triton 3.9), 80 / 147 (3.6).
+    rms_modulate Wan 79.6-80.7 -> 84.3-87.6% at one row per program (bench 85.7%), 85.9 / 86.1% at
+    two (bench 84.8%); FLUX 82.1-83.6 -> 79.9-82.8% (one row; bench 78.8%), 81.9-82.4% (two; bench
+    76.4%); HunyuanVideo 94.5% either way at one row, 92.5% at two; rms_norm FLUX bench 89.5% at
+    one row, 84.5% at two: one row per program. sm_90: 80 / 118 registers at D = 3072 / 5120
+    (Triton 3.9), 80 / 147 (3.6).
     LayerNorm: ln_modulate FLUX 92.1-93.1 -> 98.8-100.2%, Wan 92.1-92.4 -> 96.6-96.7%, but
     HunyuanVideo 87.4-88.2 -> 85.7-86.7% and layer_norm there 99.7 -> 96.7% (40 -> 48
     registers at 6 chunks, fewer programs per SM): LayerNorm holds from 8 chunks or below 16384
@@ -807,8 +808,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
                 and (out["NORM"] == 1 or out["CHUNKS"] >= 8 or g.rows < _MANY_ROWS))
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
     if out["NORM"] == 1 and out["HOLD1"] and "ROWS" not in (tuning or {}):
-        # RMSNorm's held rows: one per program for up to 32 chunks from 16384 rows, else two
-        out["ROWS"] = 1 if out["CHUNKS"] <= 32 and g.rows >= _MANY_ROWS else 2
+        out["ROWS"] = 1  # RMSNorm's held rows: one per program (two measured no steadier, below)
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     return out
