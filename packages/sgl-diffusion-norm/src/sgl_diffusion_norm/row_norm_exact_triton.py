@@ -703,6 +703,7 @@ def mean_factor(rows: int, D: int) -> float:
 
 # raw bytes of x per thread up to which RMSNorm holds its row in registers (bf16 D = 5120: 320)
 _HOLD_BYTES = 320
+_HOLD_MAXNREG = 128
 _MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT, HOLD)
 
 
@@ -809,9 +810,24 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
     if out["NORM"] == 1 and out["HOLD1"] and "ROWS" not in (tuning or {}):
         out["ROWS"] = 1  # RMSNorm's held rows: one per program (two measured no steadier, below)
+    # a register cap (CUDA's maxnreg; not a constexpr: popped by the launch): Triton 3.6's bundled
+    # ptxas builds the held Wan row (D = 5120) with 147 registers uncapped, 118 capped at 128 without
+    # spilling (Triton 3.9's: 118 either way); 13 -> 17 one-warp programs per SM
+    if "MAXNREG" not in out:
+        out["MAXNREG"] = _HOLD_MAXNREG if platform == "cuda" and out["HOLD1"] and out["NORM"] == 1 else None
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     return out
+
+
+def _split_options(const: dict) -> tuple[dict, dict]:
+    """The kernel's constexprs and its Triton launch options (warps, stages, the register cap)."""
+    const = dict(const)
+    maxnreg = const.pop("MAXNREG", None)
+    options = {"num_warps": _num_warps(const), "num_stages": 1}
+    if maxnreg:
+        options["maxnreg"] = maxnreg
+    return const, options
 
 
 def _num_warps(const: dict) -> int:
@@ -840,9 +856,9 @@ def prepare(geom, x, scale, shift, weight, bias, tuning: dict | None = None):
     # 1 / n for n = 1 .. 4 * CHUNKS, divided in fp32 on the host (IEEE, as eager's `1.f / count`)
     rcp = (1.0 / torch.arange(1, 4 * const["CHUNKS"] + 1, dtype=torch.float32)).to(x.device)
     tab = welford_tree_table(g.D, const["WARP"], const["NWARP"]).to(x.device) if const["NORM"] == 0 else rcp
+    const, options = _split_options(const)
     launch = PreparedLaunch(_row_norm_exact_kernel, (triton.cdiv(g.rows, const["ROWS"]),), const, device=x.device,
-                            n_ptrs=9,
-                            options={"num_warps": _num_warps(const), "num_stages": 1}, fp_fusion=False)
+                            n_ptrs=9, options=options, fp_fusion=False)
     gate = exact_gate(geom.op)
     static = call_signature(x, scale, shift, weight, bias)
     shape, dtype, device, norm = g.shape, geom.chain.out, x.device, geom.norm
@@ -942,18 +958,22 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
     sig.update({n: "i32" for n in ("n_rows", "S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss",
                                    "sh_L")})
     sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})
+    const, options = _split_options(const)
+    options.pop("num_warps")
+    options.pop("num_stages")
     sig.update({n: "constexpr" for n in const})
     hold = const["HOLD1"] + const["HOLD2"] + const["HOLD3"]
     name = (f"row_norm_exact[{dt},{norm},D={D},modulated={modulated},lanes={const['LANES']}x{const['NWARP']},"
-            f"chunks={const['CHUNKS']},rows={const['ROWS']},hold={'on' if hold else 'off'}]")
+            f"chunks={const['CHUNKS']},rows={const['ROWS']},hold={'on' if hold else 'off'}"
+            f"{',maxnreg=' + str(options['maxnreg']) if 'maxnreg' in options else ''}]")
     explicit = const["NORM"] == 0 and const["HW_FMA"]
     out = [AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
-                      num_warps=_num_warps(const), options={"enable_fp_fusion": False}, explicit_fma=explicit,
-                      divisible_by_16=_ALIGNED)]
+                      num_warps=_num_warps(const), options={"enable_fp_fusion": False, **options},
+                      explicit_fma=explicit, divisible_by_16=_ALIGNED)]
     if explicit:
         # the same build with the fp64 emulation must hold no FMA at all: the compile lane's
         # no-contraction check still covers every other line of the kernel
         out.append(AotVariant(name=name[:-1] + ",fma=emulated]", kernel=_row_norm_exact_kernel, signature=sig,
                               constexprs={**const, "HW_FMA": False}, num_warps=_num_warps(const),
-                              options={"enable_fp_fusion": False}, divisible_by_16=_ALIGNED))
+                              options={"enable_fp_fusion": False, **options}, divisible_by_16=_ALIGNED))
     return out
