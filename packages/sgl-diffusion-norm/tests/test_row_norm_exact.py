@@ -423,8 +423,8 @@ def test_held_row_keeps_the_bits(op, D):
 
 def test_hold_rule():
     """Which rows are held: chunks that split into at most three powers of two and fit
-    ``HOLD_BYTES`` per thread; RMSNorm's held rows one per program; LayerNorm from 8 chunks or
-    below 16384 rows (session 11's measurements)."""
+    ``HOLD_BYTES`` per thread; RMSNorm from 16384 rows, one per program, capped at 128 registers
+    above 32 chunks (CUDA); LayerNorm from 8 chunks or below 16384 rows (session 11's measurements)."""
     from types import SimpleNamespace
 
     from sgl_diffusion_core import RowGeometry, resolve_target
@@ -440,14 +440,14 @@ def test_hold_rule():
         geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch, norm=norm,
                                scale=None, shift=None)
         c = launch_constants(geom, None, None, "cuda", x_itemsize=torch.empty(0, dtype=dt).element_size())
-        return (c["HOLD1"], c["HOLD2"], c["HOLD3"]), c["ROWS"]
+        return (c["HOLD1"], c["HOLD2"], c["HOLD3"]), c["ROWS"], c["MAXNREG"]
 
     bf16, f32 = torch.bfloat16, torch.float32
-    assert const("rms", 5120, 75600, bf16) == ((32, 8, 0), 1)  # Wan
-    assert const("rms", 3072, 118800, bf16) == ((16, 8, 0), 1)  # HunyuanVideo
-    assert const("rms", 3072, 4608, bf16) == ((16, 8, 0), 1)  # FLUX
-    assert const("rms", 5120, 75600, f32) == ((0, 0, 0), 1)  # 640 bytes per thread: read twice
-    assert const("rms", 1920, 4608, bf16) == ((0, 0, 0), 2)  # 15 chunks: four powers of two
+    assert const("rms", 5120, 75600, bf16) == ((32, 8, 0), 1, 128)  # Wan
+    assert const("rms", 3072, 118800, bf16) == ((16, 8, 0), 1, None)  # HunyuanVideo
+    assert const("rms", 3072, 4608, bf16) == ((0, 0, 0), 2, None)  # FLUX: read twice, two rows per program
+    assert const("rms", 5120, 75600, f32) == ((0, 0, 0), 1, None)  # 640 bytes per thread: read twice
+    assert const("rms", 1920, 75600, bf16) == ((0, 0, 0), 1, None)  # 15 chunks: four powers of two
     assert const("layer", 5120, 75600, bf16)[0] == (8, 2, 0)
     assert const("layer", 3072, 118800, bf16)[0] == (0, 0, 0)
     assert const("layer", 3072, 4608, bf16)[0] == (4, 2, 0)

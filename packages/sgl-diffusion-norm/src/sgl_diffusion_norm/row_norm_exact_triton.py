@@ -718,7 +718,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     every chunk full, no masks; derived from ``D``) and ``TREE`` (LayerNorm: 1, the intra-warp
     combines as warp-local ``tl.gather``s; 0, halving through shared memory; the same order),
     ``HOLD`` (True / False: the row held in registers or read twice; default by the rule below;
-    ``HOLD_BYTES`` moves its size limit).
+    ``HOLD_BYTES`` moves its size limit) and ``MAXNREG`` (CUDA's register cap, a launch option;
+    None: uncapped).
 
     Measured on one H200, bf16 (docs/benchmarks/exact_norm_sweep_h200.json, % of a same-run copy,
     FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
@@ -754,7 +755,12 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     two (bench 84.8%); FLUX 82.1-83.6 -> 79.9-82.8% (one row; bench 78.8%), 81.9-82.4% (two; bench
     76.4%); HunyuanVideo 94.5% either way at one row, 92.5% at two; rms_norm FLUX bench 89.5% at
     one row, 84.5% at two: one row per program. sm_90: 80 / 118 registers at D = 3072 / 5120
-    (Triton 3.9), 80 / 147 (3.6).
+    (Triton 3.9), 80 / 147 (3.6). Run 4 (``exact_norm_sweep_s11_cap_*_h200.json``): the held row
+    capped at 128 registers, Wan 84.5 -> 87.1% under Triton's ptxas (87.1 / 87.2% under torch's);
+    capped at D = 3072 HunyuanVideo lost 1.3 points and FLUX 1-2; FLUX read twice (session 10's
+    kernel, two rows per program) measured 82.3-82.7% against the held row's 80.3-82.0% (runs 1, 2,
+    4: the re-read kernel 0.7-2.3 points ahead each time). The rule: RMSNorm holds from 16384 rows,
+    capped above 32 chunks.
     LayerNorm: ln_modulate FLUX 92.1-93.1 -> 98.8-100.2%, Wan 92.1-92.4 -> 96.6-96.7%, but
     HunyuanVideo 87.4-88.2 -> 85.7-86.7% and layer_norm there 99.7 -> 96.7% (40 -> 48
     registers at 6 chunks, fewer programs per SM): LayerNorm holds from 8 chunks or below 16384
@@ -806,15 +812,17 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         want = out.pop("HOLD")
     else:
         want = (tiles is not None and out["CHUNKS"] * 4 * x_itemsize <= hold_bytes
-                and (out["NORM"] == 1 or out["CHUNKS"] >= 8 or g.rows < _MANY_ROWS))
+                and (g.rows >= _MANY_ROWS if out["NORM"] == 1 else out["CHUNKS"] >= 8 or g.rows < _MANY_ROWS))
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
     if out["NORM"] == 1 and out["HOLD1"] and "ROWS" not in (tuning or {}):
         out["ROWS"] = 1  # RMSNorm's held rows: one per program (two measured no steadier, below)
-    # a register cap (CUDA's maxnreg; not a constexpr: popped by the launch): Triton 3.6's bundled
-    # ptxas builds the held Wan row (D = 5120) with 147 registers uncapped, 118 capped at 128 without
-    # spilling (Triton 3.9's: 118 either way); 13 -> 17 one-warp programs per SM
+    # a register cap (CUDA's maxnreg; not a constexpr: popped by the launch) on RMSNorm rows held
+    # in more than 32 chunks: Triton 3.6's bundled ptxas builds the held Wan row (D = 5120) with 147
+    # registers uncapped, 118 capped at 128 without spilling (Triton 3.9's: 118 either way), 13 -> 17
+    # one-warp programs per SM; at 24 chunks (D = 3072) the cap measured 1.3 points slower
     if "MAXNREG" not in out:
-        out["MAXNREG"] = _HOLD_MAXNREG if platform == "cuda" and out["HOLD1"] and out["NORM"] == 1 else None
+        capped = platform == "cuda" and out["HOLD1"] and out["NORM"] == 1 and out["CHUNKS"] > 32
+        out["MAXNREG"] = _HOLD_MAXNREG if capped else None
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     return out
