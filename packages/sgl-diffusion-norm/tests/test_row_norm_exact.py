@@ -423,7 +423,7 @@ def test_held_row_keeps_the_bits(op, D):
 
 def test_hold_rule():
     """Which rows are held: chunks that split into at most three powers of two and fit
-    ``HOLD_BYTES`` per thread; RMSNorm from 16384 rows, one per program, capped at 128 registers
+    ``HOLD_BYTES`` per thread, in bf16 or fp32; RMSNorm from 16384 rows, one per program, capped at 128 registers
     above 32 chunks (CUDA); LayerNorm from 8 chunks or below 16384 rows (session 11's measurements)."""
     from types import SimpleNamespace
 
@@ -439,7 +439,7 @@ def test_hold_rule():
         ch = chain_dtypes(norm, dt, None, None, torch.empty(0, dtype=dt), None)
         geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch, norm=norm,
                                scale=None, shift=None)
-        c = launch_constants(geom, None, None, "cuda", x_itemsize=torch.empty(0, dtype=dt).element_size())
+        c = launch_constants(geom, None, None, "cuda", x_dtype=dt)
         return (c["HOLD1"], c["HOLD2"], c["HOLD3"]), c["ROWS"], c["MAXNREG"]
 
     bf16, f32 = torch.bfloat16, torch.float32
@@ -448,6 +448,8 @@ def test_hold_rule():
     assert const("rms", 3072, 4608, bf16) == ((0, 0, 0), 2, None)  # FLUX: read twice, two rows per program
     assert const("rms", 5120, 75600, f32) == ((0, 0, 0), 1, None)  # 640 bytes per thread: read twice
     assert const("rms", 1920, 75600, bf16) == ((0, 0, 0), 1, None)  # 15 chunks: four powers of two
+    assert const("rms", 3072, 118800, torch.float16) == ((0, 0, 0), 1, None)  # fp16: never held
+    assert const("rms", 2432, 75600, f32) == ((16, 2, 1), 1, None)  # fp32, 304 bytes per thread
     assert const("layer", 5120, 75600, bf16)[0] == (8, 2, 0)
     assert const("layer", 3072, 118800, bf16)[0] == (0, 0, 0)
     assert const("layer", 3072, 4608, bf16)[0] == (4, 2, 0)
