@@ -415,7 +415,7 @@ def test_held_row_keeps_the_bits(op, D):
         args, kw, tensors = (x, w), {}, (x, None, None, w, None)
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
     ref = prepare(geom, *tensors, tuning={"HOLD": False}).fused(*tensors, 1e-6, 1.0)
-    rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}] if op.startswith("rms") else [{}]
+    rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}, {"ROWS": 1, "WPR": 2}] if op.startswith("rms") else [{}]
     for extra in rows:
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
         testing.assert_exact(run.fused(*tensors, 1e-6, 1.0), ref)
@@ -453,3 +453,17 @@ def test_hold_rule():
     assert const("layer", 5120, 75600, bf16)[0] == (8, 2, 0)
     assert const("layer", 3072, 118800, bf16)[0] == (0, 0, 0)
     assert const("layer", 3072, 4608, bf16)[0] == (4, 2, 0)
+
+
+def test_warps_per_row_is_checked():
+    """``WPR`` (warps per row) is a launch option of RMSNorm's kernel only, 1, 2 or 4."""
+    from sgl_diffusion_core import describe, resolve_target
+
+    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    x = torch.randn(1, 4, 256)
+    for op in ("rms_norm", "layer_norm"):
+        geom = describe(f"norm.{op}", x).info["geom"]
+        with pytest.raises(ValueError, match="warps per row"):
+            prepare(geom, x, None, None, None, None, tuning={"WPR": 3})
+    with pytest.raises(ValueError, match="above 1 only for RMSNorm"):
+        prepare(describe("norm.layer_norm", x).info["geom"], x, None, None, None, None, tuning={"WPR": 2})

@@ -719,8 +719,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     every chunk full, no masks; derived from ``D``) and ``TREE`` (LayerNorm: 1, the intra-warp
     combines as warp-local ``tl.gather``s; 0, halving through shared memory; the same order),
     ``HOLD`` (True / False: the row held in registers or read twice; default by the rule below;
-    ``HOLD_BYTES`` moves its size limit) and ``MAXNREG`` (CUDA's register cap, a launch option;
-    None: uncapped).
+    ``HOLD_BYTES`` moves its size limit), ``MAXNREG`` (CUDA's register cap, a launch option;
+    None: uncapped) and ``WPR`` (RMSNorm's warps per row, a launch option; see ``_split_options``).
 
     Measured on one H200, bf16 (docs/benchmarks/exact_norm_sweep_h200.json, % of a same-run copy,
     FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
@@ -833,10 +833,17 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
 
 
 def _split_options(const: dict) -> tuple[dict, dict]:
-    """The kernel's constexprs and its Triton launch options (warps, stages, the register cap)."""
+    """The kernel's constexprs and its Triton launch options (warps, stages, the register cap).
+    ``WPR`` (RMSNorm, tuning only, default 1): warps per row. The arithmetic is elementwise on the
+    ``[ROWS, 4 * LANES]`` accumulators and an explicit tree, so spreading a row over more warps
+    changes which thread does what, never the order (sm_90, held row at D = 3072: 56 registers on
+    2 warps against 80-92 on one; not measured on a GPU yet)."""
     const = dict(const)
     maxnreg = const.pop("MAXNREG", None)
-    options = {"num_warps": _num_warps(const), "num_stages": 1}
+    wpr = const.pop("WPR", 1)
+    if wpr not in (1, 2, 4) or (wpr > 1 and const["NORM"] != 1):
+        raise ValueError(f"WPR (warps per row) must be 1, 2 or 4, and above 1 only for RMSNorm, not {wpr}")
+    options = {"num_warps": _num_warps(const) * wpr, "num_stages": 1}
     if maxnreg:
         options["maxnreg"] = maxnreg
     return const, options
