@@ -55,8 +55,9 @@ def _configs(op: str, D: int) -> list[dict]:
     # thread) measured 60-86% against 79-95% (exact_norm_sweep_s9_pack_rejected_h200.json): reverted
     # session 11: the row held in registers (HOLD, one read of x) against the re-reading kernel
     # (HOLD False: session 10's default, with RMSNorm's rows per program and REVERSE_OUT)
-    # (run 2 also measured 2 and 4 held rows per program); run 4: the register cap of the held row.
-    # Next: a row spread over 2 / 4 warps (WPR; the same arithmetic), held or read twice
+    # (session 11's runs 2 and 4 measured 2 and 4 held rows per program and the held row's register
+    # cap with other configurations). Next: a row spread over 2 / 4 warps (WPR; the same
+    # arithmetic), held or read twice; ``{}`` (the rule) repeats one of them: a noise estimate
     if op.startswith("rms"):
         return [{}, {"HOLD": True}, {"HOLD": False}, {"WPR": 2, "ROWS": 1, "HOLD": True},
                 {"WPR": 2, "ROWS": 1, "HOLD": False}, {"WPR": 4, "ROWS": 1, "HOLD": True}]

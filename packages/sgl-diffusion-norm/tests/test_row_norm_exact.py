@@ -205,7 +205,8 @@ def test_build_choices_keep_the_bits(op):
     ref = prepare(geom, *tensors).fused(*tensors, 1e-6, 1.0)
     choices = [{"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": 3, "UNROLL_OUT": 2}]
     choices += (
-        [{"HW_FMA": False}, {"VEC": False}, {"VEC": False, "HW_FMA": False}]
+        [{"HW_FMA": False}, {"VEC": False}, {"VEC": False, "HW_FMA": False}, {"HOLD": False},
+         {"HOLD": False, "UNROLL": 1, "UNROLL_OUT": 1}]
         if op == "layer_norm"
         else [{"ROWS": 2}, {"ROWS": 4, "UNROLL": 1}]
     )
@@ -230,8 +231,10 @@ def test_layer_norm_load_forms_keep_the_bits(D):
     geom = describe("norm.layer_norm", x, w, b).info["geom"]
     tensors = (x, None, None, w, b)
     ref = prepare(geom, *tensors, tuning={"VEC": False, "EVEN": False}).fused(*tensors, 1e-6, 1.0)
-    for tuning in ({}, {"VEC": True}, {"VEC": True, "EVEN": False}):
-        testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), ref)
+    for hold in (False, True):  # few rows: held by default; the re-reading path pinned too
+        for tuning in ({}, {"VEC": True}, {"VEC": True, "EVEN": False}):
+            tuning = {**tuning, "HOLD": hold}
+            testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), ref)
 
 
 def _aten_layer_norm_order(x: torch.Tensor, eps: float, warp: int = 32, nwarp: int = 4) -> torch.Tensor:
@@ -289,10 +292,10 @@ def _aten_layer_norm_order(x: torch.Tensor, eps: float, warp: int = 32, nwarp: i
     return torch.from_numpy(np.stack(out))
 
 
-@pytest.mark.parametrize("D", [520, 1536, 2432])
-@pytest.mark.parametrize("vec", [True, False])
+@pytest.mark.parametrize("D", [520, 1536, 2432, 3100])
+@pytest.mark.parametrize("vec,hold", [(True, False), (True, True), (False, False)])
 @pytest.mark.parametrize("tree", [0, 1])
-def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec, tree):
+def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec, hold, tree):
     """The exact LayerNorm kernel against an independent model of eager's CUDA order (above), on
     random fp32 rows where the order decides the bits: catches a wrong tree, table or slot order
     on the CPU lane (the gate's own CPU checks cannot: there eager sums in another order)."""
@@ -303,7 +306,8 @@ def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec, tree):
     x = torch.randn(1, 3, D) * 3 + 0.7
     geom = describe("norm.layer_norm", x).info["geom"]
     tensors = (x, None, None, None, None)
-    got = prepare(geom, *tensors, tuning={"HW_FMA": False, "VEC": vec, "TREE": tree}).fused(*tensors, 1e-6, 1.0)
+    tuning = {"HW_FMA": False, "VEC": vec, "TREE": tree, "HOLD": hold}  # 3100: 7 chunks = 4 + 2 + 1, held
+    got = prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0)
     testing.assert_exact(got.reshape(3, D), _aten_layer_norm_order(x.reshape(3, D), 1e-6))
 
 
@@ -324,8 +328,9 @@ def test_unmasked_full_chunks_keep_the_bits(op):
     else:
         args, kw, tensors = (x, w), {}, (x, None, None, w, None)
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
-    ref = prepare(geom, *tensors, tuning={"EVEN": False}).fused(*tensors, 1e-6, 1.0)
-    testing.assert_exact(prepare(geom, *tensors).fused(*tensors, 1e-6, 1.0), ref)
+    for hold in (False, True):
+        ref = prepare(geom, *tensors, tuning={"EVEN": False, "HOLD": hold}).fused(*tensors, 1e-6, 1.0)
+        testing.assert_exact(prepare(geom, *tensors, tuning={"HOLD": hold}).fused(*tensors, 1e-6, 1.0), ref)
 
 
 def test_wide_layer_norm_rows_keep_the_loop():
@@ -388,18 +393,21 @@ def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
     x = torch.randn(1, rows, D) * 3 + 0.7
     geom = describe("norm.rms_norm", x).info["geom"]
     tensors = (x, None, None, None, None)
-    run = prepare(geom, *tensors, tuning={"HOLD": hold, "HOLD_BYTES": 1 << 20})
+    run = prepare(geom, *tensors, tuning={"HOLD": hold})
     got = run.fused(*tensors, 1e-6, 1.0).reshape(rows, D)
     testing.assert_exact(got, _aten_rms_norm_order(x.reshape(rows, D), 1e-6))
 
 
-@pytest.mark.parametrize("op,D", [("rms_modulate", 2432), ("rms_norm", 640), ("ln_modulate", 2432),
-                                  ("layer_norm", 1536)])
+@pytest.mark.parametrize("op,D", [("rms_modulate", 2432), ("rms_norm", 640), ("rms_modulate", 2440),
+                                  ("ln_modulate", 2432), ("layer_norm", 1536), ("ln_modulate", 3100),
+                                  ("layer_norm", 3584)])
 def test_held_row_keeps_the_bits(op, D):
     """The row held in registers (``HOLD``: read once, its chunks as join trees of up to three
-    powers of two: RMSNorm 2432 = 19 chunks of 128 = 16 + 2 + 1, 640 = 4 + 1; LayerNorm 2432 = 5
-    chunks of 512 with a partial last one, 1536 = 2 + 1) gives the re-reading kernel's bits in
-    bf16, RMSNorm with 1, 2 and 4 rows per program (a last program with fewer rows)."""
+    powers of two: RMSNorm 2432 = 19 chunks of 128 = 16 + 2 + 1, 640 = 4 + 1, 2440 = 16 + 4 with a
+    partial last chunk; LayerNorm 2432 = 5 chunks of 512 with a partial last one = 4 + 1, 1536 =
+    2 + 1, 3584 = 4 + 2 + 1, 3100 = 4 + 2 + 1 with a partial last one) gives the re-reading
+    kernel's bits in bf16, RMSNorm with 1, 2 and 4 rows per program (a last program with fewer
+    rows) and on 2 warps per row."""
     from sgl_diffusion_core import describe, resolve_target
 
     prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
@@ -416,6 +424,8 @@ def test_held_row_keeps_the_bits(op, D):
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
     ref = prepare(geom, *tensors, tuning={"HOLD": False}).fused(*tensors, 1e-6, 1.0)
     rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}, {"ROWS": 1, "WPR": 2}] if op.startswith("rms") else [{}]
+    launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
+    assert launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True}, torch.bfloat16)["HOLD1"] > 0
     for extra in rows:
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
         testing.assert_exact(run.fused(*tensors, 1e-6, 1.0), ref)
@@ -435,11 +445,11 @@ def test_hold_rule():
     assert rx(15) is None and rx(0) is None
     launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
 
-    def const(norm, D, rows, dt):
+    def const(norm, D, rows, dt, platform="cuda", tuning=None):
         ch = chain_dtypes(norm, dt, None, None, torch.empty(0, dtype=dt), None)
         geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch, norm=norm,
                                scale=None, shift=None)
-        c = launch_constants(geom, None, None, "cuda", x_dtype=dt)
+        c = launch_constants(geom, None, None, platform, tuning, x_dtype=dt)
         return (c["HOLD1"], c["HOLD2"], c["HOLD3"]), c["ROWS"], c["MAXNREG"]
 
     bf16, f32 = torch.bfloat16, torch.float32
@@ -450,7 +460,19 @@ def test_hold_rule():
     assert const("rms", 1920, 75600, bf16) == ((0, 0, 0), 1, None)  # 15 chunks: four powers of two
     assert const("rms", 3072, 118800, torch.float16) == ((0, 0, 0), 1, None)  # fp16: never held
     assert const("rms", 2432, 75600, f32) == ((16, 2, 1), 1, None)  # fp32, 304 bytes per thread
+    assert const("rms", 4096, 16384, bf16) == ((32, 0, 0), 1, None)  # 32 chunks: uncapped
+    assert const("rms", 4224, 16384, bf16) == ((32, 1, 0), 1, 128)  # 33 chunks: capped
+    assert const("rms", 4224, 16384, bf16, "hip")[2] is None  # the cap is CUDA's
+    assert const("rms", 4224, 16384, bf16, "cpu")[2] is None
+    assert const("rms", 4096, 16383, bf16) == ((0, 0, 0), 2, None)  # below 16384 rows: read twice
+    assert const("rms", 5120, 75600, bf16, tuning={"HOLD_BYTES": 319})[0] == (0, 0, 0)
+    with pytest.raises(ValueError, match="three powers of two"):
+        const("rms", 1920, 75600, bf16, tuning={"HOLD": True})
+    with pytest.raises(ValueError, match="VEC"):
+        const("layer", 5120, 75600, bf16, tuning={"HOLD": True, "VEC": False})
     assert const("layer", 5120, 75600, bf16)[0] == (8, 2, 0)
+    assert const("layer", 3584, 75600, bf16)[0] == (0, 0, 0)  # 7 chunks of 512, many rows: read twice
+    assert const("layer", 3584, 4608, bf16)[0] == (4, 2, 1)  # few rows: held
     assert const("layer", 3072, 118800, bf16)[0] == (0, 0, 0)
     assert const("layer", 3072, 4608, bf16)[0] == (4, 2, 0)
 

@@ -701,7 +701,7 @@ def mean_factor(rows: int, D: int) -> float:
     return float(f)
 
 
-# raw bytes of x per thread up to which RMSNorm holds its row in registers (bf16 D = 5120: 320)
+# raw bytes of x per thread up to which a row is held in registers (RMSNorm bf16 D = 5120: 320)
 _HOLD_BYTES = 320
 _HOLD_MAXNREG = 128
 _MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT, HOLD)
@@ -811,6 +811,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     tiles = hold_tiles(out["CHUNKS"]) if out["NORM"] == 1 or out["VEC"] else None
     if "HOLD" in out:  # tuning: force the held row on (where the chunks split) or off
         want = out.pop("HOLD")
+        if want and tiles is None:
+            raise ValueError(f"HOLD needs {out['CHUNKS']} chunks as at most three powers of two"
+                             f"{' and VEC (LayerNorm)' if out['NORM'] == 0 else ''}")
     else:
         # fp16 is not held: its two widenings are the same conversion, which the compiler merges
         # into one held fp32 copy (sm_90: 185-232 registers at D = 5120, against bf16's 108-118)
@@ -950,12 +953,15 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                     mod = torch.empty(0, dtype=dt)
                     ch = chain_dtypes(norm, dt, mod if modulated else None, mod if modulated else None, mod, None)
                     lay = SimpleNamespace(sb=0, ss=0, L=1) if modulated else None
-                    geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch,
-                                           norm=norm, scale=lay, shift=lay)
-                    builds = [launch_constants(geom, mod, None, platform, x_dtype=dt)]
-                    if dt == torch.bfloat16 and D == 5120:  # the other side of the HOLD rule (wider rows)
-                        builds.append(launch_constants(geom, mod, None, platform, {"HOLD": not builds[0]["HOLD1"]},
-                                                       x_dtype=dt))
+                    builds = []
+                    # the launch rules at a video's rows (Wan) and at an image's (FLUX: 4608), which
+                    # differ in HOLD, ROWS and REVERSE_OUT
+                    for n in (rows, 4608):
+                        geom = SimpleNamespace(x=RowGeometry(1, n, D, n * D, D, (1, n, D), False), chain=ch,
+                                               norm=norm, scale=lay, shift=lay)
+                        const = launch_constants(geom, mod, None, platform, x_dtype=dt)
+                        if const not in builds:
+                            builds.append(const)
                     for const in builds:
                         out += _aot_builds(const, names[dt], norm, D, modulated)
     return out
