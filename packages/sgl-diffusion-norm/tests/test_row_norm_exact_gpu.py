@@ -101,6 +101,27 @@ def test_plain_exact(D):
     _check("rms_norm", x, w=w.float(), label=f"rms_norm D={D} weight=fp32")
 
 
+@pytest.mark.parametrize("D", [3072, 5120])
+@pytest.mark.parametrize("tuning", [{}, {"HOLD": False}, {"WPR": 2, "ROWS": 1}, {"WPR": 2, "ROWS": 1, "HOLD": False},
+                                    {"ROWS": 2}, {"MAXNREG": None}])
+def test_rms_build_choices_at_many_rows(D, tuning):
+    """RMSNorm's launch at 16384+ rows (the rule: the row held in registers, capped above 32 chunks)
+    and the other build choices there (read twice, two warps per row, two rows per program,
+    uncapped): the fused kernel alone is ``torch.equal`` to eager (rms_modulate, per sample, bf16
+    weight), so no build choice relies on the gate's fallback."""
+    from sgl_diffusion_core import describe, resolve_target
+
+    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    torch.manual_seed(D)
+    x = torch.randn(1, 16401, D, device="cuda", dtype=torch.bfloat16)  # odd: ROWS=2 leaves a last program one row
+    sc, sh = _mods(D, "per-sample")
+    w = 1 + 0.1 * torch.randn(D, device="cuda", dtype=torch.bfloat16)
+    geom = describe("norm.rms_modulate", x, sc, sh, weight=w).info["geom"]
+    tensors = (x, sc, sh, w, None)
+    out = prepare(geom, *tensors, tuning=dict(tuning)).fused(*tensors, 1e-6, 1.0)
+    testing.assert_exact(out, norm.rms_modulate_reference(x, sc, sh, weight=w))
+
+
 def test_cuda_graph_capture_uses_only_verified_signatures():
     x = torch.randn(1, 4608, 3072, device="cuda", dtype=torch.bfloat16)
     sc, sh = _mods(3072, "per-sample")
