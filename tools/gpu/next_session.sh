@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU work queued for the next session (one ~4-minute call on one nvidia-h200): the open
+# The GPU work queued for the next session (one ~8-minute call on one nvidia-h200): the open
 # shortfalls session 11 left, re-measured at the current code, in priority order.
 #   channel_rms_norm contiguous C = 384 (82.2-82.7%; 4-D 78.8%): session 10's Nsight Compute
 #       (ncu_channel_rms_norm_c384_contig_hold_s10.txt) has the hold kernel at 121 registers, two
@@ -12,6 +12,10 @@
 # Usage on the device machine, from the repo root: bash tools/gpu/next_session.sh SHA OUT
 set -uo pipefail
 source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out_next
+# the exact row-norm lane with session 11's new case (RMSNorm's build choices at 16401 rows: the held
+# row at the final rule has run on the GPU only in sweeps and benches)
+t row_norm_exact 200 packages/sgl-diffusion-norm/tests/test_row_norm_exact_gpu.py
+snap
 vsweep torchptxas 150 channel_rms_norm/c384,channel_rms_norm/c192 TRITON_PTXAS_PATH="$TORCH_PTXAS"
 CUDA_VISIBLE_DEVICES=0 timeout 200 python3 tools/gpu/exact_norm_sweep.py "$OUT/exact_norm_sweep_wpr_h200.json" \
     rms_modulate,rms_norm flux,wan,hunyuan > "$OUT/exact_norm_sweep_wpr.log" 2>&1
