@@ -358,24 +358,43 @@ def _lane_total(acc, R: tl.constexpr, LANES: tl.constexpr, WARP: tl.constexpr):
     return tl.reshape(t, [R, 1])
 
 
-# --- RMSNorm with the row held in registers (HOLD): one read of x ---------------------------------
-# The row's chunks are loaded once, as a binary tree of ``tl.join``s (``[R, CH, 2, .., 2]``: a pure
-# register grouping, no data movement), kept raw (16-bit values stay packed: the squares widen them
-# with the conversion instruction, the output chain through their bits, two forms the compiler does
-# not merge into one held fp32 copy), and
-# walked twice by ``tl.split`` in chunk order: the sum of squares (each slot's accumulator adds the
-# chunks one after another, eager's order) and the output chain.
+# --- the row held in registers (HOLD): one read of x ----------------------------------------------
+# The row's chunks are loaded once, as a binary tree of ``tl.join``s (``[.., 2, .., 2]``: a pure
+# register grouping, no data movement), kept raw (16-bit values stay packed: the statistics widen
+# them with the conversion instruction, the output chain through their bits, two forms the compiler
+# does not merge into one held fp32 copy), and walked twice by ``tl.split`` in chunk order: the
+# statistics (RMSNorm: each slot's accumulator adds the chunks' squares one after another; LayerNorm:
+# the Welford steps chunk after chunk; eager's orders) and the output chain. A chunk is RMSNorm's
+# ``[ROWS, CH]`` tile or LayerNorm's ``[NT, 4]`` (``LAYER``: VEC's chunk, ``CH = 4 * NT``).
 
 
 @triton.jit
-def _hold_load(x_rows, rmask, D, k0, CH: tl.constexpr, N: tl.constexpr):
-    """Chunks ``k0 .. k0 + N - 1`` (``N`` a power of two) of ``R`` rows, raw, as a join tree."""
-    if N == 1:
-        offs = k0 * CH + tl.arange(0, CH)[None, :]
-        return tl.load(x_rows + offs, mask=rmask & (offs < D), other=0.0, eviction_policy="evict_first")
+def _hold_leaf(rmask, D, K: tl.constexpr, CH: tl.constexpr, LAYER: tl.constexpr, EVEN: tl.constexpr):
+    """Element offsets and mask of chunk ``K``."""
+    if LAYER:
+        offs = _vec_offsets(K, CH // 4)
+        if EVEN:
+            return offs, tl.full([CH // 4, 4], 1, tl.int1)
+        else:
+            return offs, offs < D
     else:
-        return tl.join(_hold_load(x_rows, rmask, D, k0, CH, N // 2),
-                       _hold_load(x_rows, rmask, D, k0 + N // 2, CH, N // 2))
+        offs = K * CH + tl.arange(0, CH)[None, :]
+        return offs, rmask & (offs < D)
+
+
+@triton.jit
+def _hold_load(x_rows, rmask, D, K0: tl.constexpr, CH: tl.constexpr, N: tl.constexpr, LAYER: tl.constexpr,
+               EVEN: tl.constexpr):
+    """Chunks ``K0 .. K0 + N - 1`` (``N`` a power of two), raw, as a join tree."""
+    if N == 1:
+        if LAYER:
+            return _vec_load(x_rows, D, K0, CH // 4, EVEN, "evict_first")
+        else:
+            offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, EVEN)
+            return tl.load(x_rows + offs, mask=mask, other=0.0, eviction_policy="evict_first")
+    else:
+        return tl.join(_hold_load(x_rows, rmask, D, K0, CH, N // 2, LAYER, EVEN),
+                       _hold_load(x_rows, rmask, D, K0 + N // 2, CH, N // 2, LAYER, EVEN))
 
 
 @triton.jit
@@ -387,39 +406,6 @@ def _hold_squares(acc, t, N: tl.constexpr):
     else:
         lo, hi = tl.split(t)
         return _hold_squares(_hold_squares(acc, lo, N // 2), hi, N // 2)
-
-
-@triton.jit
-def _hold_emit(t, k0, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
-               CH: tl.constexpr, N: tl.constexpr,
-               HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
-               P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
-               T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
-               ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
-    """The output chain of the held chunks ``k0 .. k0 + N - 1``."""
-    if N == 1:
-        offs = k0 * CH + tl.arange(0, CH)[None, :]
-        _emit(triton_math.widen_bits(t), offs, rmask & (offs < D), 0.0, rstd, W, BIAS, sc_row, sh_row, y_row,
-              scale_offset, 1, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
-              ROUND_OFFSET, HW_FMA)
-    else:
-        lo, hi = tl.split(t)
-        _hold_emit(lo, k0, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, N // 2,
-                   HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
-                   HW_FMA)
-        _hold_emit(hi, k0 + N // 2, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, N // 2,
-                   HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
-                   HW_FMA)
-
-
-@triton.jit
-def _hold_load_vec(x_row, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, EVEN: tl.constexpr):
-    """LayerNorm's chunks ``K0 .. K0 + N - 1`` (``[NT, 4]`` each), raw, as a join tree."""
-    if N == 1:
-        return _vec_load(x_row, D, K0, NT, EVEN, "evict_first")
-    else:
-        return tl.join(_hold_load_vec(x_row, D, K0, NT, N // 2, EVEN),
-                       _hold_load_vec(x_row, D, K0 + N // 2, NT, N // 2, EVEN))
 
 
 @triton.jit
@@ -435,29 +421,26 @@ def _hold_welford(m, s, t, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexp
 
 
 @triton.jit
-def _hold_emit_vec(t, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
-                   K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, EVEN: tl.constexpr,
-                   HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
-                   P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
-                   T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
-                   ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
-    """LayerNorm's output chain of the held chunks ``K0 .. K0 + N - 1``."""
+def _hold_emit(t, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
+               K0: tl.constexpr, CH: tl.constexpr, N: tl.constexpr, LAYER: tl.constexpr, EVEN: tl.constexpr,
+               HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
+               P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
+               T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+               ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
+    """The output chain of the held chunks ``K0 .. K0 + N - 1``."""
     if N == 1:
-        offs = _vec_offsets(K0, NT)
-        if EVEN:
-            mask = tl.full([NT, 4], 1, tl.int1)
-        else:
-            mask = offs < D
-        _emit(triton_math.widen_bits(t), offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0,
-              HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
+        offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, EVEN)
+        _emit(triton_math.widen_bits(t), offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
+              0 if LAYER else 1, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+              ROUND_OFFSET, HW_FMA)
     else:
         lo, hi = tl.split(t)
-        _hold_emit_vec(lo, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, K0, NT, N // 2, EVEN,
-                       HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
-                       HW_FMA)
-        _hold_emit_vec(hi, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, K0 + N // 2, NT, N // 2,
-                       EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
-                       ROUND_OFFSET, HW_FMA)
+        _hold_emit(lo, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, K0, CH, N // 2, LAYER,
+                   EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                   ROUND_OFFSET, HW_FMA)
+        _hold_emit(hi, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, K0 + N // 2, CH, N // 2,
+                   LAYER, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                   ROUND_OFFSET, HW_FMA)
 
 
 def hold_tiles(chunks: int) -> tuple[int, int, int] | None:
@@ -544,11 +527,11 @@ def _row_norm_exact_kernel(
         x1 = X + b1 * x_sb + (row1 - b1 * S) * x_ss
         if HOLD1 > 0:
             # the row held in registers (VEC's chunks, HOLD1 + HOLD2 + HOLD3 == CHUNKS)
-            t1 = _hold_load_vec(x1, D, 0, NT, HOLD1, EVEN)
+            t1 = _hold_load(x1, rmask, D, 0, CH, HOLD1, True, EVEN)
             if HOLD2 > 0:
-                t2 = _hold_load_vec(x1, D, HOLD1, NT, HOLD2, EVEN)
+                t2 = _hold_load(x1, rmask, D, HOLD1, CH, HOLD2, True, EVEN)
             if HOLD3 > 0:
-                t3 = _hold_load_vec(x1, D, HOLD1 + HOLD2, NT, HOLD3, EVEN)
+                t3 = _hold_load(x1, rmask, D, HOLD1 + HOLD2, CH, HOLD3, True, EVEN)
             m = tl.zeros([NT], tl.float32)
             s = tl.zeros([NT], tl.float32)
             m, s = _hold_welford(m, s, t1, D, 0, NT, HOLD1, EVEN, HW_FMA)
@@ -564,11 +547,11 @@ def _row_norm_exact_kernel(
         CH: tl.constexpr = 4 * LANES
         if HOLD1 > 0:
             # the row held in registers: chunks HOLD1 + HOLD2 + HOLD3 == CHUNKS (powers of two)
-            t1 = _hold_load(x_row, rmask, D, 0, CH, HOLD1)
+            t1 = _hold_load(x_row, rmask, D, 0, CH, HOLD1, False, False)
             if HOLD2 > 0:
-                t2 = _hold_load(x_row, rmask, D, HOLD1, CH, HOLD2)
+                t2 = _hold_load(x_row, rmask, D, HOLD1, CH, HOLD2, False, False)
             if HOLD3 > 0:
-                t3 = _hold_load(x_row, rmask, D, HOLD1 + HOLD2, CH, HOLD3)
+                t3 = _hold_load(x_row, rmask, D, HOLD1 + HOLD2, CH, HOLD3, False, False)
             acc = _hold_squares(tl.zeros([ROWS, CH], tl.float32), t1, HOLD1)
             if HOLD2 > 0:
                 acc = _hold_squares(acc, t2, HOLD2)
@@ -583,42 +566,32 @@ def _row_norm_exact_kernel(
         else:
             var = total * mean_factor
     rstd = tl.math.rsqrt(var + eps)
-    if HOLD1 > 0 and NORM == 0:  # LayerNorm's output chain of the held row
-        _hold_emit_vec(t1, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, NT, HOLD1, EVEN,
-                       HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
-                       HW_FMA)
+    if HOLD1 > 0:  # the output chain of the held row
+        if NORM == 1:
+            # rebuilt from scalars: Triton 3.6 otherwise carries the reduction's layout (lanes
+            # replicated) into the output chain and converts every held chunk into it (168 instead of
+            # 80 sm_90 registers at D = 3072)
+            if ROWS == 1:
+                rstd = tl.sum(tl.reshape(rstd, [1]), axis=0)
+            else:
+                rb = tl.zeros([ROWS, 1], tl.float32)
+                for r in tl.static_range(ROWS):
+                    # row r's value (a sum of it and zeros) put back by a select on a fresh arange,
+                    # whose layout the output chain chooses
+                    r_val = tl.sum(tl.reshape(tl.where(tl.arange(0, ROWS)[:, None] == r, rstd, 0.0), [ROWS]), axis=0)
+                    rb = tl.where(tl.arange(0, ROWS)[:, None] == r, r_val, rb)
+                rstd = rb
+        _hold_emit(t1, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CH, HOLD1, NORM == 0,
+                   EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
+                   HW_FMA)
         if HOLD2 > 0:
-            _hold_emit_vec(t2, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1, NT, HOLD2, EVEN,
-                           HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
-                           ROUND_OFFSET, HW_FMA)
+            _hold_emit(t2, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1, CH, HOLD2,
+                       NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3,
+                       OUT, ROUND_OFFSET, HW_FMA)
         if HOLD3 > 0:
-            _hold_emit_vec(t3, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, NT, HOLD3,
-                           EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
-                           ROUND_OFFSET, HW_FMA)
-    elif HOLD1 > 0:  # RMSNorm's output chain of the held row
-        # rebuilt from scalars: Triton 3.6 otherwise carries the reduction's layout (lanes
-        # replicated) into the output chain and converts every held chunk into it (168 instead of 80
-        # sm_90 registers at D = 3072)
-        if ROWS == 1:
-            rstd = tl.sum(tl.reshape(rstd, [1]), axis=0)
-        else:
-            rb = tl.zeros([ROWS, 1], tl.float32)
-            for r in tl.static_range(ROWS):
-                # row r's value (a sum of it and zeros) put back by a select on a fresh arange,
-                # whose layout the output chain chooses
-                r_val = tl.sum(tl.reshape(tl.where(tl.arange(0, ROWS)[:, None] == r, rstd, 0.0), [ROWS]), axis=0)
-                rb = tl.where(tl.arange(0, ROWS)[:, None] == r, r_val, rb)
-            rstd = rb
-        _hold_emit(t1, 0, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, HOLD1, HAS_SCALE,
-                   HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
-        if HOLD2 > 0:
-            _hold_emit(t2, HOLD1, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, HOLD2,
-                       HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
-                       HW_FMA)
-        if HOLD3 > 0:
-            _hold_emit(t3, HOLD1 + HOLD2, rmask, D, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CH, HOLD3,
-                       HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
-                       HW_FMA)
+            _hold_emit(t3, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, CH,
+                       HOLD3, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
+                       T2, T3, OUT, ROUND_OFFSET, HW_FMA)
     else:  # the output pass reads x again
         cols = tl.arange(0, CH)[None, :]
         for kk in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL_OUT):
