@@ -28,15 +28,18 @@ VAE = resolve_target("sgl_diffusion_layout.layout_bench:VAE")
 def main(path: str) -> None:
     device = torch.device("cuda")
     default = dict(RULE)
+    # session 12: ``span`` (a program's rows run across frame boundaries: at C = 384 a frame's 122
+    # output rows took 16 programs of 8 rows, the last of them 2 rows) against the frame tiles
+    tiles = [(1024, 32), (512, 16), (512, 8), (2048, 32), (2048, 64), (1024, 16)]
     configs = [{}, {"kernel": "flat"}] + [
-        {"tile_words": t, "thread_words": w}
-        for t in (512, 1024, 2048, 4096)
-        for w in (8, 16, 32, 64)
-        if (t, w) != (default["tile_words"], default["thread_words"]) and t // w <= 32 * 16 and t >= 32 * w
+        {"tile_words": t, "thread_words": w, "span": s}
+        for s in (False, True) for t, w in tiles
+        if (t, w, s) != (default["tile_words"], default["thread_words"], default["span"])
     ]
-    # session 10 run 9: the word kernel writing runs of tile_words words of one output frame (row and
-    # column by division; no lanes idle past a row) measured 82.6-87.5% at C = 384 and 71.5-89.6% at
-    # C = 96 against the row tiles' 87.4 / 87.2% in the same run (cat_pad_sweep_s10_runs_rejected_h200.json):
+    # session 10 swept tiles of 512-4096 words x 8-64 words per thread (cat_pad_sweep_s10_h200.json);
+    # its run 9: the word kernel writing runs of tile_words words of one output frame (row and column
+    # by division; no lanes idle past a row) measured 82.6-87.5% at C = 384 and 71.5-89.6% at C = 96
+    # against the row tiles' 87.4 / 87.2% in the same run (cat_pad_sweep_s10_runs_rejected_h200.json):
     # reverted
     rows = []
     for name, (B, C, T, H, W) in VAE.items():

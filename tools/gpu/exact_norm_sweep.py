@@ -17,7 +17,8 @@ rms_modulate 70/57/91%, layer_norm 12-18%). Two suspects, both build choices of
 Each configuration runs the kernel alone (no gate) and must be ``torch.equal`` to the eager
 chain (a mismatch is flagged in the row's note); time (CUDA events, L2 flushed) and % of a
 same-run copy of the bench's bytes. Usage:
-``python3 tools/gpu/exact_norm_sweep.py OUT.json [OP,OP,.. [CASE,CASE,..]]``.
+``python3 tools/gpu/exact_norm_sweep.py OUT.json [OP,OP,.. [CASE,CASE,.. [CONFIGS]]]`` (CONFIGS: a JSON
+list of tuning dicts, repeats allowed, instead of the built-in list).
 
 Session 5 found why the benches measured exact ``rms_modulate`` at Wan at 56% of copy and the
 sweeps at 77%: ``torch.compile`` (the benches' baseline) sets ``TRITON_PTXAS_PATH`` to torch's
@@ -56,15 +57,13 @@ def _configs(op: str, D: int) -> list[dict]:
     # session 11: the row held in registers (HOLD, one read of x) against the re-reading kernel
     # (HOLD False: session 10's default, with RMSNorm's rows per program and REVERSE_OUT)
     # (session 11's runs 2 and 4 measured 2 and 4 held rows per program and the held row's register
-    # cap with other configurations). Next: a row spread over 2 / 4 warps (WPR; the same
-    # arithmetic), held or read twice; ``{}`` (the rule) repeats one of them: a noise estimate
-    if op.startswith("rms"):
-        return [{}, {"HOLD": True}, {"HOLD": False}, {"WPR": 2, "ROWS": 1, "HOLD": True},
-                {"WPR": 2, "ROWS": 1, "HOLD": False}, {"WPR": 4, "ROWS": 1, "HOLD": True}]
+    # cap with other configurations). Session 12: a row spread over 2 / 4 warps (WPR) measured
+    # 52.9-93.2% against the rule's 83.7-95.9% (exact_norm_sweep_s12_wpr_rejected_h200.json).
+    # ``{}`` (the rule) repeats one of the others: a noise estimate
     return [{}, {"HOLD": True}, {"HOLD": False}]
 
 
-def _sweep(op: str, name: str, device: torch.device) -> list[dict]:
+def _sweep(op: str, name: str, device: torch.device, configs: list[dict] | None = None) -> list[dict]:
     op_id, modulated = OPS[op]
     (B, S, D), x, mod, w = _inputs(name, torch.bfloat16, device)
     if modulated:
@@ -85,10 +84,10 @@ def _sweep(op: str, name: str, device: torch.device) -> list[dict]:
         return None if torch.equal(out, ref) else "NOT torch.equal to the eager chain"
 
     nbytes = bench.tensor_bytes(x, ref, w) + (2 * D * mod.element_size() if modulated else 0)
-    return bench.sweep(f"{op} {name}", _configs(op, D), run_for, nbytes, device, check=check)
+    return bench.sweep(f"{op} {name}", configs or _configs(op, D), run_for, nbytes, device, check=check)
 
 
-def main(path: str, ops: list[str], names: list[str]) -> None:
+def main(path: str, ops: list[str], names: list[str], configs: list[dict] | None = None) -> None:
     import os
 
     device = torch.device("cuda")
@@ -96,7 +95,8 @@ def main(path: str, ops: list[str], names: list[str]) -> None:
     rows = []
     for op in ops:
         for name in names:
-            rows += [{**r, "ptxas": os.environ.get("TRITON_PTXAS_PATH", "triton")} for r in _sweep(op, name, device)]
+            rows += [{**r, "ptxas": os.environ.get("TRITON_PTXAS_PATH", "triton")}
+                     for r in _sweep(op, name, device, configs)]
             torch.cuda.empty_cache()
             with open(path, "w") as f:
                 json.dump({"env": bench.environment(device), "rows": rows}, f, indent=1)
@@ -108,4 +108,5 @@ if __name__ == "__main__":
         sys.argv[1] if len(sys.argv) > 1 else "exact_norm_sweep.json",
         sys.argv[2].split(",") if len(sys.argv) > 2 else list(OPS),
         sys.argv[3].split(",") if len(sys.argv) > 3 else ["flux", "wan", "hunyuan"],
+        json.loads(sys.argv[4]) if len(sys.argv) > 4 else None,
     )

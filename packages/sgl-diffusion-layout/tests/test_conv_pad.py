@@ -230,11 +230,14 @@ WORD_PADS = {
 @pytest.mark.parametrize("tc", [None, 1, 2])
 @pytest.mark.parametrize("W", [12])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_contiguous_word_path(backend, device, pads, tc, W, dtype):
+def test_contiguous_word_path(backend, device, pads, tc, W, dtype, monkeypatch):
     """16-bit contiguous x with even W and even output rows: the word kernel on triton (32-bit
     words; an odd left pad makes every output word a funnel shift of two source words), for odd
     and even left pads, crops, time padding and 0, 1 or 2 cache frames; an odd output row (pads
-    row (an odd sum of the W pads) leaves it to the flat kernel."""
+    row (an odd sum of the W pads) leaves it to the flat kernel. On triton the word kernel also
+    runs with ``span`` (its programs take rows across frame boundaries, each row's frame and
+    source per row) in blocks of 4 rows: a channel's rows in several programs, most of them
+    starting mid-frame."""
     torch.manual_seed(W + (tc or 0))
     padding = WORD_PADS[pads]
     x, cache = _flat_inputs(W, tc, dtype, device)
@@ -246,6 +249,14 @@ def test_contiguous_word_path(backend, device, pads, tc, W, dtype):
         even_row = (W + padding[0] + padding[1]) % 2 == 0
         name = "_cat_pad_words_kernel" if even_row else "_cat_pad_flat_kernel"
         assert runner.launch.kernel is resolve_target(f"{_BACKEND}:{name}")
+        if even_row:
+            rule = resolve_target(f"{_BACKEND}:_WORDS_RULE")
+            monkeypatch.setitem(rule, "span", not rule["span"])
+            monkeypatch.setitem(rule, "tile_words", 32)
+            other = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad").prepare(geom, x, cache)
+            assert {runner.launch.constexprs["SPAN"], other.launch.constexprs["SPAN"]} == {False, True}
+            assert other.launch.constexprs["ROWS"] <= 4
+            assert torch.equal(other(x, cache, padding), ref(x, cache, padding))
 
 
 def test_word_path_unaligned_falls_back(backend, device):

@@ -228,6 +228,7 @@ def _cat_pad_words_kernel(
     TO, HO, TC, TX, HI, LO_T, LO_H,
     xc_w, xt_w, cc_w, ct_w, zero,
     WI: tl.constexpr, WOW: tl.constexpr, LO_W: tl.constexpr, ROWS: tl.constexpr, BLOCK_W: tl.constexpr,
+    SPAN: tl.constexpr,
 ):
     """16-bit contiguous x with even ``W`` and even output rows, read and written as 32-bit words
     (two elements each): program ``(h block, t_o, b*C + c)`` writes ``ROWS`` output rows of
@@ -239,19 +240,39 @@ def _cat_pad_words_kernel(
     0 added to every base offset) hides the source rows' 16-byte alignment from the compiler, so
     loads and stores share one register layout (with a vectorized load, sm_90 SASS moved the
     whole tile through shared memory between them). Padding rows and frames read nothing.
-    Strides in words."""
-    hb = tl.program_id(0)
-    t_o = tl.program_id(1)
-    bc = tl.program_id(2).to(tl.int64)
+    Strides in words.
+
+    ``SPAN``: program ``(block, b*C + c)`` writes ``ROWS`` consecutive rows of the ``(t, h)`` rows of
+    one output channel (``TO * HO``, rows of neighbouring frames adjacent in memory), each row's
+    frame, source tensor and source row taken per row: no program is left with a frame's last
+    few rows (Wan-VAE C = 384: 122 output rows per frame in 16 programs of 8 rows, the last of
+    them 2 rows)."""
     x32 = X.to(tl.pointer_type(tl.uint32), bitcast=True)
     c32 = CACHE.to(tl.pointer_type(tl.uint32), bitcast=True)
     o32 = OUT.to(tl.pointer_type(tl.uint32), bitcast=True)
-    ts = t_o - LO_T
-    has = (ts >= 0) & (ts < TC + TX)
-    src = x32 + bc * xc_w + (ts - TC).to(tl.int64) * xt_w + zero
-    if ts < TC:
-        src = c32 + bc * cc_w + ts.to(tl.int64) * ct_w + zero
-    h_o = hb * ROWS + tl.arange(0, ROWS)
+    if SPAN:
+        bc = tl.program_id(1).to(tl.int64)
+        r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)  # output row of the channel (TO * HO < 2**31)
+        t_o = r // HO
+        h_o = r - t_o * HO
+        ts = t_o - LO_T
+        has = (ts >= 0) & (ts < TC + TX)  # rows past the last frame: ts >= TC + TX
+        src = tl.where(ts < TC, c32 + bc * cc_w + ts.to(tl.int64) * ct_w,
+                       x32 + bc * xc_w + (ts - TC).to(tl.int64) * xt_w)[:, None] + zero
+        out_row = bc * TO * HO + r.to(tl.int64)
+        live = t_o < TO
+    else:
+        hb = tl.program_id(0)
+        t_o = tl.program_id(1)
+        bc = tl.program_id(2).to(tl.int64)
+        ts = t_o - LO_T
+        has = (ts >= 0) & (ts < TC + TX)
+        src = x32 + bc * xc_w + (ts - TC).to(tl.int64) * xt_w + zero
+        if ts < TC:
+            src = c32 + bc * cc_w + ts.to(tl.int64) * ct_w + zero
+        h_o = hb * ROWS + tl.arange(0, ROWS)
+        out_row = (bc * TO + t_o) * HO + h_o.to(tl.int64)
+        live = h_o < HO
     hs = h_o - LO_H
     row_ok = ((hs >= 0) & (hs < tl.where(has, HI, 0)))[:, None]
     j = tl.arange(0, BLOCK_W)[None, :]
@@ -267,8 +288,7 @@ def _cat_pad_words_kernel(
         w = j - LO_W // 2
         word = tl.load(row + w, mask=row_ok & (w >= 0) & (w < WI // 2) & (j < WOW), other=0,
                        eviction_policy="evict_first")
-    out = o32 + ((bc * TO + t_o) * HO + h_o.to(tl.int64))[:, None] * WOW + j
-    tl.store(out, word, mask=(h_o < HO)[:, None] & (j < WOW))
+    tl.store(o32 + out_row[:, None] * WOW + j, word, mask=live[:, None] & (j < WOW))
 
 
 @triton.jit(do_not_specialize=["R1", "R2", "A", "TC", "TX", "HI", "WI", "NTA"])
@@ -441,10 +461,10 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
 # Wan-VAE C 96 / 384, docs/benchmarks/cat_pad_sweep_words_h200.json, % of copy): 1024 x 32 (one
 # warp) 91.8 / 87.2%, 2048 x 32 88.5 / 86.5%, 2048 x 16 (the first rule) 84.0 / 84.1%, the flat
 # kernel 77.1 / 80.1%
-_WORDS_RULE = {"tile_words": 1024, "thread_words": 32}
+_WORDS_RULE = {"tile_words": 1024, "thread_words": 32, "span": False}
 
 
-def _words_launch(cl, shape, scalars, elem_bytes, plat):
+def _words_launch(cl, shape, scalars, elem_bytes, plat, span=None):
     """The 16-bit word kernel's launch and its scalars, or None where it does not apply: x (and
     the cache) contiguous-format planes, 16-bit elements, even input and output rows, even frame
     strides (4-byte aligned rows given a 4-byte aligned base: checked per call)."""
@@ -462,7 +482,10 @@ def _words_launch(cl, shape, scalars, elem_bytes, plat):
     warp = 64 if plat == "hip" else 32
     warps = warps_for(rows * block_w, _WORDS_RULE["thread_words"], warp)
     args = (R2, A, TC, TX, HI, LO_T, LO_H, xs[0] // 2, xs[1] // 2, cs[0] // 2, cs[1] // 2, 0)
-    const = {"WI": WI, "WOW": wow, "LO_W": LO_W, "ROWS": rows, "BLOCK_W": block_w}
+    span = bool(_WORDS_RULE.get("span") if span is None else span) and R2 * A + rows < 2**31
+    const = {"WI": WI, "WOW": wow, "LO_W": LO_W, "ROWS": rows, "BLOCK_W": block_w, "SPAN": span}
+    if span:
+        return (triton.cdiv(R2 * A, rows), B * R1), const, warps, args
     return (triton.cdiv(A, rows), R2, B * R1), const, warps, args
 
 
@@ -585,17 +608,19 @@ def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
                 num_warps=warps, options={"enable_fp_fusion": False}, divisible_by_16=("X", "CACHE", "OUT"),
             ))
         if dt.itemsize == 2:  # the 16-bit word kernel: Wan's 3x3x3 pads and a crop-and-pad case
-            for C, H, W, lo_w in ((96, 240, 416, 1), (384, 120, 208, 1), (96, 240, 416, 2)):
+            for C, H, W, lo_w, span in ((96, 240, 416, 1, False), (384, 120, 208, 1, False), (96, 240, 416, 2, False),
+                                        (96, 240, 416, 1, True), (384, 120, 208, 1, True)):
                 T, HW = 21, H * W
                 geom_scalars = (C, 2 + T, H + 2, W + 2, 2, T, H, W, C, 0, 1, lo_w,
                                 C * T * HW, T * HW, HW, W, 1, C * 2 * HW, 2 * HW, HW, W, 1)
-                _, const, warps, _ = _words_launch(False, (1, C, 2 + T, H + 2, W + 2), geom_scalars, 2, platform)
+                _, const, warps, _ = _words_launch(False, (1, C, 2 + T, H + 2, W + 2), geom_scalars, 2, platform,
+                                                   span=span)
                 sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
                 for n in _cat_pad_words_kernel.arg_names:
                     sig.setdefault(n, "constexpr" if n in const else "i32")
                 out.append(AotVariant(
                     name=f"causal_conv3d_cat_pad_words[{nm},contig,C={C},W={W},lo_w={lo_w},rows={const['ROWS']},"
-                         f"block_w={const['BLOCK_W']},w={warps}]",
+                         f"block_w={const['BLOCK_W']},span={int(span)},w={warps}]",
                     kernel=_cat_pad_words_kernel, signature={n: sig[n] for n in _cat_pad_words_kernel.arg_names},
                     constexprs=const, num_warps=warps, options={"enable_fp_fusion": False},
                     divisible_by_16=("X", "CACHE", "OUT", "xc_w", "xt_w", "cc_w", "ct_w"),
