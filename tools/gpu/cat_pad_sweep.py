@@ -28,13 +28,14 @@ VAE = resolve_target("sgl_diffusion_layout.layout_bench:VAE")
 def main(path: str) -> None:
     device = torch.device("cuda")
     default = dict(RULE)
-    # session 12: ``span`` (a program's rows run across frame boundaries: at C = 384 a frame's 122
-    # output rows took 16 programs of 8 rows, the last of them 2 rows) against the frame tiles
-    tiles = [(1024, 32), (512, 16), (512, 8), (2048, 32), (2048, 64), (1024, 16)]
+    # session 12 run 2: ``span`` (a program's rows run across frame boundaries: at C = 384 a frame's
+    # 122 output rows took 16 programs of 8 rows, the last of them 2 rows) against the frame tiles;
+    # adopted with 8 rows on one warp (cat_pad_sweep_s12_span_h200.json)
+    tiles = [(8, 64), (4, 64), (4, 16), (8, 16), (16, 64)]  # rows, words per thread
     configs = [{}, {"kernel": "flat"}] + [
-        {"tile_words": t, "thread_words": w, "span": s}
-        for s in (False, True) for t, w in tiles
-        if (t, w, s) != (default["tile_words"], default["thread_words"], default["span"])
+        {"rows": r, "thread_words": w, "span": s}
+        for s in (True, False) for r, w in tiles
+        if (r, w, s) != (default["rows"], default["thread_words"], default["span"])
     ]
     # session 10 swept tiles of 512-4096 words x 8-64 words per thread (cat_pad_sweep_s10_h200.json);
     # its run 9: the word kernel writing runs of tile_words words of one output frame (row and column

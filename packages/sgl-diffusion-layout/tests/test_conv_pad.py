@@ -252,10 +252,10 @@ def test_contiguous_word_path(backend, device, pads, tc, W, dtype, monkeypatch):
         if even_row:
             rule = resolve_target(f"{_BACKEND}:_WORDS_RULE")
             monkeypatch.setitem(rule, "span", not rule["span"])
-            monkeypatch.setitem(rule, "tile_words", 32)
+            monkeypatch.setitem(rule, "rows", 4)
             other = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad").prepare(geom, x, cache)
             assert {runner.launch.constexprs["SPAN"], other.launch.constexprs["SPAN"]} == {False, True}
-            assert other.launch.constexprs["ROWS"] <= 4
+            assert other.launch.constexprs["ROWS"] == 4
             assert torch.equal(other(x, cache, padding), ref(x, cache, padding))
 
 

@@ -433,8 +433,9 @@ def test_held_row_keeps_the_bits(op, D):
 
 def test_hold_rule():
     """Which rows are held: chunks that split into at most three powers of two and fit
-    ``HOLD_BYTES`` per thread, in bf16 or fp32; RMSNorm from 16384 rows, one per program, capped at 128 registers
-    above 32 chunks (CUDA); LayerNorm from 8 chunks or below 16384 rows (session 11's measurements)."""
+    ``HOLD_BYTES`` per thread, in bf16 or fp32; RMSNorm at every row count, one per program, capped at 128
+    registers above 32 chunks (CUDA); LayerNorm from 8 chunks or below 16384 rows (sessions 11-12's
+    measurements); RMSNorm rows read twice go two per program below 16384 rows."""
     from types import SimpleNamespace
 
     from sgl_diffusion_core import RowGeometry, resolve_target
@@ -455,7 +456,8 @@ def test_hold_rule():
     bf16, f32 = torch.bfloat16, torch.float32
     assert const("rms", 5120, 75600, bf16) == ((32, 8, 0), 1, 128)  # Wan
     assert const("rms", 3072, 118800, bf16) == ((16, 8, 0), 1, None)  # HunyuanVideo
-    assert const("rms", 3072, 4608, bf16) == ((0, 0, 0), 2, None)  # FLUX: read twice, two rows per program
+    assert const("rms", 3072, 4608, bf16) == ((16, 8, 0), 1, None)  # FLUX: held too, one row per program
+    assert const("rms", 3072, 4608, torch.float16) == ((0, 0, 0), 2, None)  # read twice: two rows per program
     assert const("rms", 5120, 75600, f32) == ((0, 0, 0), 1, None)  # 640 bytes per thread: read twice
     assert const("rms", 1920, 75600, bf16) == ((0, 0, 0), 1, None)  # 15 chunks: four powers of two
     assert const("rms", 3072, 118800, torch.float16) == ((0, 0, 0), 1, None)  # fp16: never held
@@ -464,7 +466,8 @@ def test_hold_rule():
     assert const("rms", 4224, 16384, bf16) == ((32, 1, 0), 1, 128)  # 33 chunks: capped
     assert const("rms", 4224, 16384, bf16, "hip")[2] is None  # the cap is CUDA's
     assert const("rms", 4224, 16384, bf16, "cpu")[2] is None
-    assert const("rms", 4096, 16383, bf16) == ((0, 0, 0), 2, None)  # below 16384 rows: read twice
+    assert const("rms", 4224, 16383, bf16) == ((32, 1, 0), 1, 128)  # below 16384 rows: held and capped too
+    assert const("rms", 1920, 16383, bf16) == ((0, 0, 0), 2, None)  # 15 chunks, few rows: two per program
     assert const("rms", 5120, 75600, bf16, tuning={"HOLD_BYTES": 319})[0] == (0, 0, 0)
     with pytest.raises(ValueError, match="three powers of two"):
         const("rms", 1920, 75600, bf16, tuning={"HOLD": True})

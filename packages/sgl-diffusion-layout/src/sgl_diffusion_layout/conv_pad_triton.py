@@ -16,9 +16,11 @@ even ``W`` and even output rows, 4-byte aligned tensors, checked per call; the W
 x, cache and output read as 32-bit words. With an odd left pad (Wan's 1) each output word takes
 its two halves from two neighbouring source words (a funnel shift of two 4-byte loads; the second
 is the neighbour lane's first, an L1 hit); every access is 4 bytes wide so loads and stores share
-one register layout. sm_90 SASS: 344 instructions for 16 words per thread, no shared memory. One
-H200 (bf16, Wan-VAE C 96 / 384, ``cat_pad_sweep_words_h200.json``): 91.8 / 87.2% of copy at the
-rule, where the flat kernel below measured 77.1 / 80.1%. Unaligned tensors take the flat kernel.
+one register layout. sm_90 SASS: 344 instructions for 16 words per thread, no shared memory. A
+program writes 8 consecutive output rows of one channel, across frame boundaries (each row's frame
+and source tensor per row). One H200 (bf16, Wan-VAE C 96 / 384, ``cat_pad_sweep_s12_span_h200.json``):
+93.7 / 89.9% of copy at the rule, where the flat kernel below measured 77.1 / 79.8%. Unaligned
+tensors take the flat kernel.
 
 ``_cat_pad_flat_kernel`` (contiguous x and a cache whose ``(h, w)`` planes are packed, the
 frame strides, ``H*W`` and the output size multiples of a vector of at least
@@ -457,11 +459,15 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
     return (nj, R2, B * R1), {"BLOCK": block, "S": S, "VEC": vec}, warps, args
 
 
-# the 16-bit word kernel: output words per program, 4-byte accesses per thread. H200 sweep (bf16,
-# Wan-VAE C 96 / 384, docs/benchmarks/cat_pad_sweep_words_h200.json, % of copy): 1024 x 32 (one
-# warp) 91.8 / 87.2%, 2048 x 32 88.5 / 86.5%, 2048 x 16 (the first rule) 84.0 / 84.1%, the flat
-# kernel 77.1 / 80.1%
-_WORDS_RULE = {"tile_words": 1024, "thread_words": 32, "span": False}
+# the 16-bit word kernel: output rows per program (fewer where a tile would pass max_tile_words),
+# words per thread, and span (a program's rows run across frame boundaries). H200 sweeps (bf16,
+# Wan-VAE C 96 / 384, % of copy): session 6 (cat_pad_sweep_words_h200.json) 1024 words x 32 per
+# thread (one warp; 4 / 8 rows) 91.8 / 87.2%, 2048 x 32 88.5 / 86.5%, 2048 x 16 84.0 / 84.1%, the
+# flat kernel 77.1 / 80.1%; session 10 (cat_pad_sweep_s10_h200.json) 2048 x 64 (8 rows at C = 96)
+# 94.1 / 81.7%; session 12 (cat_pad_sweep_s12_span_h200.json) span at 8 rows on one warp 93.7 /
+# 89.9% against the frame tiles' 93.1 / 87.9% (the frame tiles at C = 384 left every 16th program
+# 2 of its 8 rows: 122 rows per frame)
+_WORDS_RULE = {"rows": 8, "max_tile_words": 4096, "thread_words": 64, "span": True}
 
 
 def _words_launch(cl, shape, scalars, elem_bytes, plat, span=None):
@@ -478,7 +484,7 @@ def _words_launch(cl, shape, scalars, elem_bytes, plat, span=None):
         return None
     wow = N // 2
     block_w = next_pow2(wow)
-    rows = max(1, _WORDS_RULE["tile_words"] // block_w)
+    rows = max(1, min(_WORDS_RULE["rows"], _WORDS_RULE["max_tile_words"] // block_w))
     warp = 64 if plat == "hip" else 32
     warps = warps_for(rows * block_w, _WORDS_RULE["thread_words"], warp)
     args = (R2, A, TC, TX, HI, LO_T, LO_H, xs[0] // 2, xs[1] // 2, cs[0] // 2, cs[1] // 2, 0)

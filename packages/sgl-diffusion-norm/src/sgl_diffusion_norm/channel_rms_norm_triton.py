@@ -419,12 +419,10 @@ def _channel_rms_stream_kernel(
         # issue the loads of tile t + AHEAD, then reduce, normalize and store tile t
         ma = _stream_load(X, t + AHEAD, t_end, n_pblk, C, P, sb, sc, sp, ca, BLOCK_P)
         mb = _stream_load(X, t + AHEAD, t_end, n_pblk, C, P, sb, sc, sp, cb, BLOCK_P)
-        # the statistics widen by conversion, the output through the bits: the compiler keeps the
-        # raw tiles packed instead of holding fp32 copies (as the hold kernel, _chunk_store)
-        ss = tl.sum(_sq(xa), axis=0) + tl.sum(_sq(xb), axis=0)
+        fa = xa.to(tl.float32)
+        fb = xb.to(tl.float32)
+        ss = tl.sum(fa * fa, axis=0) + tl.sum(fb * fb, axis=0)
         inv = scale / tl.maximum(tl.sqrt(ss), eps)
-        fa = triton_math.widen_bits(xa)
-        fb = triton_math.widen_bits(xb)
         _stream_store(Y, _stream_finish(fa, inv, ga, ba, HAS_BIAS, SILU, FAST), t, t_end, n_pblk, C, P, osb, osc, osp,
                       ca, BLOCK_P)
         _stream_store(Y, _stream_finish(fb, inv, gb, bb, HAS_BIAS, SILU, FAST), t, t_end, n_pblk, C, P, osb, osc, osp,

@@ -677,7 +677,7 @@ def mean_factor(rows: int, D: int) -> float:
 # raw bytes of x per thread up to which a row is held in registers (RMSNorm bf16 D = 5120: 320)
 _HOLD_BYTES = 320
 _HOLD_MAXNREG = 128
-_MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT, HOLD)
+_MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT; LayerNorm's HOLD)
 
 
 def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = None,
@@ -733,8 +733,11 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     capped at 128 registers, Wan 84.5 -> 87.1% under Triton's ptxas (87.1 / 87.2% under torch's);
     capped at D = 3072 HunyuanVideo lost 1.3 points and FLUX 1-2; FLUX read twice (session 10's
     kernel, two rows per program) measured 82.3-82.7% against the held row's 80.3-82.0% (runs 1, 2,
-    4: the re-read kernel 0.7-2.3 points ahead each time). The rule: RMSNorm holds from 16384 rows,
-    capped above 32 chunks.
+    4: the re-read kernel 0.7-2.3 points ahead each time). Session 12 (one build of the held row and
+    output walk for both norms since session 11's last commit; ``exact_norm_sweep_s12_flux_*_h200.json``,
+    three interleaved repeats under each ptxas): at FLUX the held row one per program measured
+    rms_modulate 85.9-88.4% against the re-read kernel's 81.7-85.7%, rms_norm 89.4-92.7% against
+    84.6-87.7%, in all 12 pairs. The rule: RMSNorm holds at every row count, capped above 32 chunks.
     LayerNorm: ln_modulate FLUX 92.1-93.1 -> 98.8-100.2%, Wan 92.1-92.4 -> 96.6-96.7%, but
     HunyuanVideo 87.4-88.2 -> 85.7-86.7% and layer_norm there 99.7 -> 96.7% (40 -> 48
     registers at 6 chunks, fewer programs per SM): LayerNorm holds from 8 chunks or below 16384
@@ -792,7 +795,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         # into one held fp32 copy (sm_90: 185-232 registers at D = 5120, against bf16's 108-118)
         want = (tiles is not None and x_dtype in (torch.bfloat16, torch.float32)
                 and out["CHUNKS"] * 4 * x_dtype.itemsize <= hold_bytes
-                and (g.rows >= _MANY_ROWS if out["NORM"] == 1 else out["CHUNKS"] >= 8 or g.rows < _MANY_ROWS))
+                and (out["NORM"] == 1 or out["CHUNKS"] >= 8 or g.rows < _MANY_ROWS))
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
     if out["NORM"] == 1 and out["HOLD1"] and "ROWS" not in (tuning or {}):
         out["ROWS"] = 1  # RMSNorm's held rows: one per program (two measured no steadier, below)
@@ -813,7 +816,10 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     ``WPR`` (RMSNorm, tuning only, default 1): warps per row. The arithmetic is elementwise on the
     ``[ROWS, 4 * LANES]`` accumulators and an explicit tree, so spreading a row over more warps
     changes which thread does what, never the order (sm_90, held row at D = 3072: 56 registers on
-    2 warps against 80-92 on one; not measured on a GPU yet)."""
+    2 warps against 80-92 on one). Measured on one H200 (session 12, bf16, rms_modulate / rms_norm
+    at FLUX, Wan, HunyuanVideo; docs/benchmarks/exact_norm_sweep_s12_wpr_rejected_h200.json): two
+    warps per row 52.9-93.2% of copy, four 59.7-83.9%, against the rule's 83.7-95.9%; kept as a
+    tuning option (tested bit for bit), never chosen by the rule."""
     const = dict(const)
     maxnreg = const.pop("MAXNREG", None)
     wpr = const.pop("WPR", 1)
@@ -928,7 +934,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
                     lay = SimpleNamespace(sb=0, ss=0, L=1) if modulated else None
                     builds = []
                     # the launch rules at a video's rows (Wan) and at an image's (FLUX: 4608), which
-                    # differ in HOLD, ROWS and REVERSE_OUT
+                    # differ in REVERSE_OUT (RMSNorm), HOLD (LayerNorm) and, rows read twice, ROWS
                     for n in (rows, 4608):
                         geom = SimpleNamespace(x=RowGeometry(1, n, D, n * D, D, (1, n, D), False), chain=ch,
                                                norm=norm, scale=lay, shift=lay)
@@ -963,6 +969,7 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
     hold = const["HOLD1"] + const["HOLD2"] + const["HOLD3"]
     name = (f"row_norm_exact[{dt},{norm},D={D},modulated={modulated},lanes={const['LANES']}x{const['NWARP']},"
             f"chunks={const['CHUNKS']},rows={const['ROWS']},hold={'on' if hold else 'off'}"
+            f"{',reverse_out' if const['REVERSE_OUT'] else ''}"
             f"{',maxnreg=' + str(options['maxnreg']) if 'maxnreg' in options else ''}]")
     explicit = const["NORM"] == 0 and const["HW_FMA"]
     out = [AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
