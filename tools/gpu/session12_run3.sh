@@ -13,6 +13,7 @@ bench 0 norm.rms_norm 90 --cases flux,wan,hunyuan
 bench 0 layout.causal_conv3d_cat_pad 120
 t cat_pad 100 packages/sgl-diffusion-layout/tests/test_layout_gpu.py -k "cat_pad"
 snap
+export SGL_NORM_GATE_REPORT="$OUT/row_norm_gate_report_s12.json"
 t row_norm_exact 170 packages/sgl-diffusion-norm/tests/test_row_norm_exact_gpu.py \
     -k "modulated_exact or plain_exact or cuda_graph or zz" --durations=4
 tail -n 8 "$OUT/gpu_lane_row_norm_exact.log"
