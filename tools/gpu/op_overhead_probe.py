@@ -5,7 +5,9 @@ the public op (``exact=None``: dispatch, gate, kernel) than the exact kernel alo
 a fixed cost, not a proportional one. This lists the GPU activity of both paths under the torch
 profiler (kernels, copies, fills per call) and times them interleaved (op, kernel, op, kernel, ..
 with an L2 flush before each, CUDA events), so the order the bench times its providers in plays no
-part. Usage: ``python3 tools/gpu/op_overhead_probe.py OUT.json [CASE,CASE,..]``.
+part; then again with a sleep kernel queued first (the host far ahead of the GPU), against a copy of
+x's bytes timed the same way (% of copy: the copy moves x in and out, the op also its small
+vectors). Usage: ``python3 tools/gpu/op_overhead_probe.py OUT.json [CASE,CASE,..]``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ def _activity(fn, calls=20):
     return out
 
 
-def _interleaved(fns, device, rep=200):
+def _interleaved(fns, device, rep=200, backlog=False):
+    """``backlog``: a sleep kernel queued first (as ``bench.host_us_per_call`` does), so the host
+    has enqueued every call before the GPU reaches it and no start event waits for a launch."""
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=device)
     times = {k: [] for k in fns}
     for _ in range(10):
@@ -62,6 +66,8 @@ def _interleaved(fns, device, rep=200):
             f()
     torch.cuda.synchronize()
     ev = []
+    if backlog:
+        torch.cuda._sleep(int(2e9) // 1000 * 100)  # ~50-100 ms of GPU time
     for _ in range(rep):
         for k, f in fns.items():
             flush.zero_()
@@ -83,12 +89,18 @@ def main(path: str, cases: list[str]) -> None:
     for op in ("rms_modulate", "rms_norm"):
         for name in cases:
             op_fn, kern, x = _paths(op, name, device)
-            t = _interleaved({"op": op_fn, "kernel": kern}, device)
-            row = {"op": op, "case": name, "timing": t, "op_activity": _activity(op_fn),
+            src = torch.empty(x.numel(), dtype=x.dtype, device=device)
+            dst = torch.empty_like(src)
+            fns = {"op": op_fn, "kernel": kern, "copy": lambda dst=dst, src=src: dst.copy_(src)}
+            t = _interleaved(fns, device)
+            tb = _interleaved(fns, device, backlog=True)
+            row = {"op": op, "case": name, "timing": t, "timing_backlog": tb, "op_activity": _activity(op_fn),
                    "kernel_activity": _activity(kern)}
             rows.append(row)
-            print(f"{op} {name}: op {t['op']['median_us']:.2f} us, kernel {t['kernel']['median_us']:.2f} us "
-                  f"(interleaved medians)")
+            for label, tt in (("interleaved", t), ("interleaved, sleep backlog", tb)):
+                c, o, k = (tt[n]["median_us"] for n in ("copy", "op", "kernel"))
+                print(f"{op} {name} ({label}): op {o:.2f} us ({100 * c / o:.1f}% of copy), "
+                      f"kernel {k:.2f} us ({100 * c / k:.1f}%), copy of x {c:.2f} us")
             for k in ("op_activity", "kernel_activity"):
                 for a in row[k]:
                     print(f"   {k[:-9]:6s} {a['per_call']:5.2f}x {a['us_per_call']:8.2f} us  {a['name']}")
