@@ -37,19 +37,29 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+# how time_gpu flushes L2 before each call: "zero" writes a 256 MB buffer (L2 left full of dirty
+# lines, written back while the timed call runs), "read" reads it (clean lines). Session 12 found the
+# same-run copy of FLUX-sized bytes (57 MB) 10-15% slower in some processes than in others under
+# "zero" (docs/benchmarks/README.md); "read" is under test (tools/gpu/flush_mode_probe.py)
+FLUSH = "zero"
+
+
 def time_gpu(fn: Callable[[], Any], device: torch.device, *, warmup: int = 10, rep: int = 100,
              flush_bytes: int = 256 << 20) -> Timing:
-    """Median / p20 / p80 of ``fn`` in ms, with CUDA events and an L2 flush before each call."""
+    """Median / p20 / p80 of ``fn`` in ms, with CUDA events and an L2 flush (``FLUSH``) before each call."""
     if device.type != "cuda":
         return time_host(fn, warmup=max(1, warmup // 5), rep=max(3, rep // 10))
-    flush = torch.empty(flush_bytes, dtype=torch.uint8, device=device)
+    if FLUSH not in ("zero", "read"):
+        raise ValueError(f"bench.FLUSH must be 'zero' or 'read', not {FLUSH!r}")
+    flush = torch.zeros(flush_bytes // 8, dtype=torch.int64, device=device)
+    do_flush = flush.zero_ if FLUSH == "zero" else flush.sum
     for _ in range(warmup):
         fn()
     _sync(device)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
     for i in range(rep):
-        flush.zero_()
+        do_flush()
         starts[i].record()
         fn()
         ends[i].record()
