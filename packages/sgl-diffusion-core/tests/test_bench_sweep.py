@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 import torch
 
 from sgl_diffusion_core import bench
@@ -42,3 +43,14 @@ def test_sweep_labels_plain_dict_configs():
     assert [r["config"] for r in rows] == ["default", "ROWS=2,UNROLL=4"]
     assert seen[0].startswith("case default default:") and seen[1].startswith("case ROWS=2,UNROLL=4:")
     assert bench.config_label(("tiles", 1024)) == "('tiles', 1024)"
+
+
+def test_flush_mode_is_checked_and_recorded(monkeypatch):
+    """``bench.FLUSH`` (how ``time_gpu`` flushes L2: reading or writing a buffer) is recorded in every
+    record's environment, and a mode it does not know is refused on any device."""
+    assert bench.environment(torch.device("cpu"))["l2_flush"] == bench.FLUSH == "read"
+    monkeypatch.setattr(bench, "FLUSH", "zero")
+    assert bench.environment(torch.device("cpu"))["l2_flush"] == "zero"
+    monkeypatch.setattr(bench, "FLUSH", "evict")
+    with pytest.raises(ValueError, match="FLUSH"):
+        bench.time_gpu(lambda: None, torch.device("cpu"))

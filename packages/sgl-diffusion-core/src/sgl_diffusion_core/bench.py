@@ -37,20 +37,23 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# how time_gpu flushes L2 before each call: "zero" writes a 256 MB buffer (L2 left full of dirty
-# lines, written back while the timed call runs), "read" reads it (clean lines). Session 12 found the
-# same-run copy of FLUX-sized bytes (57 MB) 10-15% slower in some processes than in others under
-# "zero" (docs/benchmarks/README.md); "read" is under test (tools/gpu/flush_mode_probe.py)
-FLUSH = "zero"
+# how time_gpu flushes L2 before each call: "read" reads a 256 MB buffer (L2 left holding clean
+# lines), "zero" writes it (the default up to session 12: L2 left full of dirty lines, written back
+# while the timed call runs). Session 12 (H200, FLUX's rms_modulate case, 57 MB per call,
+# docs/benchmarks/flush_mode_probe_s12_h200.json): "zero" added 2.2-2.7 us to every timed call
+# (the copy 21.2-21.8 us against 19.0-19.2, in other processes 18.5-19.1: it depends on where the
+# buffers sit), "read" measured the copy at 19.0-19.2 us with the case allocated or freed; the
+# ratios to the copy stayed within 1.5 points either way (exact kernel 78.8-79.9%, close 94.5-96.2%)
+FLUSH = "read"
 
 
 def time_gpu(fn: Callable[[], Any], device: torch.device, *, warmup: int = 10, rep: int = 100,
              flush_bytes: int = 256 << 20) -> Timing:
     """Median / p20 / p80 of ``fn`` in ms, with CUDA events and an L2 flush (``FLUSH``) before each call."""
-    if device.type != "cuda":
-        return time_host(fn, warmup=max(1, warmup // 5), rep=max(3, rep // 10))
     if FLUSH not in ("zero", "read"):
         raise ValueError(f"bench.FLUSH must be 'zero' or 'read', not {FLUSH!r}")
+    if device.type != "cuda":
+        return time_host(fn, warmup=max(1, warmup // 5), rep=max(3, rep // 10))
     flush = torch.zeros(flush_bytes // 8, dtype=torch.int64, device=device)
     do_flush = flush.zero_ if FLUSH == "zero" else flush.sum
     for _ in range(warmup):
@@ -143,6 +146,7 @@ def environment(device: torch.device) -> dict[str, Any]:
         "git_sha": git_sha(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "python": _platform.python_version(),
+        "l2_flush": FLUSH,
     }
 
 
