@@ -35,9 +35,10 @@ def main(path: str) -> None:
         print(f"{label:28s} copy {t.median_ms * 1e3:6.2f} us (p20 {t.p20_ms * 1e3:6.2f}, p80 {t.p80_ms * 1e3:6.2f})")
 
     if len(sys.argv) > 2 and sys.argv[2] == "bench":
-        from sgl_diffusion_norm import row_norm_bench
+        from sgl_diffusion_core import resolve_target
 
-        for case in row_norm_bench.rms_modulate_cases(device, names=["flux", "wan"]):
+        cases = resolve_target("sgl_diffusion_norm.row_norm_bench:rms_modulate_cases")
+        for case in cases(device, names=["flux", "wan"]):
             nbytes = case.bytes
             probe(f"{case.name}: fresh, before check")
             case.check()

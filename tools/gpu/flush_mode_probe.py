@@ -16,14 +16,15 @@ import sys
 
 import torch
 
-from sgl_diffusion_core import bench
-from sgl_diffusion_norm import row_norm_bench
+from sgl_diffusion_core import bench, resolve_target
+
+rms_modulate_cases = resolve_target("sgl_diffusion_norm.row_norm_bench:rms_modulate_cases")
 
 
 def main(path: str) -> None:
     device = torch.device("cuda")
     rows = []
-    (case,) = row_norm_bench.rms_modulate_cases(device, names=["flux"])
+    (case,) = rms_modulate_cases(device, names=["flux"])
     case.check()
     nbytes = case.bytes
     for rnd in range(2):

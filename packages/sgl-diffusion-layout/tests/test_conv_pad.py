@@ -235,9 +235,9 @@ def test_contiguous_word_path(backend, device, pads, tc, W, dtype, monkeypatch):
     words; an odd left pad makes every output word a funnel shift of two source words), for odd
     and even left pads, crops, time padding and 0, 1 or 2 cache frames; an odd output row (pads
     row (an odd sum of the W pads) leaves it to the flat kernel. On triton the word kernel also
-    runs with ``span`` (its programs take rows across frame boundaries, each row's frame and
-    source per row) in blocks of 4 rows: a channel's rows in several programs, most of them
-    starting mid-frame."""
+    runs at other rows per program: with ``span`` (the rule: programs take rows across frame
+    boundaries, each row's frame and source per row) at 1 row, and in frame tiles (``span`` off)
+    of 4 rows."""
     torch.manual_seed(W + (tc or 0))
     padding = WORD_PADS[pads]
     x, cache = _flat_inputs(W, tc, dtype, device)
@@ -250,13 +250,34 @@ def test_contiguous_word_path(backend, device, pads, tc, W, dtype, monkeypatch):
         name = "_cat_pad_words_kernel" if even_row else "_cat_pad_flat_kernel"
         assert runner.launch.kernel is resolve_target(f"{_BACKEND}:{name}")
         if even_row:
-            rule = resolve_target(f"{_BACKEND}:_WORDS_RULE")
-            monkeypatch.setitem(rule, "span", not rule["span"])
-            monkeypatch.setitem(rule, "rows", 4)
-            other = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad").prepare(geom, x, cache)
-            assert {runner.launch.constexprs["SPAN"], other.launch.constexprs["SPAN"]} == {False, True}
-            assert other.launch.constexprs["ROWS"] == 4
-            assert torch.equal(other(x, cache, padding), ref(x, cache, padding))
+            assert runner.launch.constexprs["SPAN"]
+            _word_variants(monkeypatch, geom, x, cache, padding, ((True, 1), (False, 4)))
+
+
+def _word_variants(monkeypatch, geom, x, cache, padding, variants):
+    """The word kernel at other rows per program, with ``span`` on or off: ``torch.equal`` to eager."""
+    rule = resolve_target(f"{_BACKEND}:_WORDS_RULE")
+    prepare = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad").prepare
+    for span, rows in variants:
+        monkeypatch.setitem(rule, "span", span)
+        monkeypatch.setitem(rule, "rows", rows)
+        run = prepare(geom, x, cache)
+        assert (run.launch.constexprs["SPAN"], run.launch.constexprs["ROWS"]) == (span, rows)
+        assert torch.equal(run(x, cache, padding), ref(x, cache, padding)), (span, rows)
+
+
+@pytest.mark.parametrize("H", [1, 2])
+@pytest.mark.parametrize("pads", ["wan", "crop-even", "right2"])
+def test_word_path_programs_across_many_frames(device, H, pads, monkeypatch):
+    """The Triton backend's word kernel on frames of 1-5 output rows (``crop-even`` crops H to
+    itself and a frame in time) at 8 and 2 rows per program, and in frame tiles of 8 rows: a program
+    takes rows of three or more frames, from the cache, x and the time padding."""
+    if "triton" not in testing.runnable_backends(OP, device):
+        pytest.skip("the Triton backend cannot run here")
+    padding = WORD_PADS[pads]
+    x, cache = _flat_inputs(12, 2, torch.bfloat16, device, H=H, T=3)
+    geom = describe(OP, x, cache, padding).info["geom"]
+    _word_variants(monkeypatch, geom, x, cache, padding, ((True, 8), (True, 2), (False, 8)))
 
 
 def test_word_path_unaligned_falls_back(backend, device):

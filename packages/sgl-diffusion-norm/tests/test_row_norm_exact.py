@@ -434,8 +434,9 @@ def test_held_row_keeps_the_bits(op, D):
 def test_hold_rule():
     """Which rows are held: chunks that split into at most three powers of two and fit
     ``HOLD_BYTES`` per thread, in bf16 or fp32; RMSNorm at every row count, one per program, capped at 128
-    registers above 32 chunks (CUDA); LayerNorm from 8 chunks or below 16384 rows (sessions 11-12's
-    measurements); RMSNorm rows read twice go two per program below 16384 rows."""
+    registers above 32 chunks (CUDA), where eager gives a row one warp (16+ rows); LayerNorm from 8
+    chunks or below 16384 rows (sessions 11-12's measurements); RMSNorm rows read twice go two per
+    program below 16384 rows."""
     from types import SimpleNamespace
 
     from sgl_diffusion_core import RowGeometry, resolve_target
@@ -468,6 +469,21 @@ def test_hold_rule():
     assert const("rms", 4224, 16384, bf16, "cpu")[2] is None
     assert const("rms", 4224, 16383, bf16) == ((32, 1, 0), 1, 128)  # below 16384 rows: held and capped too
     assert const("rms", 1920, 16383, bf16) == ((0, 0, 0), 2, None)  # 15 chunks, few rows: two per program
+    # under 16 rows eager spreads a row over several warps (LANES > WARP): read twice
+    assert const("rms", 3072, 16, bf16) == ((16, 8, 0), 1, None)
+    assert const("rms", 3072, 8, bf16)[0] == (0, 0, 0)
+    assert const("rms", 3072, 1, bf16)[0] == (0, 0, 0)
+    assert const("rms", 3072, 8, bf16, tuning={"HOLD": True})[0] == (8, 4, 0)  # forced: allowed (64 lanes)
+
+    def reverse(D, rows, tuning=None):
+        ch = chain_dtypes("rms", bf16, None, None, torch.empty(0, dtype=bf16), None)
+        geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch, norm="rms",
+                               scale=None, shift=None)
+        return launch_constants(geom, None, None, "cuda", tuning, x_dtype=bf16)["REVERSE_OUT"]
+
+    # the output pass's chunk order concerns re-read rows only: held rows build without it
+    assert reverse(5120, 75600) is False and reverse(5120, 75600, {"HOLD": False}) is True
+    assert reverse(3072, 4608, {"HOLD": False}) is False
     assert const("rms", 5120, 75600, bf16, tuning={"HOLD_BYTES": 319})[0] == (0, 0, 0)
     with pytest.raises(ValueError, match="three powers of two"):
         const("rms", 1920, 75600, bf16, tuning={"HOLD": True})

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import sgl_diffusion_norm as norm
-from sgl_diffusion_core import FusionFallbackWarning, testing
+from sgl_diffusion_core import FusionFallbackWarning, bench, testing
 from sgl_diffusion_norm import row_norm_api
 
 pytestmark = [
@@ -145,6 +145,7 @@ def test_zz_write_report():
     """Runs last (name order within the file): the gate states of this run, for the lead's records."""
     path = os.environ.get("SGL_NORM_GATE_REPORT", "row_norm_gate_report.json")
     with open(path, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cases": REPORT}, f, indent=1)
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "git_sha": bench.git_sha(),
+                   "cases": REPORT}, f, indent=1)
     print(f"gate report: {len(REPORT)} signatures, "
           f"{sum(r['state'] == 'verified' for r in REPORT)} verified -> {path}")

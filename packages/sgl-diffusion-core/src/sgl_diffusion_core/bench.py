@@ -40,10 +40,12 @@ def _sync(device: torch.device) -> None:
 # how time_gpu flushes L2 before each call: "read" reads a 256 MB buffer (L2 left holding clean
 # lines), "zero" writes it (the default up to session 12: L2 left full of dirty lines, written back
 # while the timed call runs). Session 12 (H200, FLUX's rms_modulate case, 57 MB per call,
-# docs/benchmarks/flush_mode_probe_s12_h200.json): "zero" added 2.2-2.7 us to every timed call
-# (the copy 21.2-21.8 us against 19.0-19.2, in other processes 18.5-19.1: it depends on where the
-# buffers sit), "read" measured the copy at 19.0-19.2 us with the case allocated or freed; the
-# ratios to the copy stayed within 1.5 points either way (exact kernel 78.8-79.9%, close 94.5-96.2%)
+# docs/benchmarks/flush_mode_probe_s12_h200.json): "zero" added 2.2-2.7 us to the copy, the exact
+# and the close kernel (the copy 21.2-21.8 us against 19.0-19.2, in other processes 18.5-19.3: it
+# depends on where the buffers sit), "read" measured the copy at 19.0-19.2 us with the case
+# allocated or freed; their ratios to the copy stayed within 1.5 points either way (exact kernel
+# 78.8-79.9%, close 94.5-96.2%). The public op, same kernel, moved 0.9-2.2 us (84.7 / 82.7% under
+# "zero", faster than its kernel alone there; 78.9 / 80.3% under "read", within 0.4 us of it)
 FLUSH = "read"
 
 

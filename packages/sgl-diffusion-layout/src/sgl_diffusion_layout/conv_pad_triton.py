@@ -614,8 +614,9 @@ def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
                 num_warps=warps, options={"enable_fp_fusion": False}, divisible_by_16=("X", "CACHE", "OUT"),
             ))
         if dt.itemsize == 2:  # the 16-bit word kernel: Wan's 3x3x3 pads and a crop-and-pad case
-            for C, H, W, lo_w, span in ((96, 240, 416, 1, False), (384, 120, 208, 1, False), (96, 240, 416, 2, False),
-                                        (96, 240, 416, 1, True), (384, 120, 208, 1, True)):
+            # the rule's builds (span) at Wan's pads and an even left pad, one build of frame tiles
+            for C, H, W, lo_w, span in ((96, 240, 416, 1, True), (384, 120, 208, 1, True), (96, 240, 416, 2, True),
+                                        (384, 120, 208, 1, False)):
                 T, HW = 21, H * W
                 geom_scalars = (C, 2 + T, H + 2, W + 2, 2, T, H, W, C, 0, 1, lo_w,
                                 C * T * HW, T * HW, HW, W, 1, C * 2 * HW, 2 * HW, HW, W, 1)

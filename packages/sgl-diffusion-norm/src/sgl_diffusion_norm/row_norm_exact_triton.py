@@ -737,7 +737,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     output walk for both norms since session 11's last commit; ``exact_norm_sweep_s12_flux_*_h200.json``,
     three interleaved repeats under each ptxas): at FLUX the held row one per program measured
     rms_modulate 85.9-88.4% against the re-read kernel's 81.7-85.7%, rms_norm 89.4-92.7% against
-    84.6-87.7%, in all 12 pairs. The rule: RMSNorm holds at every row count, capped above 32 chunks.
+    84.6-87.7%, in all 12 pairs. The rule: RMSNorm holds at every row count where eager gives a row
+    one warp (``LANES == WARP``: from 16 rows at these widths; fewer rows spread a row over several
+    warps, never measured held on a GPU), capped above 32 chunks.
     LayerNorm: ln_modulate FLUX 92.1-93.1 -> 98.8-100.2%, Wan 92.1-92.4 -> 96.6-96.7%, but
     HunyuanVideo 87.4-88.2 -> 85.7-86.7% and layer_norm there 99.7 -> 96.7% (40 -> 48
     registers at 6 chunks, fewer programs per SM): LayerNorm holds from 8 chunks or below 16384
@@ -781,8 +783,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     # LayerNorm's alone
     out.setdefault("EVEN", out["NORM"] == 0 and g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
     # the row held in registers (one read of x, see _hold_load) where its raw chunks fit
-    # (HOLD_BYTES per thread) and split into at most three powers of two; LayerNorm (VEC's chunks)
-    # only where it measured faster: wide rows (8+ chunks) or few rows
+    # (HOLD_BYTES per thread) and split into at most three powers of two; RMSNorm where a row is one
+    # warp's; LayerNorm (VEC's chunks) only where it measured faster: wide rows (8+ chunks) or few rows
     hold_bytes = out.pop("HOLD_BYTES", _HOLD_BYTES)
     tiles = hold_tiles(out["CHUNKS"]) if out["NORM"] == 1 or out["VEC"] else None
     if "HOLD" in out:  # tuning: force the held row on (where the chunks split) or off
@@ -795,8 +797,10 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         # into one held fp32 copy (sm_90: 185-232 registers at D = 5120, against bf16's 108-118)
         want = (tiles is not None and x_dtype in (torch.bfloat16, torch.float32)
                 and out["CHUNKS"] * 4 * x_dtype.itemsize <= hold_bytes
-                and (out["NORM"] == 1 or out["CHUNKS"] >= 8 or g.rows < _MANY_ROWS))
+                and (out["LANES"] == out["WARP"] if out["NORM"] == 1 else out["CHUNKS"] >= 8 or g.rows < _MANY_ROWS))
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
+    if out["HOLD1"]:  # the output pass's chunk order concerns re-read rows only: one build per held row
+        out["REVERSE_OUT"] = False
     if out["NORM"] == 1 and out["HOLD1"] and "ROWS" not in (tuning or {}):
         out["ROWS"] = 1  # RMSNorm's held rows: one per program (two measured no steadier, below)
     # a register cap (CUDA's maxnreg; not a constexpr: popped by the launch) on RMSNorm rows held
@@ -817,9 +821,11 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     ``[ROWS, 4 * LANES]`` accumulators and an explicit tree, so spreading a row over more warps
     changes which thread does what, never the order (sm_90, held row at D = 3072: 56 registers on
     2 warps against 80-92 on one). Measured on one H200 (session 12, bf16, rms_modulate / rms_norm
-    at FLUX, Wan, HunyuanVideo; docs/benchmarks/exact_norm_sweep_s12_wpr_rejected_h200.json): two
-    warps per row 52.9-93.2% of copy, four 59.7-83.9%, against the rule's 83.7-95.9%; kept as a
-    tuning option (tested bit for bit), never chosen by the rule."""
+    at FLUX, Wan, HunyuanVideo; docs/benchmarks/exact_norm_sweep_s12_wpr_rejected_h200.json): two or
+    four warps per row 52.9-96.7% of copy against the rule's 83.7-95.9%, slower in 16 of 18 cases
+    and within noise in the other two (rms_modulate FLUX held on two warps 83.8 against 83.7%,
+    rms_norm HunyuanVideo read twice on two warps 96.7 against 95.9%); kept as a tuning option
+    (tested bit for bit), never chosen by the rule."""
     const = dict(const)
     maxnreg = const.pop("MAXNREG", None)
     wpr = const.pop("WPR", 1)
