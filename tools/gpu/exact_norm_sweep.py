@@ -58,7 +58,8 @@ def _configs(op: str, D: int) -> list[dict]:
     # (HOLD False: session 10's default, with RMSNorm's rows per program and REVERSE_OUT)
     # (session 11's runs 2 and 4 measured 2 and 4 held rows per program and the held row's register
     # cap with other configurations). Session 12: a row spread over 2 / 4 warps (WPR) measured
-    # 52.9-93.2% against the rule's 83.7-95.9% (exact_norm_sweep_s12_wpr_rejected_h200.json).
+    # 52.9-96.7% against the rule's 83.7-95.9%, slower in 16 of 18 cases, within noise in the other
+    # two (exact_norm_sweep_s12_wpr_rejected_h200.json).
     # ``{}`` (the rule) repeats one of the others: a noise estimate
     return [{}, {"HOLD": True}, {"HOLD": False}]
 

@@ -58,8 +58,9 @@ def _activity(fn, calls=20):
 
 def _interleaved(fns, device, rep=200, backlog=False):
     """``backlog``: a sleep kernel queued first (as ``bench.host_us_per_call`` does), so the host
-    has enqueued every call before the GPU reaches it and no start event waits for a launch."""
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=device)
+    has enqueued every call before the GPU reaches it and no start event waits for a launch. The L2
+    flush is ``time_gpu``'s (``bench.FLUSH``; session 12's runs 4-5 used the writing one)."""
+    flush = bench.l2_flusher(device)
     times = {k: [] for k in fns}
     for _ in range(10):
         for f in fns.values():
@@ -70,7 +71,7 @@ def _interleaved(fns, device, rep=200, backlog=False):
         torch.cuda._sleep(int(2e9) // 1000 * 100)  # ~50-100 ms of GPU time
     for _ in range(rep):
         for k, f in fns.items():
-            flush.zero_()
+            flush()
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             f()

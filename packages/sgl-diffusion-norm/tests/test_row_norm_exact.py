@@ -447,11 +447,14 @@ def test_hold_rule():
     assert rx(15) is None and rx(0) is None
     launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
 
-    def const(norm, D, rows, dt, platform="cuda", tuning=None):
+    def constants(norm, D, rows, dt, platform="cuda", tuning=None):
         ch = chain_dtypes(norm, dt, None, None, torch.empty(0, dtype=dt), None)
         geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch, norm=norm,
                                scale=None, shift=None)
-        c = launch_constants(geom, None, None, platform, tuning, x_dtype=dt)
+        return launch_constants(geom, None, None, platform, tuning, x_dtype=dt)
+
+    def const(norm, D, rows, dt, platform="cuda", tuning=None):
+        c = constants(norm, D, rows, dt, platform, tuning)
         return (c["HOLD1"], c["HOLD2"], c["HOLD3"]), c["ROWS"], c["MAXNREG"]
 
     bf16, f32 = torch.bfloat16, torch.float32
@@ -476,10 +479,7 @@ def test_hold_rule():
     assert const("rms", 3072, 8, bf16, tuning={"HOLD": True})[0] == (8, 4, 0)  # forced: allowed (64 lanes)
 
     def reverse(D, rows, tuning=None):
-        ch = chain_dtypes("rms", bf16, None, None, torch.empty(0, dtype=bf16), None)
-        geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch, norm="rms",
-                               scale=None, shift=None)
-        return launch_constants(geom, None, None, "cuda", tuning, x_dtype=bf16)["REVERSE_OUT"]
+        return constants("rms", D, rows, bf16, tuning=tuning)["REVERSE_OUT"]
 
     # the output pass's chunk order concerns re-read rows only: held rows build without it
     assert reverse(5120, 75600) is False and reverse(5120, 75600, {"HOLD": False}) is True

@@ -49,15 +49,27 @@ def _sync(device: torch.device) -> None:
 FLUSH = "read"
 
 
+def l2_flusher(device: torch.device, flush_bytes: int = 256 << 20) -> Callable[[], Any]:
+    """The L2 flush ``time_gpu`` issues before each timed call, by ``FLUSH``: a call that reads
+    (``"read"``) or writes (``"zero"``) a buffer of ``flush_bytes``."""
+    mode = _flush_mode()
+    flush = torch.zeros(flush_bytes // 8, dtype=torch.int64, device=device)
+    return flush.zero_ if mode == "zero" else flush.sum
+
+
+def _flush_mode() -> str:
+    if FLUSH not in ("zero", "read"):
+        raise ValueError(f"bench.FLUSH must be 'zero' or 'read', not {FLUSH!r}")
+    return FLUSH
+
+
 def time_gpu(fn: Callable[[], Any], device: torch.device, *, warmup: int = 10, rep: int = 100,
              flush_bytes: int = 256 << 20) -> Timing:
     """Median / p20 / p80 of ``fn`` in ms, with CUDA events and an L2 flush (``FLUSH``) before each call."""
-    if FLUSH not in ("zero", "read"):
-        raise ValueError(f"bench.FLUSH must be 'zero' or 'read', not {FLUSH!r}")
+    _flush_mode()  # checked on every device
     if device.type != "cuda":
         return time_host(fn, warmup=max(1, warmup // 5), rep=max(3, rep // 10))
-    flush = torch.zeros(flush_bytes // 8, dtype=torch.int64, device=device)
-    do_flush = flush.zero_ if FLUSH == "zero" else flush.sum
+    do_flush = l2_flusher(device, flush_bytes)
     for _ in range(warmup):
         fn()
     _sync(device)
