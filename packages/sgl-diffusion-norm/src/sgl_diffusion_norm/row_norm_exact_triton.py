@@ -443,6 +443,75 @@ def _hold_emit(t, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_of
                    ROUND_OFFSET, HW_FMA)
 
 
+@triton.jit
+def _tree_leaf(t, K: tl.constexpr, N: tl.constexpr):
+    """Leaf ``K`` of a join tree of ``N`` leaves (a register grouping: no data movement)."""
+    if N == 1:
+        return t
+    else:
+        lo, hi = tl.split(t)
+        if K < N // 2:
+            return _tree_leaf(lo, K, N // 2)
+        else:
+            return _tree_leaf(hi, K - N // 2, N // 2)
+
+
+@triton.jit
+def _held_chunk(t1, t2, t3, K: tl.constexpr, HOLD1: tl.constexpr, HOLD2: tl.constexpr, HOLD3: tl.constexpr):
+    """Chunk ``K`` of the held row (trees of ``HOLD1``, ``HOLD2``, ``HOLD3`` chunks)."""
+    if K < HOLD1:
+        return _tree_leaf(t1, K, HOLD1)
+    elif K < HOLD1 + HOLD2:
+        return _tree_leaf(t2, K - HOLD1, HOLD2)
+    else:
+        return _tree_leaf(t3, K - HOLD1 - HOLD2, HOLD3)
+
+
+@triton.jit
+def _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0: tl.constexpr, CH: tl.constexpr, N: tl.constexpr,
+              LAYER: tl.constexpr, EVEN: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr,
+              HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """The output chain's operands (:func:`_emit_loads`) of chunks ``K0 .. K0 + N - 1``, four join trees."""
+    if N == 1:
+        offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, EVEN)
+        return _emit_loads(offs, mask, W, BIAS, sc_row, sh_row, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS)
+    else:
+        a = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0, CH, N // 2, LAYER, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W,
+                      HAS_BIAS)
+        b = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0 + N // 2, CH, N // 2, LAYER, EVEN, HAS_SCALE, HAS_SHIFT,
+                      HAS_W, HAS_BIAS)
+        return tl.join(a[0], b[0]), tl.join(a[1], b[1]), tl.join(a[2], b[2]), tl.join(a[3], b[3])
+
+
+@triton.jit
+def _hold_emit_ahead(t1, t2, t3, first, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
+                     CH: tl.constexpr, CHUNKS: tl.constexpr, HOLD1: tl.constexpr, HOLD2: tl.constexpr,
+                     HOLD3: tl.constexpr, G: tl.constexpr, LAYER: tl.constexpr, EVEN: tl.constexpr,
+                     HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
+                     P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
+                     T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+                     ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
+    """The held row's output chain with its operands loaded one group of ``G`` chunks ahead
+    (``first``: group 0's, :func:`_mod_tree`): a store may alias the operands, so the compiler
+    never moves a later chunk's loads above an earlier chunk's store, and without this each chunk
+    waits for its own operands (sm_90 Nsight Compute, rms_modulate FLUX: the output chain's
+    stalls, 71% of the kernel's samples, on those loads)."""
+    NG: tl.constexpr = CHUNKS // G
+    nxt = first
+    for g in tl.static_range(NG):
+        cur = nxt
+        if g + 1 < NG:
+            nxt = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, (g + 1) * G, CH, G, LAYER, EVEN, HAS_SCALE, HAS_SHIFT,
+                            HAS_W, HAS_BIAS)
+        for j in tl.static_range(G):
+            offs, mask = _hold_leaf(rmask, D, g * G + j, CH, LAYER, EVEN)
+            v = triton_math.widen_bits(_held_chunk(t1, t2, t3, g * G + j, HOLD1, HOLD2, HOLD3))
+            _emit_apply(v, offs, mask, mean, rstd, _tree_leaf(cur[0], j, G), _tree_leaf(cur[1], j, G),
+                        _tree_leaf(cur[2], j, G), _tree_leaf(cur[3], j, G), y_row, scale_offset, 0 if LAYER else 1,
+                        HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
+                        HW_FMA)
+
+
 def hold_tiles(chunks: int) -> tuple[int, int, int] | None:
     """``chunks`` as at most three powers of two, largest first (``HOLD1..3``; 0: none), or None."""
     parts = [1 << b for b in range(chunks.bit_length() - 1, -1, -1) if chunks >> b & 1]
@@ -450,19 +519,38 @@ def hold_tiles(chunks: int) -> tuple[int, int, int] | None:
 
 
 @triton.jit
-def _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
-          NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr,
-          HAS_BIAS: tl.constexpr, P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr,
-          N_DT: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
-          ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
-    """The output chain on fp32 elements ``v`` at ``offs`` (any shape), stored to ``y_row``."""
+def _emit_loads(offs, mask, W, BIAS, sc_row, sh_row, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr,
+                HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """The output chain's per-element operands at ``offs``, raw: ``(weight, bias, scale, shift)``
+    (zeros where absent, never read by :func:`_emit_apply`)."""
+    none = tl.zeros(mask.shape, tl.float32)
+    w, bb, sc, sh = none, none, none, none
+    if HAS_W:
+        w = tl.load(W + offs, mask=mask, other=0.0)
+    if HAS_BIAS:
+        bb = tl.load(BIAS + offs, mask=mask, other=0.0)
+    if HAS_SCALE:
+        sc = tl.load(sc_row + offs, mask=mask, other=0.0, eviction_policy="evict_last")
+        if HAS_SHIFT:
+            sh = tl.load(sh_row + offs, mask=mask, other=0.0, eviction_policy="evict_last")
+    return w, bb, sc, sh
+
+
+@triton.jit
+def _emit_apply(v, offs, mask, mean, rstd, w_raw, b_raw, sc_raw, sh_raw, y_row, scale_offset,
+                NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr,
+                HAS_BIAS: tl.constexpr, P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr,
+                N_DT: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+                ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
+    """The output chain on fp32 elements ``v`` at ``offs`` (any shape) with the operands of
+    :func:`_emit_loads`, stored to ``y_row``."""
     if NORM == 0:
         xc = v - mean
         t = rstd * xc
         if HAS_W:
-            w = triton_math.round_to(triton_math.widen(tl.load(W + offs, mask=mask, other=0.0)), P_DT)
+            w = triton_math.round_to(triton_math.widen(w_raw), P_DT)
         if HAS_BIAS:
-            bb = triton_math.round_to(triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), P_DT)
+            bb = triton_math.round_to(triton_math.widen(b_raw), P_DT)
         if HAS_W and HAS_BIAS:
             h = _fma(w, t, bb, HW_FMA)
         elif HAS_W:
@@ -475,20 +563,30 @@ def _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offse
     else:
         h = triton_math.round_to(v * rstd, C_DT)
         if HAS_W:
-            h = triton_math.round_to(h * triton_math.widen(tl.load(W + offs, mask=mask, other=0.0)), A_DT)
+            h = triton_math.round_to(h * triton_math.widen(w_raw), A_DT)
         if HAS_BIAS:
-            h = triton_math.round_to(h + triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0)), N_DT)
+            h = triton_math.round_to(h + triton_math.widen(b_raw), N_DT)
     if HAS_SCALE:
         off = scale_offset
         if ROUND_OFFSET:  # CPU eager rounds the Python scalar to scale's dtype first
             off = triton_math.round_to(off, T1)
-        sc = triton_math.widen(tl.load(sc_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
-        t1 = triton_math.round_to(off + sc, T1)
+        t1 = triton_math.round_to(off + triton_math.widen(sc_raw), T1)
         h = triton_math.round_to(h * t1, T2)
         if HAS_SHIFT:
-            sh = triton_math.widen(tl.load(sh_row + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
-            h = triton_math.round_to(h + sh, T3)
+            h = triton_math.round_to(h + triton_math.widen(sh_raw), T3)
     tl.store(y_row + offs, triton_math.narrow(h, OUT), mask=mask)
+
+
+@triton.jit
+def _emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
+          NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr,
+          HAS_BIAS: tl.constexpr, P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr,
+          N_DT: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+          ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
+    """The output chain on fp32 elements ``v`` at ``offs`` (any shape), stored to ``y_row``."""
+    w, bb, sc, sh = _emit_loads(offs, mask, W, BIAS, sc_row, sh_row, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS)
+    _emit_apply(v, offs, mask, mean, rstd, w, bb, sc, sh, y_row, scale_offset, NORM, HAS_SCALE, HAS_SHIFT, HAS_W,
+                HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
 
 
 @triton.jit(do_not_specialize=["n_rows", "S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
@@ -508,6 +606,7 @@ def _row_norm_exact_kernel(
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr, TREE: tl.constexpr = 0,
     HOLD1: tl.constexpr = 0, HOLD2: tl.constexpr = 0, HOLD3: tl.constexpr = 0,
+    MOD_AHEAD: tl.constexpr = 0, MOD_EARLY: tl.constexpr = False,
 ):
     # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
@@ -532,6 +631,9 @@ def _row_norm_exact_kernel(
                 t2 = _hold_load(x1, rmask, D, HOLD1, CH, HOLD2, True, EVEN)
             if HOLD3 > 0:
                 t3 = _hold_load(x1, rmask, D, HOLD1 + HOLD2, CH, HOLD3, True, EVEN)
+            if MOD_AHEAD > 0 and MOD_EARLY:  # the output chain's first operands, in flight with x
+                first = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, MOD_AHEAD, True, EVEN, HAS_SCALE,
+                                  HAS_SHIFT, HAS_W, HAS_BIAS)
             m = tl.zeros([NT], tl.float32)
             s = tl.zeros([NT], tl.float32)
             m, s = _hold_welford(m, s, t1, D, 0, NT, HOLD1, EVEN, HW_FMA)
@@ -552,6 +654,9 @@ def _row_norm_exact_kernel(
                 t2 = _hold_load(x_row, rmask, D, HOLD1, CH, HOLD2, False, False)
             if HOLD3 > 0:
                 t3 = _hold_load(x_row, rmask, D, HOLD1 + HOLD2, CH, HOLD3, False, False)
+            if MOD_AHEAD > 0 and MOD_EARLY:
+                first = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, MOD_AHEAD, False, False, HAS_SCALE,
+                                  HAS_SHIFT, HAS_W, HAS_BIAS)
             acc = _hold_squares(tl.zeros([ROWS, CH], tl.float32), t1, HOLD1)
             if HOLD2 > 0:
                 acc = _hold_squares(acc, t2, HOLD2)
@@ -581,17 +686,29 @@ def _row_norm_exact_kernel(
                     r_val = tl.sum(tl.reshape(tl.where(tl.arange(0, ROWS)[:, None] == r, rstd, 0.0), [ROWS]), axis=0)
                     rb = tl.where(tl.arange(0, ROWS)[:, None] == r, r_val, rb)
                 rstd = rb
-        _hold_emit(t1, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CH, HOLD1, NORM == 0,
-                   EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
-                   HW_FMA)
-        if HOLD2 > 0:
-            _hold_emit(t2, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1, CH, HOLD2,
-                       NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3,
-                       OUT, ROUND_OFFSET, HW_FMA)
-        if HOLD3 > 0:
-            _hold_emit(t3, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, CH,
-                       HOLD3, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
-                       T2, T3, OUT, ROUND_OFFSET, HW_FMA)
+        if MOD_AHEAD > 0:
+            if not MOD_EARLY:
+                first = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, MOD_AHEAD, NORM == 0, EVEN, HAS_SCALE,
+                                  HAS_SHIFT, HAS_W, HAS_BIAS)
+            if HOLD2 == 0:
+                t2 = t1
+            if HOLD3 == 0:
+                t3 = t1
+            _hold_emit_ahead(t1, t2, t3, first, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
+                             CH, CHUNKS, HOLD1, HOLD2, HOLD3, MOD_AHEAD, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT,
+                             HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
+        else:
+            _hold_emit(t1, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CH, HOLD1,
+                       NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                       ROUND_OFFSET, HW_FMA)
+            if HOLD2 > 0:
+                _hold_emit(t2, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1, CH, HOLD2,
+                           NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3,
+                           OUT, ROUND_OFFSET, HW_FMA)
+            if HOLD3 > 0:
+                _hold_emit(t3, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, CH,
+                           HOLD3, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
+                           T2, T3, OUT, ROUND_OFFSET, HW_FMA)
     else:  # the output pass reads x again
         cols = tl.arange(0, CH)[None, :]
         for kk in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL_OUT):
@@ -812,6 +929,19 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         out["MAXNREG"] = _HOLD_MAXNREG if capped else None
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
+    # MOD_AHEAD (held rows): the output chain's operands (weight, bias, scale, shift) loaded a group
+    # of this many chunks ahead of the chunks they serve, the group halved until it divides CHUNKS;
+    # MOD_EARLY: the first group's loads issued with x's, before the statistics
+    ahead = out.get("MOD_AHEAD", 0)
+    if not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
+        raise ValueError(f"MOD_AHEAD (chunks per group of prefetched operands) must be 0 or a power of two, "
+                         f"not {ahead!r}")
+    if not out["HOLD1"] or not (out["HAS_W"] or out["HAS_BIAS"] or out["HAS_SCALE"]):
+        ahead = 0
+    while ahead > 1 and out["CHUNKS"] % ahead:
+        ahead //= 2
+    out["MOD_AHEAD"] = ahead
+    out["MOD_EARLY"] = bool(out.get("MOD_EARLY", False)) and ahead > 0
     return out
 
 
