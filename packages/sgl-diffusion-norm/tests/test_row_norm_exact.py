@@ -400,14 +400,16 @@ def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
 
 @pytest.mark.parametrize("op,D", [("rms_modulate", 2432), ("rms_norm", 640), ("rms_modulate", 2440),
                                   ("ln_modulate", 2432), ("layer_norm", 1536), ("ln_modulate", 3100),
-                                  ("layer_norm", 3584)])
+                                  ("layer_norm", 3584), ("ln_modulate", 4096)])
 def test_held_row_keeps_the_bits(op, D):
     """The row held in registers (``HOLD``: read once, its chunks as join trees of up to three
     powers of two: RMSNorm 2432 = 19 chunks of 128 = 16 + 2 + 1, 640 = 4 + 1, 2440 = 16 + 4 with a
     partial last chunk; LayerNorm 2432 = 5 chunks of 512 with a partial last one = 4 + 1, 1536 =
     2 + 1, 3584 = 4 + 2 + 1, 3100 = 4 + 2 + 1 with a partial last one) gives the re-reading
     kernel's bits in bf16, RMSNorm with 1, 2 and 4 rows per program (a last program with fewer
-    rows) and on 2 warps per row."""
+    rows) and on 2 warps per row; and with the output chain's operands loaded ahead (``MOD_AHEAD``:
+    groups of 4 chunks at RMSNorm 2440 = 20 chunks and LayerNorm 4096 = 8 chunks, halved to 1 where
+    the chunk count is odd; ``MOD_EARLY``: the first group with x's loads)."""
     from sgl_diffusion_core import describe, resolve_target
 
     prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
@@ -424,6 +426,7 @@ def test_held_row_keeps_the_bits(op, D):
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
     ref = prepare(geom, *tensors, tuning={"HOLD": False}).fused(*tensors, 1e-6, 1.0)
     rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}, {"ROWS": 1, "WPR": 2}] if op.startswith("rms") else [{}]
+    rows += [{"MOD_AHEAD": 4}, {"MOD_AHEAD": 2, "MOD_EARLY": True}] if op.endswith("modulate") else []
     launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
     assert launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True}, torch.bfloat16)["HOLD1"] > 0
     for extra in rows:
@@ -497,7 +500,8 @@ def test_hold_rule():
 
 
 def test_warps_per_row_is_checked():
-    """``WPR`` (warps per row) is a launch option of RMSNorm's kernel only, 1, 2 or 4."""
+    """``WPR`` (warps per row) is a launch option of RMSNorm's kernel only, 1, 2 or 4; ``MOD_AHEAD``
+    0 or a power of two."""
     from sgl_diffusion_core import describe, resolve_target
 
     prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
@@ -508,3 +512,6 @@ def test_warps_per_row_is_checked():
             prepare(geom, x, None, None, None, None, tuning={"WPR": 3})
     with pytest.raises(ValueError, match="above 1 only for RMSNorm"):
         prepare(describe("norm.layer_norm", x).info["geom"], x, None, None, None, None, tuning={"WPR": 2})
+    for bad in (3, -1, 2.0):
+        with pytest.raises(ValueError, match="MOD_AHEAD"):
+            prepare(describe("norm.rms_norm", x).info["geom"], x, None, None, None, None, tuning={"MOD_AHEAD": bad})

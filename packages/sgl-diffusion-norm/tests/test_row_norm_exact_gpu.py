@@ -103,11 +103,13 @@ def test_plain_exact(D):
 
 @pytest.mark.parametrize("D", [3072, 5120])
 @pytest.mark.parametrize("tuning", [{}, {"HOLD": False}, {"WPR": 2, "ROWS": 1}, {"WPR": 2, "ROWS": 1, "HOLD": False},
-                                    {"ROWS": 2}, {"MAXNREG": None}])
+                                    {"ROWS": 2}, {"MAXNREG": None}, {"MOD_AHEAD": 0},
+                                    {"MOD_AHEAD": 2, "MOD_EARLY": True}])
 def test_rms_build_choices_at_many_rows(D, tuning):
     """RMSNorm's launch at 16401 rows, a video's (the rule: the row held in registers, capped above
-    32 chunks) and the other build choices there (read twice, two warps per row, two rows per
-    program, uncapped): the fused kernel alone is ``torch.equal`` to eager (rms_modulate, per
+    32 chunks, the output chain's operands loaded ahead) and the other build choices there (read
+    twice, two warps per row, two rows per program, uncapped, no operands ahead, groups of two
+    with the first group loaded with x): the fused kernel alone is ``torch.equal`` to eager (rms_modulate, per
     sample, bf16 weight), so no build choice relies on the gate's fallback."""
     from sgl_diffusion_core import describe, resolve_target
 

@@ -931,8 +931,15 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     # MOD_AHEAD (held rows): the output chain's operands (weight, bias, scale, shift) loaded a group
     # of this many chunks ahead of the chunks they serve, the group halved until it divides CHUNKS;
-    # MOD_EARLY: the first group's loads issued with x's, before the statistics
-    ahead = out.get("MOD_AHEAD", 0)
+    # MOD_EARLY: the first group's loads issued with x's, before the statistics. The rule: RMSNorm 4
+    # chunks up to 32 chunks, 1 above (the register-capped rows), LayerNorm none (session 13,
+    # exact_norm_sweep_s13_ahead_*_h200.json, torch's ptxas, % of copy: rms_modulate FLUX 79.6-80.8
+    # -> 104.2% at 4 (98-99% at 2, 91% at 1), HunyuanVideo 94.3 -> 96.7%, Wan 87.2 -> 91.7% at 1
+    # (90% at 2, 85.5% at 4 under the 128-register cap); ln_modulate within 1.3 points either way)
+    if "MOD_AHEAD" in out:
+        ahead = out["MOD_AHEAD"]
+    else:
+        ahead = (4 if out["CHUNKS"] <= 32 else 1) if out["NORM"] == 1 else 0
     if not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
         raise ValueError(f"MOD_AHEAD (chunks per group of prefetched operands) must be 0 or a power of two, "
                          f"not {ahead!r}")
@@ -1106,6 +1113,7 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
     name = (f"row_norm_exact[{dt},{norm},D={D},modulated={modulated},lanes={const['LANES']}x{const['NWARP']},"
             f"chunks={const['CHUNKS']},rows={const['ROWS']},hold={'on' if hold else 'off'}"
             f"{',reverse_out' if const['REVERSE_OUT'] else ''}"
+            f"{',mod_ahead=' + str(const['MOD_AHEAD']) if const['MOD_AHEAD'] else ''}"
             f"{',maxnreg=' + str(options['maxnreg']) if 'maxnreg' in options else ''}]")
     explicit = const["NORM"] == 0 and const["HW_FMA"]
     out = [AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
