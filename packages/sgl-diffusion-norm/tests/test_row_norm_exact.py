@@ -398,6 +398,23 @@ def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
     testing.assert_exact(got, _aten_rms_norm_order(x.reshape(rows, D), 1e-6))
 
 
+def _exact_case(op, D):
+    """``op``'s geometry and kernel tensors at 17 rows of width ``D``, bf16 (RMSNorm's production layout:
+    32 lanes, chunks of 128; a last program with fewer rows where a program takes several)."""
+    from sgl_diffusion_core import describe
+
+    torch.manual_seed(D)
+    x = (torch.randn(1, 17, D) * 2 + 0.5).to(torch.bfloat16)
+    mod = (torch.randn(1, 2, D) * 0.5).to(torch.bfloat16)
+    w = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16)
+    if op.endswith("modulate"):
+        kw = {"weight": w} if op == "rms_modulate" else {}
+        args, tensors = (x, mod[:, :1], mod[:, 1:]), (x, mod[:, :1], mod[:, 1:], kw.get("weight"), None)
+    else:
+        args, kw, tensors = (x, w), {}, (x, None, None, w, None)
+    return describe(f"norm.{op}", *args, **kw).info["geom"], tensors
+
+
 @pytest.mark.parametrize("op,D", [("rms_modulate", 2432), ("rms_norm", 640), ("rms_modulate", 2440),
                                   ("ln_modulate", 2432), ("layer_norm", 1536), ("ln_modulate", 3100),
                                   ("layer_norm", 3584), ("ln_modulate", 4096)])
@@ -409,29 +426,42 @@ def test_held_row_keeps_the_bits(op, D):
     kernel's bits in bf16, RMSNorm with 1, 2 and 4 rows per program (a last program with fewer
     rows) and on 2 warps per row; and with the output chain's operands loaded ahead (``MOD_AHEAD``:
     groups of 4 chunks at RMSNorm 2440 = 20 chunks and LayerNorm 4096 = 8 chunks, halved to 1 where
-    the chunk count is odd; ``MOD_EARLY``: the first group with x's loads)."""
-    from sgl_diffusion_core import describe, resolve_target
+    the chunk count is odd; ``MOD_EARLY``: the first group with x's loads; RMSNorm's rule loads them
+    ahead, ``MOD_AHEAD`` 0 not)."""
+    from sgl_diffusion_core import resolve_target
 
     prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
-    torch.manual_seed(D)
-    # 17 rows: RMSNorm's production layout (32 lanes, chunks of 128) and a last program with fewer rows
-    x = (torch.randn(1, 17, D) * 2 + 0.5).to(torch.bfloat16)
-    mod = (torch.randn(1, 2, D) * 0.5).to(torch.bfloat16)
-    w = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16)
-    if op.endswith("modulate"):
-        kw = {"weight": w} if op == "rms_modulate" else {}
-        args, tensors = (x, mod[:, :1], mod[:, 1:]), (x, mod[:, :1], mod[:, 1:], kw.get("weight"), None)
-    else:
-        args, kw, tensors = (x, w), {}, (x, None, None, w, None)
-    geom = describe(f"norm.{op}", *args, **kw).info["geom"]
+    geom, tensors = _exact_case(op, D)
     ref = prepare(geom, *tensors, tuning={"HOLD": False}).fused(*tensors, 1e-6, 1.0)
     rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}, {"ROWS": 1, "WPR": 2}] if op.startswith("rms") else [{}]
+    rows += [{"MOD_AHEAD": 0}] if op.startswith("rms") else []
     rows += [{"MOD_AHEAD": 4}, {"MOD_AHEAD": 2, "MOD_EARLY": True}] if op.endswith("modulate") else []
     launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
     assert launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True}, torch.bfloat16)["HOLD1"] > 0
     for extra in rows:
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
         testing.assert_exact(run.fused(*tensors, 1e-6, 1.0), ref)
+
+
+@pytest.mark.parametrize("op,D,ahead", [("rms_modulate", 2440, 4), ("rms_norm", 640, 2), ("ln_modulate", 4096, 2),
+                                        ("layer_norm", 3100, 4)])
+def test_output_pass_ahead_keeps_the_bits(op, D, ahead):
+    """Rows read twice with the output pass's loads a group of chunks ahead (``OUT_AHEAD``: RMSNorm
+    2440 = 20 chunks in groups of 4, also two rows per program; 640 = 5 chunks, the group halved to
+    1; LayerNorm 4096 = 8 chunks in groups of 2, 3100 = 7 chunks halved to 1) give the loop's bits."""
+    from sgl_diffusion_core import resolve_target
+
+    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    geom, tensors = _exact_case(op, D)
+    ref = prepare(geom, *tensors, tuning={"HOLD": False}).fused(*tensors, 1e-6, 1.0)
+    for extra in [{}, {"ROWS": 2}] if op.startswith("rms") else [{}]:
+        run = prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": ahead, **extra})
+        testing.assert_exact(run.fused(*tensors, 1e-6, 1.0), ref)
+    with pytest.raises(ValueError, match="OUT_AHEAD"):
+        prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 3})
+    if op.startswith("rms"):
+        with pytest.raises(ValueError, match="not with REVERSE_OUT"):
+            prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 2, "REVERSE_OUT": True})
 
 
 def test_hold_rule():

@@ -484,30 +484,39 @@ def _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0: tl.constexpr, CH: tl.conste
 
 
 @triton.jit
-def _hold_emit_ahead(t1, t2, t3, first, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
-                     CH: tl.constexpr, CHUNKS: tl.constexpr, HOLD1: tl.constexpr, HOLD2: tl.constexpr,
-                     HOLD3: tl.constexpr, G: tl.constexpr, LAYER: tl.constexpr, EVEN: tl.constexpr,
-                     HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
-                     P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
-                     T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
-                     ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
-    """The held row's output chain with its operands loaded one group of ``G`` chunks ahead
-    (``first``: group 0's, :func:`_mod_tree`): a store may alias the operands, so the compiler
-    never moves a later chunk's loads above an earlier chunk's store, and without this each chunk
-    waits for its own operands (sm_90 Nsight Compute, rms_modulate FLUX: the output chain's
-    stalls, 71% of the kernel's samples, on those loads)."""
+def _emit_ahead(t1, t2, t3, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row,
+                scale_offset, CH: tl.constexpr, CHUNKS: tl.constexpr, HOLD1: tl.constexpr, HOLD2: tl.constexpr,
+                HOLD3: tl.constexpr, G: tl.constexpr, REREAD: tl.constexpr, LAYER: tl.constexpr, EVEN: tl.constexpr,
+                HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
+                P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
+                T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
+                ROUND_OFFSET: tl.constexpr, HW_FMA: tl.constexpr):
+    """The output chain with its loads issued one group of ``G`` chunks ahead of the chunks they
+    serve (``first``: group 0's operands, :func:`_mod_tree`): the operands, and with ``REREAD`` x
+    itself (``first_x``: group 0's chunks, read again from L1 / L2), else the held row's chunks
+    (``t1``, ``t2``, ``t3``). A store may alias any load, so the compiler never moves a later
+    chunk's loads above an earlier chunk's store: without this each chunk waits for its own loads
+    (sm_90 Nsight Compute, exact rms_modulate at FLUX held: 71% of the kernel's stall samples on
+    the output chain's operand loads)."""
     NG: tl.constexpr = CHUNKS // G
-    nxt = first
+    ops_n = first
+    xs_n = first_x
     for g in tl.static_range(NG):
-        cur = nxt
+        ops = ops_n
+        xs = xs_n
         if g + 1 < NG:
-            nxt = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, (g + 1) * G, CH, G, LAYER, EVEN, HAS_SCALE, HAS_SHIFT,
-                            HAS_W, HAS_BIAS)
+            if REREAD:
+                xs_n = _hold_load(x_row, rmask, D, (g + 1) * G, CH, G, LAYER, EVEN)
+            ops_n = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, (g + 1) * G, CH, G, LAYER, EVEN, HAS_SCALE,
+                              HAS_SHIFT, HAS_W, HAS_BIAS)
         for j in tl.static_range(G):
             offs, mask = _hold_leaf(rmask, D, g * G + j, CH, LAYER, EVEN)
-            v = triton_math.widen_bits(_held_chunk(t1, t2, t3, g * G + j, HOLD1, HOLD2, HOLD3))
-            _emit_apply(v, offs, mask, mean, rstd, _tree_leaf(cur[0], j, G), _tree_leaf(cur[1], j, G),
-                        _tree_leaf(cur[2], j, G), _tree_leaf(cur[3], j, G), y_row, scale_offset, 0 if LAYER else 1,
+            if REREAD:
+                v = triton_math.widen_bits(_tree_leaf(xs, j, G))
+            else:
+                v = triton_math.widen_bits(_held_chunk(t1, t2, t3, g * G + j, HOLD1, HOLD2, HOLD3))
+            _emit_apply(v, offs, mask, mean, rstd, _tree_leaf(ops[0], j, G), _tree_leaf(ops[1], j, G),
+                        _tree_leaf(ops[2], j, G), _tree_leaf(ops[3], j, G), y_row, scale_offset, 0 if LAYER else 1,
                         HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET,
                         HW_FMA)
 
@@ -606,7 +615,7 @@ def _row_norm_exact_kernel(
     HW_FMA: tl.constexpr, UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr, TREE: tl.constexpr = 0,
     HOLD1: tl.constexpr = 0, HOLD2: tl.constexpr = 0, HOLD3: tl.constexpr = 0,
-    MOD_AHEAD: tl.constexpr = 0, MOD_EARLY: tl.constexpr = False,
+    MOD_AHEAD: tl.constexpr = 0, MOD_EARLY: tl.constexpr = False, OUT_AHEAD: tl.constexpr = 0,
 ):
     # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
@@ -694,9 +703,9 @@ def _row_norm_exact_kernel(
                 t2 = t1
             if HOLD3 == 0:
                 t3 = t1
-            _hold_emit_ahead(t1, t2, t3, first, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
-                             CH, CHUNKS, HOLD1, HOLD2, HOLD3, MOD_AHEAD, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT,
-                             HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
+            _emit_ahead(t1, t2, t3, first, t1, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row,
+                        scale_offset, CH, CHUNKS, HOLD1, HOLD2, HOLD3, MOD_AHEAD, False, NORM == 0, EVEN, HAS_SCALE,
+                        HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
         else:
             _hold_emit(t1, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CH, HOLD1,
                        NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
@@ -709,6 +718,13 @@ def _row_norm_exact_kernel(
                 _hold_emit(t3, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, CH,
                            HOLD3, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
                            T2, T3, OUT, ROUND_OFFSET, HW_FMA)
+    elif OUT_AHEAD > 0:  # the output pass reads x again, its loads a group of chunks ahead (forward order)
+        first = _mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, OUT_AHEAD, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT,
+                          HAS_W, HAS_BIAS)
+        first_x = _hold_load(x_row, rmask, D, 0, CH, OUT_AHEAD, NORM == 0, EVEN)
+        _emit_ahead(first_x, first_x, first_x, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row,
+                    y_row, scale_offset, CH, CHUNKS, 0, 0, 0, OUT_AHEAD, True, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT,
+                    HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, HW_FMA)
     else:  # the output pass reads x again
         cols = tl.arange(0, CH)[None, :]
         for kk in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL_OUT):
@@ -949,6 +965,20 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         ahead //= 2
     out["MOD_AHEAD"] = ahead
     out["MOD_EARLY"] = bool(out.get("MOD_EARLY", False)) and ahead > 0
+    # OUT_AHEAD (rows read twice): the output pass's loads of x and of the operands a group of this
+    # many chunks ahead (forward order: not with REVERSE_OUT), the group halved until it divides
+    # CHUNKS; none by default (tuning only)
+    again = out.get("OUT_AHEAD", 0)
+    if not isinstance(again, int) or again < 0 or again & (again - 1):
+        raise ValueError(f"OUT_AHEAD (chunks per group of the output pass's loads) must be 0 or a power of two, "
+                         f"not {again!r}")
+    if again and out["REVERSE_OUT"]:
+        raise ValueError("OUT_AHEAD walks the chunks forward: not with REVERSE_OUT")
+    if out["HOLD1"]:
+        again = 0
+    while again > 1 and out["CHUNKS"] % again:
+        again //= 2
+    out["OUT_AHEAD"] = again
     return out
 
 
@@ -1114,6 +1144,7 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
             f"chunks={const['CHUNKS']},rows={const['ROWS']},hold={'on' if hold else 'off'}"
             f"{',reverse_out' if const['REVERSE_OUT'] else ''}"
             f"{',mod_ahead=' + str(const['MOD_AHEAD']) if const['MOD_AHEAD'] else ''}"
+            f"{',out_ahead=' + str(const['OUT_AHEAD']) if const['OUT_AHEAD'] else ''}"
             f"{',maxnreg=' + str(options['maxnreg']) if 'maxnreg' in options else ''}]")
     explicit = const["NORM"] == 0 and const["HW_FMA"]
     out = [AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
