@@ -432,7 +432,7 @@ def test_held_row_keeps_the_bits(op, D):
 
     prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
     geom, tensors = _exact_case(op, D)
-    ref = prepare(geom, *tensors, tuning={"HOLD": False}).fused(*tensors, 1e-6, 1.0)
+    ref = prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 0}).fused(*tensors, 1e-6, 1.0)
     rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}, {"ROWS": 1, "WPR": 2}] if op.startswith("rms") else [{}]
     rows += [{"MOD_AHEAD": 0}] if op.startswith("rms") else []
     rows += [{"MOD_AHEAD": 4}, {"MOD_AHEAD": 2, "MOD_EARLY": True}] if op.endswith("modulate") else []
@@ -448,14 +448,20 @@ def test_held_row_keeps_the_bits(op, D):
 def test_output_pass_ahead_keeps_the_bits(op, D, ahead):
     """Rows read twice with the output pass's loads a group of chunks ahead (``OUT_AHEAD``: RMSNorm
     2440 = 20 chunks in groups of 4, also two rows per program; 640 = 5 chunks, the group halved to
-    1; LayerNorm 4096 = 8 chunks in groups of 2, 3100 = 7 chunks halved to 1) give the loop's bits."""
+    1; LayerNorm 4096 = 8 chunks in groups of 2, 3100 = 7 chunks halved to 1; LayerNorm's rule, 1)
+    give the loop's bits (``OUT_AHEAD`` 0)."""
     from sgl_diffusion_core import resolve_target
 
     prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
     geom, tensors = _exact_case(op, D)
-    ref = prepare(geom, *tensors, tuning={"HOLD": False}).fused(*tensors, 1e-6, 1.0)
-    for extra in [{}, {"ROWS": 2}] if op.startswith("rms") else [{}]:
-        run = prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": ahead, **extra})
+    ref = prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 0}).fused(*tensors, 1e-6, 1.0)
+    launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
+    rule = launch_constants(geom, *tensors[3:], "cuda", {"HOLD": False}, torch.bfloat16)["OUT_AHEAD"]
+    assert rule == (0 if op.startswith("rms") else 1)
+    tunings = [{"OUT_AHEAD": ahead}]
+    tunings += [{"OUT_AHEAD": ahead, "ROWS": 2}] if op.startswith("rms") else [{}]
+    for extra in tunings:
+        run = prepare(geom, *tensors, tuning={"HOLD": False, **extra})
         testing.assert_exact(run.fused(*tensors, 1e-6, 1.0), ref)
     with pytest.raises(ValueError, match="OUT_AHEAD"):
         prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 3})
