@@ -1,17 +1,15 @@
 #!/usr/bin/env bash
-# The GPU work queued for the next session (one ~6-minute call on one nvidia-h200), in priority order.
-#   Re-baseline under the reading L2 flush (bench.FLUSH = "read" since session 12's last commit; every
-#       earlier record used the writing flush, which added 2.2-2.7 us to every FLUX-sized call by an
-#       amount that depended on where the buffers sat, flush_mode_probe_s12_h200.json): the exact
-#       row-norm benches at FLUX, Wan, HunyuanVideo (exact rms_modulate at FLUX: 78.8-84.2% across
-#       session 12's runs, below its 85% target).
-#   channel_rms_norm contiguous C = 384 (81.9-83.1%): the hold kernel at 121 registers, two 8-warp
-#       programs per SM; session 12 rejected the stream kernel over 128-byte runs (43-57%). The sweep
-#       re-measures the rules around it under the new flush.
+# The GPU work queued for the next session (one ~5-minute call on one nvidia-h200), in priority order.
+#   The exact row norms' GPU lane in full at session 13's rules (its runs 3-4 covered the gate lane and
+#       RMSNorm's build choices at D = 5120 but not all of D = 3072's in one log), with a longer limit.
+#   channel_rms_norm contiguous C = 384 (81.5-82.0% in session 13, target 85%): the rule sweep again as
+#       the starting point for the next idea (session 13 rejected Triton's shared-memory pipeline of the
+#       tile loads, 48.7-69.7%; session 12 the stream kernel over 128-byte runs, 43-57%).
 # Usage on the device machine, from the repo root: bash tools/gpu/next_session.sh SHA OUT
 set -uo pipefail
 source tools/gpu/device_env.sh "$1" "$2" /tmp/run_out_next
-bench 0 norm.rms_modulate 110 --cases flux,wan,hunyuan
-bench 0 norm.rms_norm 90 --cases flux,wan,hunyuan
-bench 0 norm.ln_modulate 110 --cases flux,wan,hunyuan
+export SGL_NORM_GATE_REPORT="$OUT/row_norm_gate_report.json"
+t row_norm_exact 330 packages/sgl-diffusion-norm/tests/test_row_norm_exact_gpu.py --durations=6
+tail -n 8 "$OUT/gpu_lane_row_norm_exact.log"
+snap
 vsweep torchptxas 120 channel_rms_norm/c384 TRITON_PTXAS_PATH="$TORCH_PTXAS"
