@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU work queued for the next session (one ~5-minute call on one nvidia-h200), in priority order.
-#   The exact row norms' GPU lane in full at session 13's rules (its runs 3-4 covered the gate lane and
-#       RMSNorm's build choices at D = 5120 but not all of D = 3072's in one log), with a longer limit.
+#   The exact row norms' GPU lane in full (session 13's run 6: 34 / 34 in 300 s at 30bcdc6): a check that
+#       nothing moved since.
 #   channel_rms_norm contiguous C = 384 (81.5-82.0% in session 13, target 85%): the rule sweep again as
 #       the starting point for the next idea (session 13 rejected Triton's shared-memory pipeline of the
 #       tile loads, 48.7-69.7%; session 12 the stream kernel over 128-byte runs, 43-57%).
