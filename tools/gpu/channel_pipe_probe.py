@@ -6,7 +6,8 @@ Nsight Compute (session 13 run 1, ``ncu_s13``): the hold kernel (``[128, 64] x 3
 registers, 8 warps, 121 registers, two programs per SM) keeps DRAM 70% busy; a program's loads are all in
 flight before its statistics, none while it normalizes and stores, so an SM has at most its other program's
 48 KB in flight then. This probe's kernel is the hold kernel's arithmetic in a persistent loop over tiles
-whose loads the compiler pipelines through shared memory; it is a measurement, not the library's kernel.
+whose loads the compiler pipelines through shared memory (its chunk load / store helpers; session 13's run 2
+ran an earlier copy of them written out here, git cc1c511); it is a measurement, not the library's kernel.
 Each configuration is checked against the op's reference chain with the triton spec's tolerance and timed
 (CUDA events, L2 flushed) against the public op and a same-run copy of the same bytes.
 Usage: ``python3 tools/gpu/channel_pipe_probe.py OUT.json [CASE]`` (CASE: a channel_rms_norm bench case,
@@ -23,33 +24,16 @@ import triton
 import triton.language as tl
 
 import sgl_diffusion_norm as norm
-from sgl_diffusion_core import REGISTRY, bench, resolve_target, testing, triton_math
+from sgl_diffusion_core import REGISTRY, bench, resolve_target, testing
 
 make_inputs = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:make_inputs")
 SHAPES = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:SHAPES")
 
 
-@triton.jit
-def _ld(xb, p, pmask, C, sc, k: tl.constexpr, BLOCK_C: tl.constexpr):
-    c = k * BLOCK_C + tl.arange(0, BLOCK_C)
-    return tl.load(xb + c.to(tl.int64)[:, None] * sc + p[None, :], mask=(c < C)[:, None] & pmask[None, :], other=0.0)
-
-
-@triton.jit
-def _st(x, yb, p, pmask, inv, G, BIAS, C, osc, k: tl.constexpr, BLOCK_C: tl.constexpr, FAST: tl.constexpr):
-    c = k * BLOCK_C + tl.arange(0, BLOCK_C)
-    cmask = c < C
-    g = tl.load(G + c, mask=cmask, other=0.0).to(tl.float32)
-    b = tl.load(BIAS + c, mask=cmask, other=0.0).to(tl.float32)
-    y = triton_math.silu(triton_math.widen_bits(x) * inv[None, :] * g[:, None] + b[:, None], FAST)
-    tl.store(yb + c.to(tl.int64)[:, None] * osc + p[None, :], triton_math.narrow(y, yb.dtype.element_ty),
-             mask=cmask[:, None] & pmask[None, :])
-
-
-@triton.jit
-def _sq(x):
-    x = x.to(tl.float32)
-    return x * x
+# the hold kernel's own chunk load, square and normalize-and-store (channel_rms_norm_triton)
+_chunk_load = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:_chunk_load")
+_chunk_store = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:_chunk_store")
+_sq = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:_sq")
 
 
 @triton.jit
@@ -61,13 +45,13 @@ def _pipe_kernel(X, G, BIAS, Y, C, P, n_pblk, n_tiles, sb, sc, osb, osc, scale, 
         pmask = p < P
         xb = X + b * sb
         yb = Y + b * osb
-        x0 = _ld(xb, p, pmask, C, sc, 0, BLOCK_C)
-        x1 = _ld(xb, p, pmask, C, sc, 1, BLOCK_C)
-        x2 = _ld(xb, p, pmask, C, sc, 2, BLOCK_C)
+        x0 = _chunk_load(xb, p[None, :], pmask, C, sc, 0, BLOCK_C, "evict_first", True)
+        x1 = _chunk_load(xb, p[None, :], pmask, C, sc, 1, BLOCK_C, "evict_first", True)
+        x2 = _chunk_load(xb, p[None, :], pmask, C, sc, 2, BLOCK_C, "evict_first", True)
         inv = scale / tl.maximum(tl.sqrt(tl.sum(_sq(x0) + _sq(x1) + _sq(x2), axis=0)), eps)
-        _st(x0, yb, p, pmask, inv, G, BIAS, C, osc, 0, BLOCK_C, FAST)
-        _st(x1, yb, p, pmask, inv, G, BIAS, C, osc, 1, BLOCK_C, FAST)
-        _st(x2, yb, p, pmask, inv, G, BIAS, C, osc, 2, BLOCK_C, FAST)
+        _chunk_store(x0, yb, p[None, :], pmask, inv, G, BIAS, Y, C, osc, 0, BLOCK_C, True, True, FAST)
+        _chunk_store(x1, yb, p[None, :], pmask, inv, G, BIAS, Y, C, osc, 1, BLOCK_C, True, True, FAST)
+        _chunk_store(x2, yb, p[None, :], pmask, inv, G, BIAS, Y, C, osc, 2, BLOCK_C, True, True, FAST)
 
 
 CONFIGS = [  # (STAGES, num_warps, BLOCK_P, programs per SM)

@@ -548,6 +548,6 @@ def test_warps_per_row_is_checked():
             prepare(geom, x, None, None, None, None, tuning={"WPR": 3})
     with pytest.raises(ValueError, match="above 1 only for RMSNorm"):
         prepare(describe("norm.layer_norm", x).info["geom"], x, None, None, None, None, tuning={"WPR": 2})
-    for bad in (3, -1, 2.0):
+    for bad in (3, -1, 2.0, True):
         with pytest.raises(ValueError, match="MOD_AHEAD"):
             prepare(describe("norm.rms_norm", x).info["geom"], x, None, None, None, None, tuning={"MOD_AHEAD": bad})

@@ -956,7 +956,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         ahead = out["MOD_AHEAD"]
     else:
         ahead = (4 if out["CHUNKS"] <= 32 else 1) if out["NORM"] == 1 else 0
-    if not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
+    if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
         raise ValueError(f"MOD_AHEAD (chunks per group of prefetched operands) must be 0 or a power of two, "
                          f"not {ahead!r}")
     if not out["HOLD1"] or not (out["HAS_W"] or out["HAS_BIAS"] or out["HAS_SCALE"]):
@@ -973,7 +973,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     # 88.8-88.9% at 2; layer_norm 100.3 / 99.9% -> 101.8% at 1, 102.0 / 102.0% at 2
     if "OUT_AHEAD" in out:
         again = out["OUT_AHEAD"]
-        if not isinstance(again, int) or again < 0 or again & (again - 1):
+        if isinstance(again, bool) or not isinstance(again, int) or again < 0 or again & (again - 1):
             raise ValueError(f"OUT_AHEAD (chunks per group of the output pass's loads) must be 0 or a power of "
                              f"two, not {again!r}")
         if again and out["REVERSE_OUT"]:
