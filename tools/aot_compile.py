@@ -444,7 +444,13 @@ def main(argv: list[str] | None = None) -> int:
         for plat in dict.fromkeys(TARGETS[t][0] for t in targets):
             variants, probs = collect_variants(args.name_filter, plat)
             problems += [p for p in probs if p not in problems]
-            plan += [(t, spec_id, v) for t in targets if TARGETS[t][0] == plat for spec_id, v in variants]
+            plan += [
+                (t, spec_id, v)
+                for t in targets
+                if TARGETS[t][0] == plat
+                for spec_id, v in variants
+                if plat != "cuda" or TARGETS[t][1] >= getattr(v, "min_cuda_arch", 0)
+            ]
         for n, (target, spec_id, v) in enumerate(plan, 1):
             print(f"[{n}/{len(plan)}] {target} {v.name} ({spec_id}) ...", end=" ", flush=True)
             r = compile_variant(v, spec_id, target, tmp / "work")

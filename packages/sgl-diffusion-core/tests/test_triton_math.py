@@ -75,6 +75,31 @@ def test_widen_is_exact_including_subnormals(dtype):
 
 
 @triton.jit
+def _widen_held_kernel(X, Y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(Y + offs, triton_math.widen_held(tl.load(X + offs, mask=mask)), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_widen_held_is_exact(dtype):
+    """widen_held (integer operations on the bits): every one of the 65536 fp16 / bf16 bit patterns
+    (signed zeros, subnormals, infinities; NaN stays NaN) and fp32's hard values give the value of a
+    plain conversion, bit for bit."""
+    dev = _device()
+    if dtype == torch.float32:
+        x = _hard_values().to(dev)
+    else:
+        x = torch.arange(-(2**15), 2**15, dtype=torch.int32, device=dev).to(torch.int16).view(dtype)
+    y = torch.empty(x.shape, dtype=torch.float32, device=dev)
+    _widen_held_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    want = x.float()
+    nan = want.isnan()
+    assert torch.equal(y.isnan(), nan)
+    assert torch.equal(y[~nan].view(torch.int32), want[~nan].view(torch.int32))
+
+
+@triton.jit
 def _narrow_kernel(X, Y, n, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n

@@ -31,3 +31,6 @@ class AotVariant:
     # 16-byte vector accesses; without the hint the build (and its register / spill report)
     # is a scalar-access kernel no launch runs
     divisible_by_16: tuple[str, ...] = ()
+    # the lowest CUDA compute capability (major * 10 + minor) a launch of this build can run on, e.g.
+    # 90 for a thread-block cluster (``num_ctas > 1``); CUDA targets below it skip the variant
+    min_cuda_arch: int = 0
