@@ -19,9 +19,12 @@ runs both rules and stream variants explicitly in both layouts:
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
 
 import sgl_diffusion_norm as norm
 from sgl_diffusion_core import (
@@ -246,6 +249,113 @@ def test_hold_chunk_count_is_checked(device):
         with pytest.raises(ValueError, match="hold keeps 2 to 4 channel chunks"):
             launch(x, gamma, None, silu=True, geom=geom, config=cfg)
 
+
+
+def test_cluster_config(device, monkeypatch):
+    """``ctas``: the program as a cluster of CTAs (CUDA sm_90+; the interpreter ignores
+    ``num_ctas`` and runs the program's whole slab, so the result is the formula's); bad counts,
+    the stream / rows kernels and ROCm are refused with a ValueError. The rule: the mid rule's held
+    slab on CUDA sm_90+ with bf16 values and a Triton it was measured with."""
+    applies = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:cluster_rule_applies")
+    assert applies(90, "3.6.0") and applies(100, "3.6.1")
+    assert not applies(80, "3.6.0") and not applies(90, "3.9.0")
+    assert not applies("gfx942", "3.6.0") and not applies(None, "3.6.0")
+    cfg_cls = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:ChannelConfig")
+    versions = "sgl_diffusion_norm.channel_rms_norm_triton._CLUSTER_TRITON"
+    monkeypatch.setattr(versions, (".".join(triton.__version__.split(".")[:2]),))
+    rule = cfg_cls.from_heuristic(384, 2, False, "cuda", 90, dtype="bfloat16")
+    assert (rule.ctas, rule.block_p, rule.block_c, rule.hold, rule.ops_ahead, rule.fold_silu) == \
+        (2, 128, 128, True, True, True)
+    assert rule.launch_options("cuda") == {"num_warps": 8, "num_stages": 1, "num_ctas": 2}
+    for args, dt in (((384, 2, False, "cuda", 80), "bfloat16"), ((384, 4, False, "cuda", 90), "float32"),
+                     ((384, 2, False, "cuda", 90), "float16"), ((384, 2, False, "cuda", 90), None),
+                     ((384, 2, False, "hip", "gfx942"), "bfloat16"), ((192, 2, False, "cuda", 90), "bfloat16"),
+                     ((384, 2, True, "cuda", 90), "bfloat16")):
+        assert cfg_cls.from_heuristic(*args, dtype=dt).ctas == 1, (args, dt)
+    monkeypatch.setattr(versions, ())
+    assert cfg_cls.from_heuristic(384, 2, False, "cuda", 90, dtype="bfloat16").ctas == 1
+    for bad in (dataclasses.replace(rule, ctas=3), dataclasses.replace(rule, ctas=16),
+                cfg_cls(block_c=4, block_p=8, chunks=1, num_warps=1, stream=True, ctas=2)):
+        with pytest.raises(ValueError, match="ctas"):
+            bad.launch_options("cuda")
+    with pytest.raises(ValueError, match="ROCm"):
+        rule.launch_options("hip")
+    if "triton" not in testing.runnable_backends(OP, device):
+        pytest.skip("the triton backend does not run here (the rule's checks above passed)")
+    _, launch, _ = _triton_launch()
+    torch.manual_seed(11)
+    x = torch.randn(2, 12, 1, 5, 7, device=device).to(torch.bfloat16)
+    gamma = (torch.rand(12, device=device) + 0.5).to(torch.bfloat16)
+    bias = (torch.randn(12, device=device) * 0.5).to(torch.bfloat16)
+    geom = describe(OP, x, gamma, bias).info["geom"]
+    ref = norm.channel_rms_norm_reference(x, gamma, bias, silu=True)
+    atol, rtol = spec("triton").contract.tolerance(x.dtype)
+    cluster = cfg_cls(block_c=4, block_p=16, chunks=3, num_warps=1, hold=True, ctas=2)
+    out = launch(x, gamma, bias, silu=True, geom=geom, config=cluster)
+    testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    # a CUDA device below sm_90 (no thread-block clusters) is refused before any launch
+    monkeypatch.setattr("sgl_diffusion_norm.channel_rms_norm_triton.tensor_platform", lambda device: "cuda")
+    monkeypatch.setattr("sgl_diffusion_norm.channel_rms_norm_triton.device_arch", lambda plat, index: 80)
+    with pytest.raises(ValueError, match="compute capability 9.0"):
+        launch(x, gamma, bias, silu=True, geom=geom, config=cluster)
+
+
+def test_ops_ahead_matches_the_hold_kernel(device):
+    """``ops_ahead`` (the held slab's gamma / bias loaded a chunk ahead) changes when the operands are
+    loaded, not the arithmetic: bit for bit the plain hold kernel's result, with and without bias,
+    at 2, 3 and 4 chunks with a masked last chunk; without ``hold`` it is refused."""
+    if "triton" not in testing.runnable_backends(OP, device):
+        pytest.skip("the triton backend does not run here")
+    cfg_cls, launch, _ = _triton_launch()
+    torch.manual_seed(13)
+    for C, chunks in ((7, 2), (10, 3), (15, 4)):
+        x = torch.randn(2, C, 1, 3, 7, device=device).to(torch.bfloat16)
+        gamma = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
+        bias = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
+        for b in (bias, None):
+            geom = describe(OP, x, gamma, b).info["geom"]
+            hold = cfg_cls(block_c=4, block_p=8, chunks=chunks, num_warps=1, hold=True)
+            plain = launch(x, gamma, b, silu=True, geom=geom, config=hold)
+            ahead = launch(x, gamma, b, silu=True, geom=geom, config=dataclasses.replace(hold, ops_ahead=True))
+            assert torch.equal(plain, ahead), (C, b is None)
+    with pytest.raises(ValueError, match="ops_ahead"):
+        launch(x, gamma, None, silu=True, geom=geom,
+               config=cfg_cls(block_c=4, block_p=8, chunks=4, num_warps=1, ops_ahead=True))
+
+
+
+def test_fold_silu(device):
+    """``fold_silu`` (the held slab's SiLU exponent as its own FMA, with SiLU's fast forms): within
+    the contract's tolerance of the fp32 chain and within one rounding of the fp64 formula, with and
+    without bias; without SiLU or with the precise forms it changes nothing (bit for bit the hold
+    kernel's result); without ``ops_ahead`` or ``hold`` it is refused."""
+    if "triton" not in testing.runnable_backends(OP, device):
+        pytest.skip("the triton backend does not run here")
+    cfg_cls, launch, _ = _triton_launch()
+    torch.manual_seed(17)
+    C = 10
+    x = (torch.randn(2, C, 1, 3, 7, device=device) * 3).to(torch.bfloat16)
+    gamma = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
+    bias = (torch.randn(C, device=device) * 2).to(torch.bfloat16)
+    atol, rtol = spec("triton").contract.tolerance(x.dtype)
+    ahead = cfg_cls(block_c=4, block_p=8, chunks=3, num_warps=1, hold=True, ops_ahead=True, fast=True)
+    fold = dataclasses.replace(ahead, fold_silu=True)
+    for b in (bias, None):
+        geom = describe(OP, x, gamma, b).info["geom"]
+        out = launch(x, gamma, b, silu=True, geom=geom, config=fold)
+        testing.assert_close(out, norm.channel_rms_norm_reference(x, gamma, b, silu=True), atol=atol, rtol=rtol)
+        t, scale = truth(x, gamma, b, 1e-12, True)
+        assert_within(out, t, 1e-5 * scale, UNIT[out.dtype] + 4e-6)
+        assert torch.equal(launch(x, gamma, b, silu=False, geom=geom, config=fold),
+                           launch(x, gamma, b, silu=False, geom=geom, config=ahead))
+        xf = x.float()
+        gf = describe(OP, xf, gamma, b).info["geom"]
+        precise = dataclasses.replace(ahead, fast=False)
+        folded = dataclasses.replace(precise, fold_silu=True)
+        assert torch.equal(launch(xf, gamma, b, silu=True, geom=gf, config=folded),
+                           launch(xf, gamma, b, silu=True, geom=gf, config=precise))
+    with pytest.raises(ValueError, match="fold_silu"):
+        launch(x, gamma, None, silu=True, geom=geom, config=dataclasses.replace(fold, ops_ahead=False))
 
 def test_split_channels():
     _, _, split = _triton_launch()

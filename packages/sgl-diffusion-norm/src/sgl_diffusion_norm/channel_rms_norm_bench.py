@@ -24,6 +24,9 @@ SHAPES: dict[str, tuple[tuple[int, ...], bool]] = {
     "c192-cl": ((1, 192, 21, 240, 416), True),
     "c192": ((1, 192, 21, 240, 416), False),
     "c384-2d": ((1, 384, 240, 416), False),
+    # C = 384 at the spatial size of the Wan-VAE range's low end (1.6 GB of bf16 x)
+    "c384-240": ((1, 384, 21, 240, 416), False),
+    "c384-240-cl": ((1, 384, 21, 240, 416), True),
 }
 DEFAULT = ("c96", "c96-cl", "c384", "c384-cl")
 

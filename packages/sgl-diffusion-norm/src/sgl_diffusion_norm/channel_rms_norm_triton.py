@@ -53,24 +53,48 @@ class ChannelConfig:
     # statistics pass, so the output pass reads nothing
     prefetch: bool = False
     hold: bool = False
+    # hold: each chunk's gamma / bias loaded ahead (chunk 0's with the slab, chunk k + 1's before
+    # chunk k's store) instead of after the previous chunk's store
+    ops_ahead: bool = False
+    # ops_ahead with SiLU's fast forms: SiLU's exponent as its own FMA (one multiply per value fewer)
+    fold_silu: bool = False
+    # v1 on CUDA sm_90+: each program is a cluster of this many CTAs (Triton's ``num_ctas``), which
+    # Triton 3.6 splits along the positions: every CTA holds ``block_p / ctas`` positions of the
+    # slab, and the cluster's CTAs, launched together, read one run of ``block_p`` positions per
+    # channel at the same time (DRAM sees runs of ``block_p`` elements, not ``block_p / ctas``)
+    ctas: int = 1
 
     def launch_options(self, platform: str) -> dict:
+        if self.ctas != 1:
+            if self.ctas not in (2, 4, 8) or self.stream or self.rows:
+                raise ValueError(f"ctas (CTAs per program: 1, 2, 4 or 8, v1 kernel only) cannot be {self.ctas} "
+                                 f"with stream={self.stream}, rows={self.rows}")
+            if platform == "hip":
+                raise ValueError("ctas > 1 (thread-block clusters) needs CUDA sm_90 or newer, not ROCm")
+            return {"num_warps": self.num_warps, "num_stages": 1, "num_ctas": self.ctas}
         return {"num_warps": self.num_warps, "num_stages": 1}
 
     def v1_constexprs(self) -> dict:
         """The tile constexprs of :func:`_channel_rms_kernel` (the v1 / slab / mid / wide rules)."""
         if self.hold and not 2 <= self.chunks <= 4:
             raise ValueError(f"hold keeps 2 to 4 channel chunks in registers, not {self.chunks}")
+        if (self.ops_ahead or self.fold_silu) and not self.hold:
+            raise ValueError("ops_ahead (gamma / bias loaded a chunk ahead) and fold_silu go with hold")
+        if self.fold_silu and not self.ops_ahead:
+            raise ValueError("fold_silu is a form of the ops_ahead output chain: set ops_ahead too")
         return {"BLOCK_C": self.block_c, "BLOCK_P": self.block_p, "CHUNKS": self.chunks,
-                "PREFETCH": self.prefetch and self.chunks > 1, "HOLD": self.hold}
+                "PREFETCH": self.prefetch and self.chunks > 1, "HOLD": self.hold, "OPS_AHEAD": self.ops_ahead,
+                "FOLD_SILU": self.fold_silu}
 
     @classmethod
     def from_heuristic(cls, C: int, elem_bytes: int, channels_last: bool, platform: str,
-                       arch: int | str | None = None, rule: str = "auto") -> ChannelConfig:
+                       arch: int | str | None = None, rule: str = "auto", dtype: str | None = None) -> ChannelConfig:
         """``rule``: ``"auto"`` (the default: the measured winner per layout and C), ``"rows"``,
         ``"slab"`` (contiguous x up to 128 channels), ``"mid"`` (contiguous x up to 384 channels),
         ``"wide"`` (contiguous x, v1's tile with the output pass prefetching), ``"stream"`` or
-        ``"v1"`` (the session-3 rule).
+        ``"v1"`` (the session-3 rule). ``dtype`` (the torch dtype's name, e.g. ``"bfloat16"``):
+        the mid rule's held slab becomes a two-CTA cluster for the dtypes in ``_CLUSTER_DTYPES``
+        on CUDA sm_90+ (:func:`cluster_rule_applies`).
 
         Measured on one H200, bf16 (% of copy, vae_norm_sweep_s10c_h200.json): channels_last the
         rows kernel 95.2 / 95.5 / 97.9% at C = 96 / 192 / 384; contiguous x the slab rule 92.4% at
@@ -86,7 +110,17 @@ class ChannelConfig:
         if rule == "slab":
             return _slab_config(C, elem_bytes, channels_last, platform)
         if rule == "mid":
-            return _mid_config(C, elem_bytes, channels_last, platform)
+            cfg = _mid_config(C, elem_bytes, channels_last, platform)
+            if cfg.hold and dtype in _CLUSTER_DTYPES and platform == "cuda" and cluster_rule_applies(arch):
+                # two CTAs per program, each holding the one-CTA rule's 64-position slab: one 256-byte
+                # run per channel row reaches DRAM at once; gamma / bias a chunk ahead (H200, bf16,
+                # C = 384, % of copy: 84.0-84.3% against 81.7-82.3% with one CTA, 85.3 / 85.7% with the
+                # operands ahead, which gain nothing with one CTA: channel_cluster_s14_*_h200.json,
+                # channel_ops_ahead_s14_torchptxas_h200.json); SiLU's exponent as its own FMA: 0.1-0.6
+                # points more in 6 of 6 pairs (channel_fold_s14_torchptxas_h200.json)
+                cfg = dataclasses.replace(cfg, block_p=cfg.block_p * _CLUSTER_CTAS, ctas=_CLUSTER_CTAS, ops_ahead=True,
+                                          fold_silu=True)
+            return cfg
         if rule == "wide":
             return _wide_config(C, elem_bytes, channels_last, platform)
         if rule == "rows":
@@ -196,6 +230,28 @@ def _mid_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> 
                          prefetch=not hold)
 
 
+# the mid rule's held slab as a cluster of this many CTAs (ChannelConfig.ctas), on CUDA devices of at
+# least this compute capability (thread-block clusters), with the Triton versions whose layout of a
+# two-CTA tile was measured: Triton 3.6 splits the slab along the positions (each CTA reduces its own
+# positions); Triton 3.9 splits it along the channels and reduces through distributed shared memory,
+# a different kernel that compiles (sm_90) but was never timed, so it keeps one CTA per program
+_CLUSTER_CTAS = 2
+_CLUSTER_MIN_ARCH = 90
+# bf16 only: the fp16 slab, whose output pass widens its held values by integer operations, takes
+# 140-143 registers as a cluster or with ops_ahead (one CTA per SM): 44-46% of copy against one
+# CTA's 68.4-68.8% (channel_fp16_bits_s14_torchptxas_h200.json)
+_CLUSTER_DTYPES = ("bfloat16",)
+_CLUSTER_TRITON = ("3.6",)
+
+
+def cluster_rule_applies(arch: int | str | None, triton_version: str | None = None) -> bool:
+    """Whether the mid rule's held slab runs as a two-CTA cluster: a CUDA ``arch`` (``major * 10 +
+    minor``) of at least 90 and a Triton whose ``major.minor`` is in ``_CLUSTER_TRITON``."""
+    version = triton.__version__ if triton_version is None else triton_version
+    return (isinstance(arch, int) and arch >= _CLUSTER_MIN_ARCH
+            and ".".join(version.split(".")[:2]) in _CLUSTER_TRITON)
+
+
 @functools.cache
 def _wide_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
     """Contiguous x with more than 384 channels: v1's tile, the output pass prefetching, SiLU's
@@ -257,10 +313,25 @@ def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str)
 
 @triton.jit
 def _finish(x, inv, G, BIAS, c, cmask, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
+    """:func:`_affine_silu` with chunk rows ``c``'s gamma / bias loaded here (the bias load after the
+    multiply, as the v1 kernels were measured: loading it first reorders their sm_90 SASS)."""
     g = tl.load(G + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     y = x * inv[None, :] * g[:, None]
     if HAS_BIAS:
         y = y + tl.load(BIAS + c, mask=cmask, other=0.0, eviction_policy="evict_last").to(tl.float32)[:, None]
+    if SILU:
+        y = triton_math.silu(y, FAST)
+    return y
+
+
+@triton.jit
+def _affine_silu(x, inv, g, bias, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
+    """``x * inv * g (+ bias)``, then SiLU if asked, in fp32: the output chain of every kernel here
+    (``inv`` broadcast over the channels, ``g`` / ``bias`` over the positions; ``bias`` unused
+    without ``HAS_BIAS``)."""
+    y = x * inv * g
+    if HAS_BIAS:
+        y = y + bias
     if SILU:
         y = triton_math.silu(y, FAST)
     return y
@@ -272,7 +343,8 @@ def _channel_rms_kernel(
     C, P, n_pblk, sb, sc, sp, osb, osc, osp, scale, eps,
     BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr, CHUNKS: tl.constexpr,
     HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr = 0,
-    PREFETCH: tl.constexpr = False, HOLD: tl.constexpr = False,
+    PREFETCH: tl.constexpr = False, HOLD: tl.constexpr = False, OPS_AHEAD: tl.constexpr = False,
+    FOLD_SILU: tl.constexpr = False,
 ):
     pid = tl.program_id(0).to(tl.int64)
     b = pid // n_pblk
@@ -298,13 +370,34 @@ def _channel_rms_kernel(
         if CHUNKS > 3:
             x3 = _chunk_load(x_base, x_p, pmask, C, sc, 3, BLOCK_C, "evict_first", True)
             acc += _sq(x3)
+        if OPS_AHEAD:
+            # gamma / bias of chunk 0 with the slab's loads, of chunk k + 1 before chunk k's store:
+            # no chunk waits for its own operands after a store they might alias
+            g0, b0 = _chunk_ops(G, BIAS, C, 0, BLOCK_C, HAS_BIAS)
         inv = scale / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
-        _chunk_store(x0, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 0, BLOCK_C, HAS_BIAS, SILU, FAST)
-        _chunk_store(x1, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 1, BLOCK_C, HAS_BIAS, SILU, FAST)
-        if CHUNKS > 2:
-            _chunk_store(x2, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 2, BLOCK_C, HAS_BIAS, SILU, FAST)
-        if CHUNKS > 3:
-            _chunk_store(x3, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 3, BLOCK_C, HAS_BIAS, SILU, FAST)
+        if OPS_AHEAD:
+            g1, b1 = _chunk_ops(G, BIAS, C, 1, BLOCK_C, HAS_BIAS)
+            _chunk_store_ops(x0, g0, b0, y_base, y_p, pmask, inv, Y, C, osc, 0, BLOCK_C, HAS_BIAS, SILU, FAST,
+                             FOLD_SILU and SILU and FAST > 0)
+            if CHUNKS > 2:
+                g2, b2 = _chunk_ops(G, BIAS, C, 2, BLOCK_C, HAS_BIAS)
+            _chunk_store_ops(x1, g1, b1, y_base, y_p, pmask, inv, Y, C, osc, 1, BLOCK_C, HAS_BIAS, SILU, FAST,
+                             FOLD_SILU and SILU and FAST > 0)
+            if CHUNKS > 3:
+                g3, b3 = _chunk_ops(G, BIAS, C, 3, BLOCK_C, HAS_BIAS)
+            if CHUNKS > 2:
+                _chunk_store_ops(x2, g2, b2, y_base, y_p, pmask, inv, Y, C, osc, 2, BLOCK_C, HAS_BIAS, SILU, FAST,
+                             FOLD_SILU and SILU and FAST > 0)
+            if CHUNKS > 3:
+                _chunk_store_ops(x3, g3, b3, y_base, y_p, pmask, inv, Y, C, osc, 3, BLOCK_C, HAS_BIAS, SILU, FAST,
+                             FOLD_SILU and SILU and FAST > 0)
+        else:
+            _chunk_store(x0, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 0, BLOCK_C, HAS_BIAS, SILU, FAST)
+            _chunk_store(x1, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 1, BLOCK_C, HAS_BIAS, SILU, FAST)
+            if CHUNKS > 2:
+                _chunk_store(x2, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 2, BLOCK_C, HAS_BIAS, SILU, FAST)
+            if CHUNKS > 3:
+                _chunk_store(x3, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, 3, BLOCK_C, HAS_BIAS, SILU, FAST)
     else:
         acc = tl.zeros([BLOCK_C, BLOCK_P], dtype=tl.float32)
         # (unrolling both chunk loops measured 13-61% against 66-71%, vae_norm_sweep_s6_contig_cl_h200.json)
@@ -350,9 +443,48 @@ def _chunk_store(x, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C: tl.
     before SiLU's new fast form) and store it."""
     c = k * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = c < C
-    y = _finish(triton_math.widen_bits(x), inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
+    y = _finish(triton_math.widen_held(x), inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)
     tl.store(y_base + c.to(tl.int64)[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty),
              mask=cmask[:, None] & pmask[None, :])
+
+
+@triton.jit
+def _chunk_ops(G, BIAS, C, k, BLOCK_C: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """Channel chunk ``k``'s gamma and bias as stored, as ``[BLOCK_C, 1]`` tiles (bias: gamma again when
+    there is none). Loaded in the 2-D layout they are used in: a 1-D load converted to it across the
+    CTAs of a 4-warp cluster does not compile in Triton 3.6."""
+    c = (k * BLOCK_C + tl.arange(0, BLOCK_C))[:, None]
+    g = tl.load(G + c, mask=c < C, other=0.0, eviction_policy="evict_last")
+    if HAS_BIAS:
+        return g, tl.load(BIAS + c, mask=c < C, other=0.0, eviction_policy="evict_last")
+    else:
+        return g, g
+
+
+@triton.jit
+def _chunk_store_ops(x, g, bias, y_base, y_p, pmask, inv, Y, C, osc, k, BLOCK_C: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr, FOLD: tl.constexpr):
+    """:func:`_chunk_store` with the chunk's gamma and bias loaded by the caller (``_chunk_ops``).
+    ``FOLD`` (SiLU with its fast forms only): the exponent from its own FMA (see the body)."""
+    c = k * BLOCK_C + tl.arange(0, BLOCK_C)
+    if FOLD:
+        # SiLU's exponent -log2(e) * y as its own FMA over per-channel constants (one multiply per
+        # value fewer, and the exponent does not wait for y)
+        a = triton_math.widen_held(x) * inv[None, :]
+        gf = g.to(tl.float32)
+        if HAS_BIAS:
+            bf = bias.to(tl.float32)
+            y = tl.fma(a, gf, bf)
+            t = tl.fma(a, gf * -1.4426950408889634, bf * -1.4426950408889634)
+        else:
+            y = a * gf
+            t = a * (gf * -1.4426950408889634)
+        y = y * triton_math.fast_rcp(1.0 + triton_math.fast_exp2(t, FAST), FAST)
+    else:
+        y = _affine_silu(triton_math.widen_held(x), inv[None, :], g.to(tl.float32), bias.to(tl.float32), HAS_BIAS,
+                         SILU, FAST)
+    tl.store(y_base + c.to(tl.int64)[:, None] * osc + y_p, triton_math.narrow(y, Y.dtype.element_ty),
+             mask=(c < C)[:, None] & pmask[None, :])
 
 
 @triton.jit
@@ -373,16 +505,6 @@ def _stream_store(Y, y, t, t_end, n_pblk, C, P, osb, osc, osp, c, BLOCK_P: tl.co
     mask = (c < C)[:, None] & (p < tl.where(t < t_end, P, 0))[None, :]
     ptr = Y + b * osb + c.to(tl.int64)[:, None] * osc + (p * osp)[None, :]
     tl.store(ptr, triton_math.narrow(y, Y.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _stream_finish(x, inv, g, bias, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, FAST: tl.constexpr):
-    y = x * inv[None, :] * g[:, None]
-    if HAS_BIAS:
-        y = y + bias[:, None]
-    if SILU:
-        y = triton_math.silu(y, FAST)
-    return y
 
 
 @triton.jit(do_not_specialize=["n_pblk", "n_tiles", "iters", "eps"])
@@ -423,10 +545,10 @@ def _channel_rms_stream_kernel(
         fb = xb.to(tl.float32)
         ss = tl.sum(fa * fa, axis=0) + tl.sum(fb * fb, axis=0)
         inv = scale / tl.maximum(tl.sqrt(ss), eps)
-        _stream_store(Y, _stream_finish(fa, inv, ga, ba, HAS_BIAS, SILU, FAST), t, t_end, n_pblk, C, P, osb, osc, osp,
-                      ca, BLOCK_P)
-        _stream_store(Y, _stream_finish(fb, inv, gb, bb, HAS_BIAS, SILU, FAST), t, t_end, n_pblk, C, P, osb, osc, osp,
-                      cb, BLOCK_P)
+        ya = _affine_silu(fa, inv[None, :], ga[:, None], ba[:, None], HAS_BIAS, SILU, FAST)
+        _stream_store(Y, ya, t, t_end, n_pblk, C, P, osb, osc, osp, ca, BLOCK_P)
+        yb = _affine_silu(fb, inv[None, :], gb[:, None], bb[:, None], HAS_BIAS, SILU, FAST)
+        _stream_store(Y, yb, t, t_end, n_pblk, C, P, osb, osc, osp, cb, BLOCK_P)
         if AHEAD == 2:
             xa = na
             xb = nb
@@ -507,7 +629,8 @@ def _channel_rms_rows_kernel(
 def config_for(geom, dtype: torch.dtype, device: torch.device) -> ChannelConfig:
     plat = tensor_platform(device)
     arch = device_arch(plat, device.index) if plat in ("cuda", "hip") else None
-    cfg = ChannelConfig.from_heuristic(geom.C, dtype.itemsize, geom.channels_last, plat, arch)
+    cfg = ChannelConfig.from_heuristic(geom.C, dtype.itemsize, geom.channels_last, plat, arch,
+                                       dtype=str(dtype).removeprefix("torch."))
     if cfg.rows and not geom.dense_rows:  # channels_last views whose positions are not dense rows
         cfg = ChannelConfig.from_heuristic(geom.C, dtype.itemsize, geom.channels_last, plat, arch, rule="stream")
     return cfg
@@ -519,6 +642,11 @@ def prepare(geom, x, gamma, bias, silu=False, config: ChannelConfig | None = Non
     from sgl_diffusion_core import PreparedLaunch
 
     cfg = config or config_for(geom, x.dtype, x.device)
+    if cfg.ctas > 1 and tensor_platform(x.device) == "cuda":
+        arch = device_arch("cuda", x.device.index)
+        if not isinstance(arch, int) or arch < _CLUSTER_MIN_ARCH:
+            raise ValueError(f"ctas={cfg.ctas} (thread-block clusters) needs a CUDA device of compute capability "
+                             f"9.0 or newer, not {arch}")
     n_pblk = -(-geom.P // cfg.block_p)
     launch_silu = bool(silu)
     launches = {}
@@ -603,9 +731,14 @@ def aot_variants(platform: str = "cuda"):
         for C in (96, 192, 384, 768, 1024):
             for cl in (False, True):
                 cfgs = [_channel_config(C, esize, cl, platform)]
+                mid = _mid_config(C, esize, cl, platform)
+                # the cluster rule (CUDA sm_90+, bf16, held slabs), whatever Triton compiles the lane
+                cluster = (dataclasses.replace(mid, block_p=mid.block_p * _CLUSTER_CTAS, ctas=_CLUSTER_CTAS,
+                                               ops_ahead=True, fold_silu=True)
+                           if platform == "cuda" and mid.hold and dt == "bf16" else None)
                 for extra in (_channel_config_v1(C, esize, cl, platform), _slab_config(C, esize, cl, platform),
-                              _mid_config(C, esize, cl, platform), _wide_config(C, esize, cl, platform)):
-                    if extra not in cfgs:
+                              mid, _wide_config(C, esize, cl, platform), cluster):
+                    if extra is not None and extra not in cfgs:
                         cfgs.append(extra)
                 for cfg in cfgs:
                     full = C != 768
@@ -622,6 +755,9 @@ def aot_variants(platform: str = "cuda"):
                         const = cfg.v1_constexprs()
                         tile = f"v1 {cfg.block_c}x{cfg.block_p}x{cfg.chunks}"
                         tile += " prefetch" if const["PREFETCH"] else " hold" if cfg.hold else ""
+                        tile += " ops-ahead" if cfg.ops_ahead else ""
+                        tile += " fold" if cfg.fold_silu else ""
+                        tile += f" ctas {cfg.ctas}" if cfg.ctas > 1 else ""
                     tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dt]
                     fast = triton_math.fast_level(tdt, platform, cfg.fast)
                     const.update({"HAS_BIAS": full, "SILU": full, "FAST": fast})
@@ -636,8 +772,10 @@ def aot_variants(platform: str = "cuda"):
                             f"tile={tile},w={cfg.num_warps},silu={full},{idx}]")
                     out.append(AotVariant(name=name, kernel=_channel_rms_stream_kernel if cfg.stream else
                                           _channel_rms_kernel, signature=sig, constexprs=const,
-                                          num_warps=cfg.num_warps, num_stages=1, options={"enable_fp_fusion": True},
-                                          divisible_by_16=_DIVISIBLE))
+                                          num_warps=cfg.num_warps, num_stages=1,
+                                          options={"enable_fp_fusion": True,
+                                                   **({"num_ctas": cfg.ctas} if cfg.ctas > 1 else {})},
+                                          divisible_by_16=_DIVISIBLE, min_cuda_arch=90 if cfg.ctas > 1 else 0))
             # the rows kernel (channels_last only), with SiLU's precise and fast forms
             cfg = _rows_config(C, esize, True, platform)
             for fast in (0,) if dt == "fp32" else (0, 2 if platform == "cuda" else 1):
