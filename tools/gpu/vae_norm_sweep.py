@@ -86,12 +86,16 @@ def _budgeted(case: str, configs: list, run_for):
     return run
 
 
+def _channel_targets():
+    """channel_rms_norm's config class, kernel launch, bench SHAPES / make_inputs and reference."""
+    return (resolve_target(f"{_CH}:ChannelConfig"), resolve_target(f"{_CH}:channel_rms_norm"),
+            resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:SHAPES"),
+            resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:make_inputs"),
+            resolve_target("sgl_diffusion_norm:channel_rms_norm_reference"))
+
+
 def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) -> list[dict]:
-    cfg_cls = resolve_target(f"{_CH}:ChannelConfig")
-    launch = resolve_target(f"{_CH}:channel_rms_norm")
-    shapes = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:SHAPES")
-    make_inputs = resolve_target("sgl_diffusion_norm.channel_rms_norm_bench:make_inputs")
-    reference = resolve_target("sgl_diffusion_norm:channel_rms_norm_reference")
+    cfg_cls, launch, shapes, make_inputs, reference = _channel_targets()
     rows = []
     for name in ("c96", "c96-cl", "c384", "c384-cl", "c192-cl", "c192"):
         if only is not None and f"channel_rms_norm/{name}" not in only:
@@ -168,6 +172,41 @@ def channel_rms_norm_rows(device: torch.device, only: set[str] | None = None) ->
         del x, gamma, bias, ref
         torch.cuda.empty_cache()
     return rows
+
+
+def channel_case_sweep(path: str, names, configs_for, device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                       launch_other=None) -> int:
+    """The sweep loop of the channel_rms_norm probes (``channel_cluster_sweep.py``,
+    ``channel_cols_probe.py``): at each ``channel_rms_norm_bench`` case in ``names`` (SiLU and bias),
+    time ``configs_for(C)`` with ``bench.sweep`` against a same-run copy, each output checked as
+    here; a configuration that is not a ``ChannelConfig`` runs ``launch_other(cfg, x, gamma, bias)``.
+    Writes the rows as JSON to ``path``, prints the summary and any failure; exit status 1 on one."""
+    cfg_cls, launch, shapes, make_inputs, reference = _channel_targets()
+    rows = []
+    for name in names:
+        shape, cl = shapes[name]
+        x, gamma, bias = make_inputs(shape, cl, dtype, device)
+        geom = describe("norm.channel_rms_norm", x, gamma, bias).info["geom"]
+        ref = reference(x, gamma, bias, silu=True)
+        configs = configs_for(shape[1])
+
+        def run_for(cfg, x=x, gamma=gamma, bias=bias, geom=geom):
+            if not isinstance(cfg, cfg_cls):
+                return lambda: launch_other(cfg, x, gamma, bias)
+            return lambda: launch(x, gamma, bias, silu=True, geom=geom, config=cfg)
+
+        case = f"channel_rms_norm/{name}"
+        rows += bench.sweep(case, configs, _budgeted(case, configs, run_for), 2 * bench.tensor_bytes(x), device,
+                            check=_checker(case, ref, "norm.channel_rms_norm"))
+        del x, gamma, bias, ref
+        torch.cuda.empty_cache()
+    with open(path, "w") as f:
+        json.dump({"env": bench.environment(device), "rows": rows, "failed": FAILED, "skipped": SKIPPED}, f,
+                  indent=1, default=str)
+    print("\n".join(bench.sweep_summary(rows)))
+    for line in FAILED:
+        print(line)
+    return 1 if FAILED else 0
 
 
 def group_norm_silu_rows(device: torch.device, only: set[str] | None = None) -> list[dict]:
