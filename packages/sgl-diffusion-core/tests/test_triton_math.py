@@ -56,10 +56,11 @@ def test_round_to_matches_torch_cast(dtype):
 
 
 @triton.jit
-def _widen_kernel(X, Y, n, BLOCK: tl.constexpr):
+def _widen_kernel(X, Y, n, BLOCK: tl.constexpr, HELD: tl.constexpr = False):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(Y + offs, triton_math.widen(tl.load(X + offs, mask=mask)), mask=mask)
+    x = tl.load(X + offs, mask=mask)
+    tl.store(Y + offs, triton_math.widen_held(x) if HELD else triton_math.widen(x), mask=mask)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
@@ -74,13 +75,6 @@ def test_widen_is_exact_including_subnormals(dtype):
     assert not bad, [(want[i].item(), y[i].item()) for i in bad]
 
 
-@triton.jit
-def _widen_held_kernel(X, Y, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(Y + offs, triton_math.widen_held(tl.load(X + offs, mask=mask)), mask=mask)
-
-
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_widen_held_is_exact(dtype):
     """widen_held (integer operations on the bits): every one of the 65536 fp16 / bf16 bit patterns
@@ -92,7 +86,7 @@ def test_widen_held_is_exact(dtype):
     else:
         x = torch.arange(-(2**15), 2**15, dtype=torch.int32, device=dev).to(torch.int16).view(dtype)
     y = torch.empty(x.shape, dtype=torch.float32, device=dev)
-    _widen_held_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    _widen_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024, HELD=True)
     want = x.float()
     nan = want.isnan()
     assert torch.equal(y.isnan(), nan)
