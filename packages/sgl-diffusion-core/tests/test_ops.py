@@ -16,6 +16,8 @@ from sgl_diffusion_core import (
     UnsupportedInputError,
     check_index_range,
     dtype_name,
+    forget_index_checks,
+    index_check_mode,
     register,
     register_op,
 )
@@ -44,6 +46,114 @@ def test_check_index_range_names_the_range_found(values, lo, found, why):
                                f"got values in {found} ({why})")
     # catchable as the op protocol's error, as a ValueError and as an IndexError
     assert isinstance(info.value, UnsupportedInputError) and isinstance(info.value, IndexError)
+
+
+# --- the remembered index checks: one sync per index tensor and version -----------------------------
+
+
+@pytest.fixture
+def reductions(monkeypatch):
+    """Counts the device reductions check_index_range runs (each is one host sync on a GPU)."""
+    calls = []
+    real = torch.aminmax
+
+    def counting(t, *args, **kwargs):
+        calls.append(tuple(t.shape))
+        return real(t, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "aminmax", counting)
+    forget_index_checks()
+    yield calls
+    forget_index_checks()
+
+
+def test_an_unmodified_index_is_checked_once(reductions):
+    index = torch.tensor([[0, 1, 1, 0]])
+    for _ in range(5):
+        _check(index, 0, 2)
+    assert len(reductions) == 1
+    # the remembered range is compared with each call's bound on the host: a smaller bound
+    # still raises, naming the range found at the first check, with no second reduction
+    with pytest.raises(IndexOutOfRangeError, match=r"got values in \[0, 1\] \(max 1 >= N=1\)"):
+        _check(index, 0, 1)
+    assert len(reductions) == 1
+
+
+@pytest.mark.parametrize("write", [
+    lambda t: t.__setitem__((0, 2), 7),        # indexing assignment
+    lambda t: t.copy_(torch.full_like(t, 7)),  # copy_, how a static input is refilled
+    lambda t: t[:, 1:].add_(6),                # through a view: views share the version counter
+    lambda t: t.detach().fill_(7),             # detach() shares it too
+])
+def test_an_index_written_in_place_is_checked_again(reductions, write):
+    index = torch.tensor([[0, 1, 1, 0]])
+    _check(index, 0, 2)
+    with torch.no_grad():  # the version counter moves under no_grad as well
+        write(index)
+    with pytest.raises(IndexOutOfRangeError, match="max 7 >= N=2"):
+        _check(index, 0, 2)
+    assert len(reductions) == 2
+
+
+def test_an_out_of_range_index_is_not_remembered(reductions):
+    index = torch.tensor([0, 3])
+    for _ in range(2):
+        with pytest.raises(IndexOutOfRangeError):
+            _check(index, 0, 2)
+    assert len(reductions) == 2
+    _check(index, 0, 4)  # a bound it satisfies: checked (a third reduction), then remembered
+    _check(index, 0, 4)
+    assert len(reductions) == 3
+
+
+def test_always_inference_tensors_and_forget_check_every_time(reductions):
+    index = torch.tensor([0, 1])
+    _check(index, 0, 2)
+    check_index_range(index, 0, 2, "demo.op", name="idx", bound="N", meaning="rows of x", cache=False)
+    assert len(reductions) == 2  # cache=False (check_index="always") reduces although remembered
+    forget_index_checks()
+    _check(index, 0, 2)
+    assert len(reductions) == 3
+    with torch.inference_mode():
+        frozen = torch.tensor([0, 1])  # no version counter: an in-place write could not be seen
+    _check(frozen, 0, 2)
+    _check(frozen, 0, 2)
+    assert len(reductions) == 5
+
+
+def test_a_new_tensor_at_a_freed_ones_address_is_checked(reductions):
+    import gc
+
+    _check(torch.tensor([0, 1]), 0, 2)  # freed at once; its entry goes with it
+    gc.collect()
+    from sgl_diffusion_core import ops
+
+    assert len(ops._checked_indices) == 0
+    for _ in range(3):  # each new tensor may reuse the id and the memory of the last
+        with pytest.raises(IndexOutOfRangeError):
+            _check(torch.tensor([0, 9]), 0, 2)
+    assert len(reductions) == 4
+
+
+def test_the_remembered_checks_are_bounded(reductions):
+    from sgl_diffusion_core.ops import _CheckedIndices
+
+    cache = _CheckedIndices(limit=4)
+    live = [torch.tensor([i]) for i in range(6)]
+    for t in live:
+        cache.remember(t, 0, 0)
+    assert len(cache) <= 4 and cache.lookup(live[-1]) == (0, 0)
+
+
+@pytest.mark.parametrize(("value", "mode"), [(True, "cached"), (False, None), ("always", "always")])
+def test_index_check_mode(value, mode):
+    assert index_check_mode(value, "demo.op") == mode
+
+
+@pytest.mark.parametrize("value", [1, 0, "yes", None, "cached"])
+def test_index_check_mode_refuses_other_values(value):
+    with pytest.raises(ValueError, match=r"demo.op: check_index must be True, False or 'always'; got"):
+        index_check_mode(value, "demo.op")
 
 
 # --- Dispatcher: a private op with one backend (no kernels needed) ---------------------------------

@@ -211,6 +211,40 @@ def test_bad_index_under_compile_gives_nan_rows(backend, device):
     assert out[b1, s1].isnan().all()
 
 
+def test_indices_are_reduced_once_until_written(backend, device, monkeypatch):
+    """The metadata of one mask serves every attention layer: the default check reduces each
+    index tensor (one host sync) once, not again while it is unmodified; an in-place write
+    is seen and the next call raises. ``"always"`` reduces on every call."""
+    from sgl_diffusion_core import forget_index_checks
+
+    mask = _mask("ragged", device)
+    B, S = mask.shape
+    q = rnd(B, S, 2, 16, device=device)
+    idx, _, _, inv = lay.build_varlen_meta_reference(mask)
+    reductions = []
+    real = torch.aminmax
+    monkeypatch.setattr(torch, "aminmax", lambda t, *a, **k: reductions.append(1) or real(t, *a, **k))
+    forget_index_checks()
+    for _ in range(3):  # three "layers"
+        packed = lay.varlen_pack_qkv(q, q, q, idx, backend=backend)
+        lay.varlen_scatter(packed[0], inv, B, S, backend=backend)
+    assert len(reductions) == 2  # idx once, inv once
+    inv[idx[1]] = idx.numel()  # the inverse map now points past the packed rows
+    with pytest.raises(IndexOutOfRangeError, match="inverse map"):
+        lay.varlen_scatter(packed[0], inv, B, S, backend=backend)
+    idx[0] = -1
+    with pytest.raises(IndexOutOfRangeError, match="min -1 < 0"):
+        lay.varlen_pack_qkv(q, q, q, idx, backend=backend)
+    assert len(reductions) == 4
+    fresh = lay.build_varlen_meta_reference(mask)[0]
+    for _ in range(2):
+        lay.varlen_pack_qkv(q, q, q, fresh, check_index="always", backend=backend)
+    assert len(reductions) == 6
+    with pytest.raises(ValueError, match="check_index must be True, False or 'always'"):
+        lay.varlen_scatter(packed[0], fresh, B, S, check_index="once", backend=backend)
+    forget_index_checks()
+
+
 def test_indices_into_no_tokens(backend, device):
     """q, k, v with no tokens (B*S = 0) and indices to pick: no index can be valid, a shape problem."""
     q = rnd(2, 0, 2, 8, device=device)

@@ -243,6 +243,37 @@ def test_bad_index_under_compile_gives_nan_rows(backend, device):
         block(x, u, tab, bad)
 
 
+def test_an_index_is_reduced_once_until_written(backend, device, monkeypatch):
+    """A DiT's index serves every block: the default check reduces it (one host sync) the first
+    time, not again while its version counter is unchanged; an in-place write is seen, and the
+    next call raises instead of writing NaN rows. ``"always"`` reduces on every call."""
+    from sgl_diffusion_core import forget_index_checks
+
+    x, u, tab, good, bad, rows = _bad_case(device)
+    reductions = []
+    real = torch.aminmax
+    monkeypatch.setattr(torch, "aminmax", lambda t, *a, **k: reductions.append(1) or real(t, *a, **k))
+    forget_index_checks()
+    index = good.clone()
+    for _ in range(3):  # three "blocks"
+        h = mod.indexed_scale_shift(x, tab, tab, index, backend=backend)
+        mod.indexed_gated_residual(x, h, tab, index, backend=backend)
+    assert len(reductions) == 1
+    index.copy_(bad)  # how a static index is refilled for the next request
+    for call in (lambda: mod.indexed_scale_shift(x, tab, tab, index, backend=backend),
+                 lambda: mod.indexed_gated_residual_(x.clone(), u, tab, index, backend=backend)):
+        with pytest.raises(mod.IndexOutOfRangeError, match=r"got values in \[-5, 3\]"):
+            call()
+    assert len(reductions) == 3  # a failed check is not remembered
+    for _ in range(2):
+        mod.indexed_scale_shift(x, tab, tab, good, check_index="always", backend=backend)
+    assert len(reductions) == 5
+    for value in ("yes", 1, None):
+        with pytest.raises(ValueError, match="check_index must be True, False or 'always'"):
+            mod.indexed_gated_residual(x, u, tab, good, check_index=value, backend=backend)
+    forget_index_checks()
+
+
 # ---- bad shapes ---------------------------------------------------------------------------------
 
 def _unsupported_ss(fragment, *args, **kw):

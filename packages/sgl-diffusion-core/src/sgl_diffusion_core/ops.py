@@ -10,6 +10,7 @@ registered custom op only while ``torch.compile`` traces (:func:`is_compiling`).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -56,20 +57,108 @@ def tensor_sig(t: torch.Tensor | None) -> tuple | None:
     return (t.shape, t.stride(), t.dtype, t.device)
 
 
-def check_index_range(index: torch.Tensor, lo: int, hi: int, op: str, *, name: str, bound: str, meaning: str) -> None:
+def index_check_mode(check_index: object, op: str) -> str | None:
+    """An op's ``check_index`` argument as ``"cached"`` (``True``), ``"always"`` or ``None``
+    (``False``: no check); anything else raises ``ValueError`` naming the op."""
+    if check_index is True:
+        return "cached"
+    if check_index is False:
+        return None
+    if check_index == "always":
+        return "always"
+    raise ValueError(f"{op}: check_index must be True, False or 'always'; got {check_index!r}")
+
+
+class _CheckedIndices:
+    """Value ranges of index tensors already checked, per tensor object and version.
+
+    An entry is found only for the same live tensor object (a weak reference, so a freed
+    tensor's id reused by a new one never matches) with the same version counter, data
+    pointer, shape, strides and dtype. PyTorch bumps the version counter on every in-place
+    write through the tensor or any view of it (``copy_``, ``index[0] = 5``, ``add_``, also
+    under ``no_grad``), so a modified index is checked again. Inference tensors have no
+    version counter: they are checked on every call. Bounded: past ``limit`` entries the
+    dead ones go, then all.
+    """
+
+    def __init__(self, limit: int = 1024) -> None:
+        self._entries: dict[int, tuple[Any, tuple, int, int]] = {}
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _sig(index: torch.Tensor) -> tuple:
+        return (index._version, index.data_ptr(), index.shape, index.stride(), index.dtype)
+
+    def lookup(self, index: torch.Tensor) -> tuple[int, int] | None:
+        entry = self._entries.get(id(index))
+        if entry is None or entry[0]() is not index or entry[1] != self._sig(index):
+            return None
+        return entry[2], entry[3]
+
+    def remember(self, index: torch.Tensor, vmin: int, vmax: int) -> None:
+        if index.is_inference():
+            return
+        key = id(index)
+        entries = self._entries
+
+        def forget(ref: Any, key: int = key) -> None:  # the tensor was freed; GC may call this anywhere
+            entry = entries.get(key)
+            if entry is not None and entry[0] is ref:
+                entries.pop(key, None)
+
+        with self._lock:
+            if len(entries) >= self._limit:
+                for k in [k for k, e in entries.items() if e[0]() is None]:
+                    entries.pop(k, None)
+                if len(entries) >= self._limit:
+                    entries.clear()
+            entries[key] = (weakref.ref(index, forget), self._sig(index), vmin, vmax)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_checked_indices = _CheckedIndices()
+
+
+def forget_index_checks() -> None:
+    """Drop every remembered index check: the next eager call of each op checks its index again.
+
+    Needed only after writing into an index tensor in a way PyTorch's version counter does
+    not see (through ``.data``, a NumPy / DLPack view, a custom kernel or a CUDA graph
+    replay); ``check_index="always"`` on the call does the same for one op."""
+    _checked_indices.clear()
+
+
+def check_index_range(index: torch.Tensor, lo: int, hi: int, op: str, *, name: str, bound: str, meaning: str,
+                      cache: bool = True) -> None:
     """Raise :class:`IndexOutOfRangeError` unless every value of ``index`` lies in ``[lo, hi)``.
 
     The eager index check of an op that picks rows through an index tensor (its opt-out is
-    the op's ``check_index=False``). One device reduction (``torch.aminmax``) and one host
-    sync; skipped for an empty index and while the current CUDA stream is capturing a graph
-    (there the op's kernels must guard: never an out-of-bounds read, NaN rows). ``name`` is
-    the argument, ``bound`` the symbol of ``hi``, ``meaning`` what ``hi`` counts; the message
-    names the range found, e.g. ``modulate.indexed_scale_shift: index values must lie in
-    [0, 3) (K = rows of the table); got values in [0, 5] (max 5 >= K=3)``.
+    the op's ``check_index=False``). The first check of a tensor costs one device reduction
+    (``torch.aminmax``) and one host sync; with ``cache`` (the default) the value range
+    found is remembered for that tensor object and version (see :class:`_CheckedIndices`),
+    so calling again with the same, unmodified index (a DiT's index serves every block and
+    every step) is a host-side comparison, with no sync. ``cache=False`` (an op's
+    ``check_index="always"``) reduces on every call. Skipped for an empty index and while
+    the current CUDA stream is capturing a graph (there the op's kernels must guard: never
+    an out-of-bounds read, NaN rows). ``name`` is the argument, ``bound`` the symbol of
+    ``hi``, ``meaning`` what ``hi`` counts; the message names the range found, e.g.
+    ``modulate.indexed_scale_shift: index values must lie in [0, 3) (K = rows of the
+    table); got values in [0, 5] (max 5 >= K=3)``.
     """
     if index.numel() == 0 or (index.is_cuda and torch.cuda.is_current_stream_capturing()):
         return
-    vmin, vmax = torch.stack(torch.aminmax(index)).tolist()
+    found = _checked_indices.lookup(index) if cache else None
+    if found is None:
+        vmin, vmax = torch.stack(torch.aminmax(index)).tolist()
+    else:
+        vmin, vmax = found
     if vmin < lo or vmax >= hi:
         from .errors import IndexOutOfRangeError
 
@@ -79,6 +168,8 @@ def check_index_range(index: torch.Tensor, lo: int, hi: int, op: str, *, name: s
             f"({', '.join(bad)})",
             {},
         )
+    if cache and found is None:
+        _checked_indices.remember(index, vmin, vmax)
 
 
 class PlanCache:

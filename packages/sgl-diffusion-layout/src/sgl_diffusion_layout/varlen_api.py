@@ -3,8 +3,9 @@ scatter of the packed attention output back to ``[B, S, H, Dh]``. Contract ``exa
 (``torch.equal`` to the eager chains in ``varlen_torch``). Public entry points.
 
 Index values, the one data-dependent input problem, follow the indexed modulation ops:
-eager calls check them once (``check_index_range``: one ``aminmax``, one host sync) and
-raise ``IndexOutOfRangeError`` before any kernel runs, on every backend;
+eager calls check them (``check_index_range``: one ``aminmax`` and one host sync the first
+time an index tensor is seen, none again while it is unmodified) and raise
+``IndexOutOfRangeError`` before any kernel runs, on every backend;
 ``check_index=False``, ``torch.compile`` and CUDA graph capture skip the check, and there
 every backend writes NaN where an out-of-range index points (never a silent zero row,
 never an out-of-bounds read).
@@ -18,6 +19,7 @@ from sgl_diffusion_core import (
     InputDesc,
     check_index_range,
     device_arch,
+    index_check_mode,
     is_compiling,
     resolve_target,
     tensor_platform,
@@ -119,13 +121,13 @@ _dispatch = {name: LayoutOp(name, globals()[f"describe_{name}"], n)
              for name, n in (("build_varlen_meta", 1), ("varlen_pack_qkv", 4), ("varlen_scatter", 2))}
 
 
-def _check_scatter_index(out, idx, rows):
+def _check_scatter_index(out, idx, rows, mode):
     if idx.shape[0] == rows:  # read as the inverse map (see varlen_scatter)
         check_index_range(idx, -1, out.shape[0], OP_SCATTER, name="inverse_or_indices (the inverse map)",
-                          bound="nnz", meaning="rows of out; -1 = padding")
+                          bound="nnz", meaning="rows of out; -1 = padding", cache=mode == "cached")
     else:
         check_index_range(idx, 0, rows, OP_SCATTER, name="inverse_or_indices (the valid-token indices)",
-                          bound="batch*seqlen", meaning="tokens of the result")
+                          bound="batch*seqlen", meaning="tokens of the result", cache=mode == "cached")
 
 
 def _meta_impl(mask, backend):
@@ -181,7 +183,7 @@ def build_varlen_meta(mask: torch.Tensor, *, backend: str | None = None):
 
 
 def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: torch.Tensor, *,
-                    check_index: bool = True,
+                    check_index: bool | str = True,
                     backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``t.reshape(B*S, H, Dh).index_select(0, indices)`` for t in q, k, v.
 
@@ -190,25 +192,30 @@ def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: 
         costs no copy).
     indices: int64 ``[nnz]`` from ``build_varlen_meta``, contiguous; values in ``[0, B*S)``
         (negative values are rejected, not wrapped).
-    check_index: eager calls check ``indices`` with one device reduction (one host sync) and
-        raise ``IndexOutOfRangeError`` (an ``UnsupportedInputError`` and an ``IndexError``)
-        naming the range found, on every backend. ``False`` skips the check; so do
-        ``torch.compile`` and CUDA graph capture. Unchecked, an out-of-range index reads
-        nothing and its row of each result is NaN (never out of bounds, never a zero row).
+    check_index: ``True`` (default): eager calls check ``indices`` and raise
+        ``IndexOutOfRangeError`` (an ``UnsupportedInputError`` and an ``IndexError``) naming
+        the range found, on every backend. One device reduction (one host sync) the first
+        time an index tensor is seen; the same tensor, unmodified (version counter
+        unchanged), is not reduced again. ``"always"`` reduces on every call (see
+        ``sgl_diffusion_core.forget_index_checks`` for writes the version counter misses).
+        ``False`` skips the check; so do ``torch.compile`` and CUDA graph capture. Unchecked,
+        an out-of-range index reads nothing and its row of each result is NaN (never out of
+        bounds, never a zero row).
     backend: ``None`` (best for the inputs), ``"triton"`` or ``"torch"``.
     Returns three new contiguous ``[nnz, H, Dh]`` tensors. Contract ``exact``.
     """
+    mode = index_check_mode(check_index, OP_PACK)
     if is_compiling():
         return _ops["varlen_pack_qkv"](q, k, v, indices, backend)
     plan = _dispatch["varlen_pack_qkv"].plan((q, k, v, indices), backend)
-    if check_index:
+    if mode is not None:
         check_index_range(indices, 0, q.shape[0] * q.shape[1], OP_PACK, name="indices", bound="B*S",
-                          meaning="tokens of q, k, v")
+                          meaning="tokens of q, k, v", cache=mode == "cached")
     return plan(q, k, v, indices)
 
 
 def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: int, seqlen: int, *,
-                   check_index: bool = True, backend: str | None = None) -> torch.Tensor:
+                   check_index: bool | str = True, backend: str | None = None) -> torch.Tensor:
     """The packed attention output back to ``[batch, seqlen, H, Dh]``, zeros at padding.
 
     out: ``[nnz, H, Dh]``, last dim contiguous, any row/head strides.
@@ -227,11 +234,12 @@ def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: i
     (for the inverse map: rows ``p`` with ``inverse[p] >= 0`` get ``out[inverse[p]]``).
     Returns a new contiguous tensor. Contract ``exact``.
     """
+    mode = index_check_mode(check_index, OP_SCATTER)
     if is_compiling():
         return _ops["varlen_scatter"](out, inverse_or_indices, batch, seqlen, backend)
     plan = _dispatch["varlen_scatter"].plan((out, inverse_or_indices, batch, seqlen), backend)
-    if check_index:
-        _check_scatter_index(out, inverse_or_indices, batch * seqlen)
+    if mode is not None:
+        _check_scatter_index(out, inverse_or_indices, batch * seqlen, mode)
     return plan(out, inverse_or_indices, batch, seqlen)
 
 

@@ -7,9 +7,11 @@ and target tokens differently this way). They share those ops' kernels, dtype ru
 exact contract.
 
 Index validation, the one data-dependent input problem (see the README):
-- eager calls check ``index`` once per call, with one device reduction
-  (``torch.aminmax``, one host sync), and raise :class:`IndexOutOfRangeError` naming the
-  offending range before any kernel runs; ``check_index=False`` skips it;
+- eager calls check ``index`` with one device reduction (``torch.aminmax``, one host
+  sync) and raise :class:`IndexOutOfRangeError` naming the offending range before any
+  kernel runs. The range found is remembered for that tensor and version, so an
+  unmodified index is reduced once, not on every call (``check_index="always"``: every
+  call); ``check_index=False`` skips the check;
 - under ``torch.compile`` and CUDA graph capture a host sync is not allowed, so there is
   no check: every backend reads table row 0 for an out-of-range token (never out of
   bounds) and writes NaN over that token's whole output row (into ``residual`` itself for
@@ -29,6 +31,7 @@ from sgl_diffusion_core import (
     RowGeometry,
     check_index_range,
     describe_rows,
+    index_check_mode,
     is_compiling,
     register_custom_op,
     resolve_target,
@@ -170,10 +173,15 @@ def describe_indexed_gated_residual(
     return desc
 
 
-def validate_index(index: torch.Tensor, K: int, op: str) -> None:
-    """Raise :class:`IndexOutOfRangeError` unless every index value lies in ``[0, K)``
-    (one device reduction, one host sync; see ``sgl_diffusion_core.check_index_range``)."""
-    check_index_range(index, 0, K, op, name="index", bound="K", meaning="rows of the table")
+def validate_index(index: torch.Tensor, K: int, op: str, check_index: object = True) -> None:
+    """Raise :class:`IndexOutOfRangeError` unless every index value lies in ``[0, K)``, as the
+    op's ``check_index`` asks (``True``: one device reduction and host sync per index tensor
+    and version, ``"always"``: per call, ``False``: none; see
+    ``sgl_diffusion_core.check_index_range``); ``ValueError`` for another ``check_index``."""
+    mode = index_check_mode(check_index, op)
+    if mode is not None:
+        check_index_range(index, 0, K, op, name="index", bound="K", meaning="rows of the table",
+                          cache=mode == "cached")
 
 
 def _bind_ss(fn, geom):
@@ -222,7 +230,7 @@ def indexed_scale_shift(
     index: torch.Tensor,
     *,
     scale_offset: float = 1.0,
-    check_index: bool = True,
+    check_index: bool | str = True,
     backend: str | None = None,
 ) -> torch.Tensor:
     """``x * (scale_offset + scale_table[b, index[b, s]]) + shift_table[b, index[b, s]]``, ``torch.equal``
@@ -237,9 +245,15 @@ def indexed_scale_shift(
         dim contiguous. ``shift_table=None`` means no shift.
     index: ``[B, S]``, ``[1, S]`` or ``[S]`` (shared by the batch), int32 | int64, any strides;
         values in ``[0, K)`` (negative values are rejected, not wrapped).
-    check_index: eager calls check the index with one device reduction (one host sync) and raise
+    check_index: ``True`` (default): eager calls check the index and raise
         ``IndexOutOfRangeError`` (an ``UnsupportedInputError`` and an ``IndexError``) naming the
-        range found. ``False`` skips the check; so do ``torch.compile`` and CUDA graph capture.
+        range found. The check costs one device reduction (one host sync) the first time an
+        index tensor is seen; the same tensor, unmodified (its version counter unchanged),
+        is not reduced again, so a DiT's index pays it once, not once per block.
+        ``"always"`` reduces on every call (for an index written where PyTorch's version
+        counter cannot see it: ``.data``, NumPy / DLPack views, custom kernels, CUDA graph
+        replay; ``sgl_diffusion_core.forget_index_checks()`` drops every remembered check).
+        ``False`` skips the check; so do ``torch.compile`` and CUDA graph capture.
         Unchecked, an out-of-range token reads table row 0 (never out of bounds) and its output
         row is NaN.
     backend: ``None`` (best for the inputs), ``"triton"`` or ``"torch"``.
@@ -247,10 +261,10 @@ def indexed_scale_shift(
     Returns a new contiguous tensor shaped like x.
     """
     if is_compiling():
+        index_check_mode(check_index, OP_SCALE_SHIFT)
         return _custom_op_ss(x, scale_table, shift_table, index, float(scale_offset), backend)
     plan = _dispatch_ss.plan((x, scale_table, shift_table, index), backend)
-    if check_index:
-        validate_index(index, scale_table.shape[-2], OP_SCALE_SHIFT)
+    validate_index(index, scale_table.shape[-2], OP_SCALE_SHIFT, check_index)
     return plan(x, scale_table, shift_table, index, scale_offset)
 
 
@@ -260,7 +274,7 @@ def indexed_gated_residual(
     gate_table: torch.Tensor,
     index: torch.Tensor,
     *,
-    check_index: bool = True,
+    check_index: bool | str = True,
     backend: str | None = None,
 ) -> torch.Tensor:
     """``residual + gate_table[b, index[b, s]] * update``, ``torch.equal`` to that eager chain (contract
@@ -280,10 +294,10 @@ def indexed_gated_residual(
     Returns a new contiguous tensor shaped like residual.
     """
     if is_compiling():
+        index_check_mode(check_index, OP_GATED_RESIDUAL)
         return _custom_op_gr(residual, update, gate_table, index, backend)
     plan = _dispatch_gr.plan((residual, update, gate_table, index), backend)
-    if check_index:
-        validate_index(index, gate_table.shape[-2], OP_GATED_RESIDUAL)
+    validate_index(index, gate_table.shape[-2], OP_GATED_RESIDUAL, check_index)
     return plan(residual, update, gate_table, index)
 
 
@@ -293,7 +307,7 @@ def indexed_gated_residual_(
     gate_table: torch.Tensor,
     index: torch.Tensor,
     *,
-    check_index: bool = True,
+    check_index: bool | str = True,
     backend: str | None = None,
 ) -> torch.Tensor:
     """In place: ``residual += gate_table[b, index[b, s]] * update`` (eager ``residual.add_(...)``);
@@ -304,11 +318,11 @@ def indexed_gated_residual_(
     becomes NaN.
     """
     if is_compiling():
+        index_check_mode(check_index, OP_GATED_RESIDUAL)
         _custom_op_gr_inplace(residual, update, gate_table, index, backend)
         return residual
     plan = _dispatch_gr_inplace.plan((residual, update, gate_table, index), backend)
-    if check_index:
-        validate_index(index, gate_table.shape[-2], OP_GATED_RESIDUAL)
+    validate_index(index, gate_table.shape[-2], OP_GATED_RESIDUAL, check_index)
     return plan(residual, update, gate_table, index)
 
 

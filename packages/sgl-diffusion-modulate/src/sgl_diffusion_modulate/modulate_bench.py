@@ -4,12 +4,17 @@
 Providers: ``sgl_diffusion`` (the public op), ``eager`` (the chain itself) and
 ``torch.compile`` of it (specialized to the shape; dynamo reset per case); the indexed ops
 add ``sgl_diffusion(check_index=False)`` (no host-side index check, the form a compiled or
-graph-captured model runs). Bytes: every full-size operand read once and the output written
-once, plus the modulation tensors (the whole tables) and the index.
+graph-captured model runs) and ``sgl_diffusion(check_index='always')`` (one reduction and host
+sync per call: what every call cost before checks were remembered per index tensor, and what
+the first call with a new index costs); plain ``sgl_diffusion`` reuses one index, as a DiT's
+blocks do, so its check is remembered after the first call. Bytes: every full-size operand
+read once and the output written once, plus the modulation tensors (the whole tables) and
+the index.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import torch
@@ -94,11 +99,8 @@ def _indexed_cases(op: str, device: torch.device, dtype: torch.dtype,
             def eager(x=x, a=scale, b=shift, i=idx, ar=ar):
                 return x * (1 + a[ar, i]) + b[ar, i]
 
-            def ours(x=x, a=scale, b=shift, i=idx):
-                return indexed_scale_shift(x, a, b, i)
-
-            def unchecked(x=x, a=scale, b=shift, i=idx):
-                return indexed_scale_shift(x, a, b, i, check_index=False)
+            def ours(ci=True, x=x, a=scale, b=shift, i=idx):
+                return indexed_scale_shift(x, a, b, i, check_index=ci)
 
             nbytes = bench.tensor_bytes(x, x, scale, shift, idx)
         else:
@@ -107,24 +109,23 @@ def _indexed_cases(op: str, device: torch.device, dtype: torch.dtype,
             def eager(x=x, u=u, a=gate, i=idx, ar=ar):
                 return x + a[ar, i] * u
 
-            def ours(x=x, u=u, a=gate, i=idx):
-                return indexed_gated_residual(x, u, a, i)
-
-            def unchecked(x=x, u=u, a=gate, i=idx):
-                return indexed_gated_residual(x, u, a, i, check_index=False)
+            def ours(ci=True, x=x, u=u, a=gate, i=idx):
+                return indexed_gated_residual(x, u, a, i, check_index=ci)
 
             nbytes = bench.tensor_bytes(x, u, x, gate, idx)
         compiled = torch.compile(eager, dynamic=False)
 
-        def check(ours=ours, unchecked=unchecked, eager=eager):
+        variants = {"sgl_diffusion": ours, "sgl_diffusion(check_index=False)": functools.partial(ours, False),
+                    "sgl_diffusion(check_index='always')": functools.partial(ours, "always")}
+
+        def check(variants=variants, eager=eager):
             ref = eager()
-            testing.assert_exact(ours(), ref)
-            testing.assert_exact(unchecked(), ref)
+            for f in variants.values():
+                testing.assert_exact(f(), ref)
 
         yield bench.BenchCase(
             name=name, shape=f"[{B}, {S}, {D}] K={K} per-sample index", dtype=str(dtype).removeprefix("torch."),
-            bytes=nbytes, providers={"sgl_diffusion": ours, "sgl_diffusion(check_index=False)": unchecked,
-                                     "eager": eager, "torch.compile": compiled}, check=check,
+            bytes=nbytes, providers={**variants, "eager": eager, "torch.compile": compiled}, check=check,
         )
 
 

@@ -27,6 +27,11 @@ SHAPES: dict[str, tuple[tuple[int, ...], bool]] = {
     # C = 384 at the spatial size of the Wan-VAE range's low end (1.6 GB of bf16 x)
     "c384-240": ((1, 384, 21, 240, 416), False),
     "c384-240-cl": ((1, 384, 21, 240, 416), True),
+    # the range's high end, 480 x 832 (C = 384: 3.2e9 elements, 6.4 GB of bf16 x, past 2**31: int64 offsets)
+    "c96-480": ((1, 96, 21, 480, 832), False),
+    "c96-480-cl": ((1, 96, 21, 480, 832), True),
+    "c384-480": ((1, 384, 21, 480, 832), False),
+    "c384-480-cl": ((1, 384, 21, 480, 832), True),
 }
 DEFAULT = ("c96", "c96-cl", "c384", "c384-cl")
 
