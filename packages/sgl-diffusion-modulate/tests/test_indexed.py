@@ -354,3 +354,33 @@ def test_opcheck_and_compile(backend, device):
     torch._dynamo.reset()
     assert torch._dynamo.explain(block)(x, u, m, idx).graph_break_count == 0
     testing.assert_exact(torch.compile(block, fullgraph=True, backend="aot_eager")(x, u, m, idx), block(x, u, m, idx))
+
+
+@pytest.mark.parametrize("tile_fastest", [True, False])
+def test_program_orders_give_the_same_bits(device, tile_fastest):
+    """Both kernels (plain and indexed) over a 1-D grid in either program order (row_and_tile):
+    several rows of several column tiles, the last tile masked (D = 40, BLOCK = 16)."""
+    if "triton" not in testing.runnable_backends(OP, device):
+        pytest.skip("the triton backend does not run here")
+    from sgl_diffusion_core import TileConfig
+    from sgl_diffusion_modulate import gated_residual_api, gated_residual_triton, scale_shift_api, scale_shift_triton
+    from sgl_diffusion_modulate.indexed_api import describe_indexed_gated_residual, describe_indexed_scale_shift
+
+    cfg = TileConfig(block=16, num_warps=1)
+    K, D = 3, 40
+    x, u = rnd(B, S, D, device=device), rnd(B, S, D, device=device)
+    tab = rnd(B, K, D, device=device)
+    idx = _index(K, (B, S), device=device)
+    cases = [
+        (scale_shift_triton, describe_indexed_scale_shift, (x, tab, tab, idx), (1.0,),
+         mod.indexed_scale_shift_reference(x, tab, tab, idx)),
+        (scale_shift_triton, scale_shift_api.describe_scale_shift, (x, tab[:, :1], tab[:, 1:2]), (1.0,),
+         mod.scale_shift_reference(x, tab[:, :1], tab[:, 1:2])),
+        (gated_residual_triton, describe_indexed_gated_residual, (x, u, tab, idx), (),
+         mod.indexed_gated_residual_reference(x, u, tab, idx)),
+        (gated_residual_triton, gated_residual_api.describe_gated_residual, (x, u, tab[:, :1]), (),
+         mod.gated_residual_reference(x, u, tab[:, :1])),
+    ]
+    for kernel, describe, args, extra, ref in cases:
+        run = kernel.prepare(describe(*args).info["geom"], *args, config=cfg, tile_fastest=tile_fastest)
+        testing.assert_exact(run(*args, *extra), ref)
