@@ -4,8 +4,9 @@ An indexed op picks, for token ``(b, s)``, the row ``index[b, s]`` of a ``[K, D]
 The kernels never read outside a table and never return a plausible-looking value for a
 bad index: :func:`table_row` clamps the row it reads to 0 and reports whether the index
 was in range, and :func:`poison` turns the result of an out-of-range token into NaN. The
-host checks the index once per eager call (one reduction, one sync); under
-``torch.compile`` and CUDA graph capture, where a sync is not allowed, this is the guard.
+host checks the index in eager calls (one reduction and one sync per index tensor and
+version; see ``sgl_diffusion_core.check_index_range``); under ``torch.compile``, CUDA graph
+capture, ``check_index=False`` or a write the version counter cannot see, this is the guard.
 """
 
 from __future__ import annotations
