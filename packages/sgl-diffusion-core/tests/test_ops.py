@@ -145,6 +145,35 @@ def test_the_remembered_checks_are_bounded(reductions):
     assert len(cache) <= 4 and cache.lookup(live[-1]) == (0, 0)
 
 
+def test_the_remembered_checks_under_threads():
+    """Threads remembering and freeing tensors past the bound at once: no error, and every live
+    tensor that is found is found with its own range."""
+    import threading
+
+    from sgl_diffusion_core.ops import _CheckedIndices
+
+    cache = _CheckedIndices(limit=8)
+    errors = []
+
+    def work(seed):
+        try:
+            for i in range(300):
+                t = torch.tensor([seed, i])
+                cache.remember(t, seed, i)
+                found = cache.lookup(t)
+                assert found in (None, (seed, i)), found
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    assert len(cache) <= 8
+
+
 @pytest.mark.parametrize(("value", "mode"), [(True, "cached"), (False, None), ("always", "always")])
 def test_index_check_mode(value, mode):
     assert index_check_mode(value, "demo.op") == mode

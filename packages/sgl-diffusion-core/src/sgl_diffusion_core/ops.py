@@ -109,7 +109,9 @@ class _CheckedIndices:
 
         with self._lock:
             if len(entries) >= self._limit:
-                for k in [k for k, e in entries.items() if e[0]() is None]:
+                # over a copy: a tensor freed meanwhile (another thread, the cyclic GC) runs
+                # ``forget`` on ``entries`` itself
+                for k in [k for k, e in entries.copy().items() if e[0]() is None]:
                     entries.pop(k, None)
                 if len(entries) >= self._limit:
                     entries.clear()
