@@ -362,9 +362,12 @@ def test_program_orders_give_the_same_bits(device, tile_fastest):
     several rows of several column tiles, the last tile masked (D = 40, BLOCK = 16)."""
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run here")
-    from sgl_diffusion_core import TileConfig
-    from sgl_diffusion_modulate import gated_residual_api, gated_residual_triton, scale_shift_api, scale_shift_triton
-    from sgl_diffusion_modulate.indexed_api import describe_indexed_gated_residual, describe_indexed_scale_shift
+    from sgl_diffusion_core import TileConfig, resolve_target
+
+    def load(name):
+        return resolve_target(f"sgl_diffusion_modulate.{name}")
+
+    ss_prepare, gr_prepare = load("scale_shift_triton:prepare"), load("gated_residual_triton:prepare")
 
     cfg = TileConfig(block=16, num_warps=1)
     K, D = 3, 40
@@ -372,15 +375,15 @@ def test_program_orders_give_the_same_bits(device, tile_fastest):
     tab = rnd(B, K, D, device=device)
     idx = _index(K, (B, S), device=device)
     cases = [
-        (scale_shift_triton, describe_indexed_scale_shift, (x, tab, tab, idx), (1.0,),
+        (ss_prepare, load("indexed_api:describe_indexed_scale_shift"), (x, tab, tab, idx), (1.0,),
          mod.indexed_scale_shift_reference(x, tab, tab, idx)),
-        (scale_shift_triton, scale_shift_api.describe_scale_shift, (x, tab[:, :1], tab[:, 1:2]), (1.0,),
+        (ss_prepare, load("scale_shift_api:describe_scale_shift"), (x, tab[:, :1], tab[:, 1:2]), (1.0,),
          mod.scale_shift_reference(x, tab[:, :1], tab[:, 1:2])),
-        (gated_residual_triton, describe_indexed_gated_residual, (x, u, tab, idx), (),
+        (gr_prepare, load("indexed_api:describe_indexed_gated_residual"), (x, u, tab, idx), (),
          mod.indexed_gated_residual_reference(x, u, tab, idx)),
-        (gated_residual_triton, gated_residual_api.describe_gated_residual, (x, u, tab[:, :1]), (),
+        (gr_prepare, load("gated_residual_api:describe_gated_residual"), (x, u, tab[:, :1]), (),
          mod.gated_residual_reference(x, u, tab[:, :1])),
     ]
-    for kernel, describe, args, extra, ref in cases:
-        run = kernel.prepare(describe(*args).info["geom"], *args, config=cfg, tile_fastest=tile_fastest)
+    for prepare, describe, args, extra, ref in cases:
+        run = prepare(describe(*args).info["geom"], *args, config=cfg, tile_fastest=tile_fastest)
         testing.assert_exact(run(*args, *extra), ref)
