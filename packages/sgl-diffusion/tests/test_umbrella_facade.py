@@ -28,6 +28,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "TileConfig",
     "broadcast_view",
     "check_index_range",
+    "index_check_mode",
     "check_tensors",
     "describe_rows",
     "mod_layout",

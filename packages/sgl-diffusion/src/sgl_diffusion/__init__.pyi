@@ -48,6 +48,7 @@ from sgl_diffusion_core import default_device as default_device
 from sgl_diffusion_core import describe as describe
 from sgl_diffusion_core import device_arch as device_arch
 from sgl_diffusion_core import explain as explain
+from sgl_diffusion_core import forget_index_checks as forget_index_checks
 from sgl_diffusion_core import machine as machine
 from sgl_diffusion_core import module_available as module_available
 from sgl_diffusion_core import register as register
@@ -238,6 +239,7 @@ __all__ = [
     "device_arch",
     "exact_gate",
     "explain",
+    "forget_index_checks",
     "gated_residual",
     "gated_residual_",
     "gated_residual_norm_modulate",

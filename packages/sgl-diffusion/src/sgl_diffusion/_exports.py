@@ -43,6 +43,8 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "UnsupportedInputError",
         "IndexOutOfRangeError",
         "MissingPackageError",
+        # the eager index checks' memory (after writes PyTorch's version counter cannot see)
+        "forget_index_checks",
         "FusionFallbackWarning",
         # verification of fused paths
         "BitExactFusionGate",
