@@ -5,8 +5,9 @@ kernel is ``scale_shift``'s with ``INDEXED``) while ``torch.compile`` of the cha
 This times ``indexed_scale_shift`` / ``indexed_gated_residual`` (bf16, K = 2, the first half
 of the tokens row 0) and the plain ``scale_shift`` / ``gated_residual`` (per-sample
 modulation) for every (block, num_warps) pair against a same-run copy, bit-exact to eager
-each, in both program orders (``tile_fastest``: scale_shift_triton.row_and_tile), and prints
-the best four and the default of each order.
+each, and prints the best two and the default. Run 4 (at 090360c) also timed the row-fastest
+order through a ``tile_fastest`` argument of ``prepare``, removed once tile-fastest was adopted
+(its rows in indexed_order_sweep_s16_h200.json carry ``tile_fastest``).
 
     export PYTHONPATH=$(ls -d packages/*/src | tr '\\n' ':')
     python tools/gpu/indexed_tile_sweep.py out.json [wan,qwen-edit]
@@ -24,9 +25,8 @@ import sgl_diffusion_modulate as mod
 from sgl_diffusion_core import TileConfig, bench, resolve_target, tensor_platform
 
 SHAPES = {"wan": (1, 75600, 5120), "qwen-edit": (1, 13824, 3072), "hunyuan": (1, 118800, 3072)}
-# run 3 swept 512-4096 x 1-8 warps (within 1 point of each other); run 4 adds the program order
+# run 3 swept 512-4096 x 1-8 warps (within 1 point of each other), run 4 these six in both orders
 PAIRS = [(2048, 1), (2048, 2), (2048, 4), (1024, 1), (1024, 2), (4096, 2)]
-ORDERS = (True, False)  # tile fastest (consecutive programs on consecutive tiles of a row), row fastest
 
 
 def main() -> None:
@@ -59,27 +59,22 @@ def main() -> None:
             _, copy_gbps = bench.copy_bandwidth(nbytes, dev)
             default = TileConfig.from_heuristic(D, 2, plat)
             mine = []
-            for tile_fastest in ORDERS:
-                for block, warps in PAIRS:
-                    run = prepare(geom, *args, config=TileConfig(block=block, num_warps=warps),
-                                  tile_fastest=tile_fastest)
+            for block, warps in PAIRS:
+                run = prepare(geom, *args, config=TileConfig(block=block, num_warps=warps))
 
-                    def call(run=run, args=args, extra=extra):
-                        return run(*args, *extra)
+                def call(run=run, args=args, extra=extra):
+                    return run(*args, *extra)
 
-                    assert torch.equal(call(), ref), (op, name, block, warps, tile_fastest)
-                    t = bench.time_gpu(call, dev, rep=50)
-                    r = {"op": op, "case": name, "block": block, "num_warps": warps, "tile_fastest": tile_fastest,
-                         "default": (block, warps) == (default.block, default.num_warps),
-                         "median_us": t.median_ms * 1e3, "frac_of_copy": t.gbps(nbytes) / copy_gbps}
-                    rows.append(r)
-                    mine.append(r)
-            for order in ORDERS:
-                part = [r for r in mine if r["tile_fastest"] == order]
-                for r in sorted(part, key=lambda r: r["median_us"])[:2] + [r for r in part if r["default"]]:
-                    print(f"{op} {name} {'tile' if order else 'row'}-fastest block={r['block']} warps={r['num_warps']}"
-                          f"{' (default)' if r['default'] else ''}: {r['median_us']:.1f} us "
-                          f"{100 * r['frac_of_copy']:.1f}% of copy", flush=True)
+                assert torch.equal(call(), ref), (op, name, block, warps)
+                t = bench.time_gpu(call, dev, rep=50)
+                r = {"op": op, "case": name, "block": block, "num_warps": warps,
+                     "default": (block, warps) == (default.block, default.num_warps),
+                     "median_us": t.median_ms * 1e3, "frac_of_copy": t.gbps(nbytes) / copy_gbps}
+                rows.append(r)
+                mine.append(r)
+            for r in sorted(mine, key=lambda r: r["median_us"])[:2] + [r for r in mine if r["default"]]:
+                print(f"{op} {name} block={r['block']} warps={r['num_warps']}{' (default)' if r['default'] else ''}: "
+                      f"{r['median_us']:.1f} us {100 * r['frac_of_copy']:.1f}% of copy", flush=True)
     Path(sys.argv[1]).write_text(json.dumps({"env": bench.environment(dev), "rows": rows}, indent=1))
 
 

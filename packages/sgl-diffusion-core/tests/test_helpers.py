@@ -10,6 +10,8 @@ import torch
 from sgl_diffusion_core import (
     PlanCache,
     RowConfig,
+    TileConfig,
+    UnsupportedInputError,
     bench,
     machine,
     next_pow2,
@@ -75,6 +77,16 @@ def test_row_config_covers_the_row(D, elem, plat):
         assert cfg.block == next_pow2(cfg.block) and cfg.block * cfg.chunks >= D
         assert cfg.block * (cfg.chunks - 1) < D  # no empty chunk
         assert 1 <= cfg.num_warps <= 16
+
+
+def test_tile_grid_counts_tiles_and_refuses_past_the_launch_limit():
+    cfg = TileConfig(block=2048, num_warps=2)
+    assert cfg.grid(75600, 5120) == ((75600 * 3,), 3)  # the last tile partly masked
+    assert cfg.grid(4608, 2048) == ((4608,), 1)
+    assert cfg.grid(0, 5120) == ((0,), 3)
+    assert cfg.grid(2**31 - 1, 16) == ((2**31 - 1,), 1)  # int32 program ids: the last one fits
+    with pytest.raises(UnsupportedInputError, match=r"1073741824 rows x 3 column tiles exceed the launch grid"):
+        cfg.grid(2**30, 5120)
 
 
 def test_bench_helpers_on_cpu(tmp_path):

@@ -135,7 +135,7 @@ def test_a_new_tensor_at_a_freed_ones_address_is_checked(reductions):
     assert len(reductions) == 4
 
 
-def test_the_remembered_checks_are_bounded(reductions):
+def test_the_remembered_checks_are_bounded():
     from sgl_diffusion_core.ops import _CheckedIndices
 
     cache = _CheckedIndices(limit=4)

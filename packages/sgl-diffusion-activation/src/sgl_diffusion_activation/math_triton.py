@@ -203,10 +203,11 @@ def activate(s, ACT: tl.constexpr, FAST: tl.constexpr):
 
 
 # One program per (row, column tile) on a 1-D grid with a row's tiles adjacent, so programs
-# running side by side stream neighbouring bytes. In the H200 sweep (activation_tune_h200.json)
-# the best 1-D launch beat the best 2-D (rows, tiles) one by 2.3-5.8 points of copy bandwidth
-# (at the chosen tiles by 2.3-6.2; at a few others the 2-D grid was up to 1.3 points ahead).
-MAX_GRID = 2**31 - 1
+# running side by side stream neighbouring bytes (core's TileConfig.grid and
+# triton_math.program_tile). In the H200 sweep (activation_tune_h200.json) the best 1-D launch
+# beat the best 2-D (rows, tiles) one by 2.3-5.8 points of copy bandwidth (at the chosen tiles by
+# 2.3-6.2; at a few others the 2-D grid was up to 1.3 points ahead).
+program_tile = triton_math.program_tile
 
 
 def math_flags(dtype: torch.dtype, fast: bool | None = None, platform: str = "cuda") -> dict:
@@ -220,23 +221,10 @@ def math_flags(dtype: torch.dtype, fast: bool | None = None, platform: str = "cu
 
 def grid_and_flags(rows: int, D: int, cfg: TileConfig, dtype: torch.dtype,
                    fast: bool | None, platform: str) -> tuple[tuple[int, ...], int, dict]:
-    """(grid, tiles per row, constexprs) of one launch. ``rows * tiles`` stays far below the grid's
-    2**31 limit for any tensor that fits a GPU (rows < 2**31, and several tiles per row need
-    rows of at least 512 elements); the check names the case anyway."""
-    from sgl_diffusion_core import UnsupportedInputError
-
-    n_tiles = triton.cdiv(D, cfg.block)
-    if rows * n_tiles > MAX_GRID:
-        raise UnsupportedInputError(f"{rows} rows x {n_tiles} column tiles exceed the launch grid ({MAX_GRID})")
-    return (rows * n_tiles,), n_tiles, math_flags(dtype, fast, platform)
-
-
-@triton.jit
-def program_tile(n_tiles):
-    """(row, column tile) of this program on the 1-D grid (one int32 division per program)."""
-    pid = tl.program_id(0)
-    r = pid // n_tiles
-    return r, pid - r * n_tiles
+    """(grid, tiles per row, constexprs) of one launch (``TileConfig.grid``: ``UnsupportedInputError``
+    past the grid's 2**31 limit)."""
+    grid, n_tiles = cfg.grid(rows, D)
+    return grid, n_tiles, math_flags(dtype, fast, platform)
 
 
 @triton.jit

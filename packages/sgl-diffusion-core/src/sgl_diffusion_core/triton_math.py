@@ -172,3 +172,12 @@ else:
 # them twice (statistics, then output) keeps them packed, because the compiler does not merge
 # this form with a ``.to(tl.float32)`` of the same value into one held fp32 copy
 widen_bits = _widen_bits
+
+
+@triton.jit
+def program_tile(n_tiles):
+    """(row, column tile) of this program on a 1-D grid of ``rows * n_tiles`` programs with a
+    row's tiles adjacent (``TileConfig.grid``); int32, one division per program."""
+    pid = tl.program_id(0)
+    r = pid // n_tiles
+    return r, pid - r * n_tiles

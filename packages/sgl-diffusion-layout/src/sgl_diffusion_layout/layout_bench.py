@@ -5,8 +5,9 @@ Providers: ``sgl_diffusion`` (the public op), ``eager`` (the chain itself) and
 and scatter add ``sgl_diffusion(check_index=False)`` (no host-side index check, the form a
 compiled or captured graph runs) and ``sgl_diffusion(check_index='always')`` (one reduction
 and host sync per call, what a new index costs once; plain ``sgl_diffusion`` reuses one
-index, whose check is remembered after the first call). Bytes: every input element read once and every output
-element written once (data movement: the same-run copy of those bytes is the ceiling).
+index, whose check is remembered after the first call). Bytes: every input element read
+once and every output element written once (data movement: the same-run copy of those
+bytes is the ceiling).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Bit-exact to eager PyTorch: ``gate * update`` rounded to its eager dtype, then the sum
 rounded to the result dtype (``sgl_diffusion_core.triton_math.round_to``), no FMA
 (``enable_fp_fusion=False``). One program per (row, column tile), consecutive programs on
-consecutive tiles of a row (``scale_shift_triton.row_and_tile``). In place, the result is
+consecutive tiles of a row (``TileConfig.grid``, ``triton_math.program_tile``). In place, the result is
 written through residual's own row strides.
 
 ``indexed_gated_residual`` is the same kernel with ``INDEXED``: the gate row of token
@@ -20,7 +20,7 @@ import triton.language as tl
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
 from . import index_rows_triton
-from .scale_shift_triton import INDEX_ARGS, index_scalars, row_and_tile
+from .scale_shift_triton import INDEX_ARGS, index_scalars
 
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -35,9 +35,9 @@ def _gated_residual_kernel(
     y_sb, y_ss,
     i_sb, i_ss, K,
     HAS_GATE: tl.constexpr, T1: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr, INDEXED: tl.constexpr,
-    TILE_FASTEST: tl.constexpr,
 ):
-    row, tile = row_and_tile(D, BLOCK, TILE_FASTEST)
+    r, tile = triton_math.program_tile(tl.cdiv(D, BLOCK))
+    row = r.to(tl.int64)
     b = row // S
     s = row - b * S
     cols = tile * BLOCK + tl.arange(0, BLOCK)
@@ -58,11 +58,9 @@ def _gated_residual_kernel(
     tl.store(Y + b * y_sb + s * y_ss + cols, triton_math.narrow(y, OUT), mask=mask)
 
 
-def prepare(geom, residual, update, gate, index=None, *, config: TileConfig | None = None,
-            tile_fastest: bool = True):
+def prepare(geom, residual, update, gate, index=None, *, config: TileConfig | None = None):
     """A runner ``(residual, update, gate[, index]) -> out`` (``residual`` itself when in place) for
-    one signature; it takes ``index`` when ``geom.index`` is set (``indexed_gated_residual``).
-    ``tile_fastest``: the program order (``scale_shift_triton.row_and_tile``)."""
+    one signature; it takes ``index`` when ``geom.index`` is set (``indexed_gated_residual``)."""
     r, u, gl, ix = geom.residual, geom.update, geom.gate, geom.index
     plat = tensor_platform(residual.device)
     widest = max(residual.element_size(), update.element_size(), geom.out.itemsize)
@@ -75,9 +73,9 @@ def prepare(geom, residual, update, gate, index=None, *, config: TileConfig | No
     )
     launch = PreparedLaunch(
         _gated_residual_kernel,
-        (r.rows * triton.cdiv(r.D, cfg.block),),
+        cfg.grid(r.rows, r.D)[0],
         {"HAS_GATE": gate is not None, "T1": TL_DTYPES[geom.t1], "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block,
-         "INDEXED": ix is not None, "TILE_FASTEST": tile_fastest},
+         "INDEXED": ix is not None},
         device=residual.device,
         n_ptrs=5,
         options=cfg.launch_options(plat),
@@ -147,9 +145,9 @@ def aot_variants(platform: str = "cuda", *, indexed: bool = False):
                            "Y": f"*{names[res]}"}
                     sig.update({n: "i32" for n in ("S", "D", "r_sb", "r_ss", "u_sb", "u_ss", "g_sb", "g_ss", "g_L",
                                                    "y_sb", "y_ss", *INDEX_ARGS)})
-                    sig.update({n: "constexpr" for n in ("HAS_GATE", "T1", "OUT", "BLOCK", "INDEXED", "TILE_FASTEST")})
+                    sig.update({n: "constexpr" for n in ("HAS_GATE", "T1", "OUT", "BLOCK", "INDEXED")})
                     const = {"HAS_GATE": True, "T1": TL_DTYPES[t1], "OUT": TL_DTYPES[res], "BLOCK": cfg.block,
-                             "INDEXED": indexed, "TILE_FASTEST": True}
+                             "INDEXED": indexed}
                     tag = f"indexed_gated_residual[index={idt}," if indexed else "gated_residual["
                     out.append(AotVariant(
                         name=f"{tag}{names[dt]},gate={names[gdt]},D={D},block={cfg.block},w={cfg.num_warps}]",

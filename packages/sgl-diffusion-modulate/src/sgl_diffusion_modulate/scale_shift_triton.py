@@ -3,8 +3,8 @@
 Bit-exact to eager PyTorch: each intermediate is computed in fp32 and rounded to the dtype
 eager gives it (``sgl_diffusion_core.triton_math.round_to``), and the launch forbids FMA
 contraction (``enable_fp_fusion=False``). One program per (row, column tile), on a 1-D grid
-whose consecutive programs take consecutive tiles of a row (``TILE_FASTEST``; see
-:func:`row_and_tile`); modulation
+whose consecutive programs take consecutive tiles of a row (``TileConfig.grid``,
+``triton_math.program_tile``); modulation
 rows are found with ``base + b*sb + (s // L)*ss`` so every layout shares one kernel, and
 ``S`` / ``L`` are not specialized (a new sequence length never recompiles).
 
@@ -26,27 +26,6 @@ from . import index_rows_triton
 TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
 
-@triton.jit
-def row_and_tile(D, BLOCK: tl.constexpr, TILE_FASTEST: tl.constexpr):
-    """``(row, tile)`` of this program on a 1-D grid of ``rows * cdiv(D, BLOCK)`` programs (int64).
-
-    ``TILE_FASTEST``: program ``p`` takes tile ``p % tiles`` of row ``p // tiles``, so the
-    programs resident at one time stream one contiguous stretch of memory, as a flat
-    elementwise kernel does. Otherwise row fastest (tile ``p // rows`` of row ``p % rows``):
-    the order of the 2-D grid ``(rows, tiles)`` this replaced, kept for the measurement
-    (tools/gpu/indexed_tile_sweep.py)."""
-    pid = tl.program_id(0).to(tl.int64)
-    tiles = tl.cdiv(D, BLOCK)
-    if TILE_FASTEST:
-        row = pid // tiles
-        tile = pid - row * tiles
-    else:
-        rows = tl.num_programs(0).to(tl.int64) // tiles
-        tile = pid // rows
-        row = pid - tile * rows
-    return row, tile
-
-
 @triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "scale_offset"])
 def _scale_shift_kernel(
     X, SC, SH, IDX, Y,
@@ -57,9 +36,10 @@ def _scale_shift_kernel(
     i_sb, i_ss, K,
     scale_offset,
     HAS_SHIFT: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr,
-    ROUND_OFFSET: tl.constexpr, INDEXED: tl.constexpr, TILE_FASTEST: tl.constexpr,
+    ROUND_OFFSET: tl.constexpr, INDEXED: tl.constexpr,
 ):
-    row, tile = row_and_tile(D, BLOCK, TILE_FASTEST)
+    r, tile = triton_math.program_tile(tl.cdiv(D, BLOCK))
+    row = r.to(tl.int64)
     b = row // S
     s = row - b * S
     cols = tile * BLOCK + tl.arange(0, BLOCK)
@@ -86,10 +66,9 @@ def _scale_shift_kernel(
     tl.store(Y + row * D + cols, triton_math.narrow(y, OUT), mask=mask)
 
 
-def prepare(geom, x, scale, shift, index=None, *, config: TileConfig | None = None, tile_fastest: bool = True):
+def prepare(geom, x, scale, shift, index=None, *, config: TileConfig | None = None):
     """A runner for one call signature: ``(x, scale, shift, scale_offset) -> out``, or
-    ``(x, scale_table, shift_table, index, scale_offset) -> out`` when ``geom.index`` is set.
-    ``tile_fastest``: the program order (:func:`row_and_tile`)."""
+    ``(x, scale_table, shift_table, index, scale_offset) -> out`` when ``geom.index`` is set."""
     g, ix = geom.x, geom.index
     plat = tensor_platform(x.device)
     widest = max(x.element_size(), geom.out.itemsize)
@@ -102,10 +81,10 @@ def prepare(geom, x, scale, shift, index=None, *, config: TileConfig | None = No
     )
     launch = PreparedLaunch(
         _scale_shift_kernel,
-        (g.rows * triton.cdiv(g.D, cfg.block),),
+        cfg.grid(g.rows, g.D)[0],
         {"HAS_SHIFT": shift is not None, "T1": TL_DTYPES[geom.t1], "T2": TL_DTYPES[geom.t2],
          "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block, "ROUND_OFFSET": geom.round_offset,
-         "INDEXED": ix is not None, "TILE_FASTEST": tile_fastest},
+         "INDEXED": ix is not None},
         device=x.device,
         n_ptrs=5,
         options=cfg.launch_options(plat),
@@ -185,9 +164,9 @@ def aot_variants(platform: str = "cuda", *, indexed: bool = False):
                                                    "sh_sb", "sh_ss", "sh_L", *INDEX_ARGS)})
                     sig["scale_offset"] = "fp32"
                     sig.update({n: "constexpr" for n in ("HAS_SHIFT", "T1", "T2", "OUT", "BLOCK", "ROUND_OFFSET",
-                                                         "INDEXED", "TILE_FASTEST")})
+                                                         "INDEXED")})
                     const = {"HAS_SHIFT": True, "T1": TL_DTYPES[mdt], "T2": TL_DTYPES[t2], "OUT": TL_DTYPES[t2],
-                             "BLOCK": cfg.block, "ROUND_OFFSET": False, "INDEXED": indexed, "TILE_FASTEST": True}
+                             "BLOCK": cfg.block, "ROUND_OFFSET": False, "INDEXED": indexed}
                     tag = f"indexed_scale_shift[index={idt}," if indexed else "scale_shift["
                     out.append(AotVariant(
                         name=f"{tag}x={names[xdt]},mod={names[mdt]},D={D},block={cfg.block},w={cfg.num_warps}]",
