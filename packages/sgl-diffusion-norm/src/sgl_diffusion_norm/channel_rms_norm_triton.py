@@ -117,7 +117,9 @@ class ChannelConfig:
                 # C = 384, % of copy: 84.0-84.3% against 81.7-82.3% with one CTA, 85.3 / 85.7% with the
                 # operands ahead, which gain nothing with one CTA: channel_cluster_s14_*_h200.json,
                 # channel_ops_ahead_s14_torchptxas_h200.json); SiLU's exponent as its own FMA: 0.1-0.6
-                # points more in 6 of 6 pairs (channel_fold_s14_torchptxas_h200.json)
+                # points more in 6 of 6 pairs (channel_fold_s14_torchptxas_h200.json); its loads without the
+                # evict_first hint (session 17): 86.5 / 88.1 / 88.6% at 21 x 240 x 416 / 120 x 208 / 480 x 832
+                # (channel_rms_norm_bench_h200_s17_nohint*.json)
                 cfg = dataclasses.replace(cfg, block_p=cfg.block_p * _CLUSTER_CTAS, ctas=_CLUSTER_CTAS, ops_ahead=True,
                                           fold_silu=True)
             return cfg
