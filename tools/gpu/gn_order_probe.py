@@ -49,7 +49,7 @@ def _edit(src: str, funcs: tuple[str, ...], old: str, new: str) -> str:
     """``src`` with ``old`` replaced by ``new`` inside each function of ``funcs`` (each must hold it)."""
     for name in funcs:
         start = src.index(f"\ndef {name}(")
-        nxt = re.search(r"\n(@triton\.jit|def |class |# )", src[start + 1:])
+        nxt = re.search(r"\n(@triton\.jit|def |class |# )", src[start + 1 :])
         end = start + 1 + nxt.start() if nxt else len(src)
         body = src[start:end]
         if old not in body:
@@ -65,12 +65,15 @@ VARIANTS: dict[str, list[tuple[tuple[str, ...], str, str]]] = {
     "apply -evict_first": [(APPLY_LOADS, 'eviction_policy="evict_first"', 'eviction_policy=""')],
     "both -evict_first": [(STATS_LOADS + APPLY_LOADS, 'eviction_policy="evict_first"', 'eviction_policy=""')],
     "apply reversed": [(APPLY_KERNELS, _PID, _PID_REV)],
-    "apply reversed, both -evict_first": [(APPLY_KERNELS, _PID, _PID_REV),
-                                          (STATS_LOADS + APPLY_LOADS, 'eviction_policy="evict_first"',
-                                           'eviction_policy=""')],
+    "apply reversed, both -evict_first": [
+        (APPLY_KERNELS, _PID, _PID_REV),
+        (STATS_LOADS + APPLY_LOADS, 'eviction_policy="evict_first"', 'eviction_policy=""'),
+    ],
     "apply reversed, stats evict_last, apply -evict_first": [
-        (APPLY_KERNELS, _PID, _PID_REV), (STATS_LOADS, 'eviction_policy="evict_first"', 'eviction_policy="evict_last"'),
-        (APPLY_LOADS, 'eviction_policy="evict_first"', 'eviction_policy=""')],
+        (APPLY_KERNELS, _PID, _PID_REV),
+        (STATS_LOADS, 'eviction_policy="evict_first"', 'eviction_policy="evict_last"'),
+        (APPLY_LOADS, 'eviction_policy="evict_first"', 'eviction_policy=""'),
+    ],
 }
 
 
@@ -126,13 +129,35 @@ def measure(path: str, case: str, mods: dict[str, object]) -> None:
             print(f"{case} {label:56s} FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
             return
         frac = t.gbps(nbytes) / copy_gbps
-        rows.append({"label": label, "median_us": t.median_ms * 1e3, "p20_us": t.p20_ms * 1e3,
-                     "p80_us": t.p80_ms * 1e3, "frac_of_copy": frac, "note": note})
-        print(f"{case} {label:56s} {t.median_ms * 1e3:8.1f} us {100 * frac:5.1f}% of the two-pass bound "
-              f"{note or ''}", flush=True)
+        rows.append(
+            {
+                "label": label,
+                "median_us": t.median_ms * 1e3,
+                "p20_us": t.p20_ms * 1e3,
+                "p80_us": t.p80_ms * 1e3,
+                "frac_of_copy": frac,
+                "note": note,
+            }
+        )
+        print(
+            f"{case} {label:56s} {t.median_ms * 1e3:8.1f} us {100 * frac:5.1f}% of the two-pass bound {note or ''}",
+            flush=True,
+        )
         with open(path, "w") as f:
-            json.dump({"env": bench.environment(device), "case": case, "shape": list(shape), "channels_last": cl,
-                       "groups": G, "bytes": nbytes, "copy_gbps": copy_gbps, "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "env": bench.environment(device),
+                    "case": case,
+                    "shape": list(shape),
+                    "channels_last": cl,
+                    "groups": G,
+                    "bytes": nbytes,
+                    "copy_gbps": copy_gbps,
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
 
     def public():
         return norm.group_norm_silu(x, G, w, b, eps=EPS)
@@ -148,7 +173,6 @@ def measure(path: str, case: str, mods: dict[str, object]) -> None:
         if rnd == 1:
             record("public op (middle)", public)
     record("public op (last)", public)
-    del x, w, b, ref
 
 
 if __name__ == "__main__":
