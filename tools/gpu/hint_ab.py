@@ -15,13 +15,12 @@ import sys
 
 import torch
 
-import sgl_diffusion.cli as cli
 import sgl_diffusion_core
 from sgl_diffusion_core import REGISTRY, bench, resolve_target
 
 
 def main(out: str, label: str, ops: list[str]) -> None:
-    list(cli.import_family())
+    list(resolve_target("sgl_diffusion.cli:import_family")())  # every installed family registers its ops
     device = torch.device("cuda")
     rows = []
     tree = os.path.dirname(os.path.dirname(sgl_diffusion_core.__file__))  # which src tree runs
