@@ -49,6 +49,8 @@ adjacent, the row decomposed once per program.
 
 In all of them the source frame (cache or x, or padding) is a per-program scalar choice;
 padded positions are written as zeros in the same pass. Negative padding crops, as in ``F.pad``.
+The source loads take the default L2 policy: with ``evict_first`` the four Wan-VAE bench cases ran
+2.2-3.5 points of copy slower (session 18, H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def _cat_pad_rows_kernel(
     L = L_V * VEC
     e = tile * BLOCK + tl.arange(0, BLOCK)
     s = e - SHIFT_V * VEC
-    v = tl.load(src + s, mask=(s >= 0) & (s < wc) & (e < L), other=0.0, eviction_policy="evict_first")
+    v = tl.load(src + s, mask=(s >= 0) & (s < wc) & (e < L), other=0.0)
     tl.store(OUT + r * L + e, v, mask=e < L)
 
 
@@ -188,8 +190,8 @@ def _cat_pad_flat_kernel(
     split = S - SEG1_V * VEC
     k = tl.arange(0, S)
     k1 = k - split
-    span = tl.load(src0 + k, mask=k < n0, other=0.0, eviction_policy="evict_first")
-    span = tl.load(src1 + k1, mask=(k1 >= 0) & (k1 < n1), other=span, eviction_policy="evict_first")
+    span = tl.load(src0 + k, mask=k < n0, other=0.0)
+    span = tl.load(src1 + k1, mask=(k1 >= 0) & (k1 < n1), other=span)
     # per output vector [NV, 1] (one fp32 row division per vector): the vector's first element
     # is in row hA of frame r at column w0; from element cB = WO - w0 on it is in row hA + 1,
     # which is row 0 of frame r + 1 when hA + 1 == HO (VEC <= WO: at most one row change).
@@ -283,13 +285,12 @@ def _cat_pad_words_kernel(
         e0 = 2 * j - LO_W  # source element of the word's low half
         ok_a = row_ok & (e0 >= 0) & (e0 < WI) & (j < WOW)
         ok_b = row_ok & (e0 + 1 >= 0) & (e0 + 1 < WI) & (j < WOW)
-        b = tl.load(row + (j - (LO_W + 1) // 2 + 1), mask=ok_b, other=0, eviction_policy="evict_first")
-        a = tl.load(row + (j - (LO_W + 1) // 2), mask=ok_a, other=0, eviction_policy="evict_first")
+        b = tl.load(row + (j - (LO_W + 1) // 2 + 1), mask=ok_b, other=0)
+        a = tl.load(row + (j - (LO_W + 1) // 2), mask=ok_a, other=0)
         word = (a >> 16) | (b << 16)
     else:
         w = j - LO_W // 2
-        word = tl.load(row + w, mask=row_ok & (w >= 0) & (w < WI // 2) & (j < WOW), other=0,
-                       eviction_policy="evict_first")
+        word = tl.load(row + w, mask=row_ok & (w >= 0) & (w < WI // 2) & (j < WOW), other=0)
     tl.store(o32 + out_row[:, None] * WOW + j, word, mask=live[:, None] & (j < WOW))
 
 
@@ -362,8 +363,7 @@ def _cat_pad_kernel(
             wsn = n - LO_W
             n_ok = (wsn >= 0) & (wsn < WI)
             nn = tl.where(n_ok, wsn, 0).to(tl.int64)
-        v = tl.load(src_a + (nn * sn)[None, :], mask=a_ok[:, None] & n_ok[None, :], other=0.0,
-                    eviction_policy="evict_first")
+        v = tl.load(src_a + (nn * sn)[None, :], mask=a_ok[:, None] & n_ok[None, :], other=0.0)
         tl.store(out_row + a[:, None] * N + n[None, :], v, mask=st_mask)
 
 

@@ -15,7 +15,10 @@ padding (zeros: the inverse map's ``-1``); outside ``[LO, NSRC)`` it is out of r
 only an unchecked call lets through: the row is NaN and nothing is read.
 
 Data movement never converts values, so the result is bit-identical by construction; all
-offsets are int64 (the program ids are widened before any multiplication).
+offsets are int64 (the program ids are widened before any multiplication). The loads take the
+default L2 policy: with ``evict_first`` the joint, Ulysses and USP benches ran 1.1-4.0 points of copy
+slower at 17 of their 20 cases and tied at the other three (HunyuanVideo's joint cat / split and USP split
+at 8 ranks) (session 18, H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
 """
 
 from __future__ import annotations
@@ -101,7 +104,7 @@ def _permute_kernel(
     for n0 in range(0, N, BN):
         n = n0 + tl.arange(0, BN)
         mask = rm_mask & (n < N)[None, None, :]
-        x = tl.load(src_rm + n[None, None, :], mask=mask, eviction_policy="evict_first")
+        x = tl.load(src_rm + n[None, None, :], mask=mask)
         tl.store(dst_rm + n[None, None, :], x, mask=mask)
 
 
@@ -140,7 +143,7 @@ def _gather_kernel(
         n = n0 + tl.arange(0, BN)
         nmask = (n < N)[None, :]
         mask = mmask & nmask
-        x = tl.load(src_m + n[None, :], mask=lmask & nmask, other=fill, eviction_policy="evict_first")
+        x = tl.load(src_m + n[None, :], mask=lmask & nmask, other=fill)
         tl.store(dst_m + n[None, :], x, mask=mask)
 
 
@@ -351,7 +354,7 @@ def _rows_kernel(
     dst_0 = dst + (doff + j.to(tl.int64) * dsj + b * db + u0.to(tl.int64) * BK)
     offs = tl.arange(0, BR)[:, None] * BK + tl.arange(0, BK)[None, :]
     mask = offs < rem
-    x = tl.load(src_u + tl.arange(0, BK)[None, :], mask=mask, eviction_policy="evict_first")
+    x = tl.load(src_u + tl.arange(0, BK)[None, :], mask=mask)
     tl.store(dst_0 + offs, x, mask=mask)
 
 

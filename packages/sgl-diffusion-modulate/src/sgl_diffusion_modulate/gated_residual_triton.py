@@ -9,6 +9,11 @@ written through residual's own row strides.
 ``indexed_gated_residual`` is the same kernel with ``INDEXED``: the gate row of token
 ``(b, s)`` is ``index[b, s]`` instead of ``s // L``, and a token whose index is out of
 range reads row 0 and is written as NaN (into residual itself when in place).
+
+residual and update load with the default L2 policy: with ``evict_first`` Wan and HunyuanVideo ran
+5.0-5.1 points of copy slower (98.2-98.3% against 103.2-103.3%); FLUX, whose 57 MB nearly fit in L2,
+measured 113.7% with it and 111.4% without, inside its 110-118% spread (session 18, H200, bf16:
+docs/benchmarks/hint_ab_s18_h200_*.json).
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ def _gated_residual_kernel(
     s = row - b * S
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
-    r = tl.load(R + b * r_sb + s * r_ss + cols, mask=mask, other=0.0, eviction_policy="evict_first")
-    u = tl.load(U + b * u_sb + s * u_ss + cols, mask=mask, other=0.0, eviction_policy="evict_first")
+    r = tl.load(R + b * r_sb + s * r_ss + cols, mask=mask, other=0.0)
+    u = tl.load(U + b * u_sb + s * u_ss + cols, mask=mask, other=0.0)
     t1 = triton_math.widen(u)
     if INDEXED:  # one gate row per token, picked by index (clamped in range; see poison below)
         g_row, ok = index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)

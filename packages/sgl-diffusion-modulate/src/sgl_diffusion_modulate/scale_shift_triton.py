@@ -11,6 +11,9 @@ rows are found with ``base + b*sb + (s // L)*ss`` so every layout shares one ker
 ``indexed_scale_shift`` is the same kernel with ``INDEXED``: the modulation row of token
 ``(b, s)`` is ``index[b, s]`` instead of ``s // L`` (``index_rows_triton.table_row``), and a
 token whose index is out of range reads row 0 and is written as NaN.
+
+x loads with the default L2 policy: with ``evict_first`` Wan and HunyuanVideo ran 2.3-2.4 points of copy
+slower (session 18, H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def _scale_shift_kernel(
     else:
         sc_row = s // sc_L
         sh_row = s // sh_L
-    x = tl.load(X + b * x_sb + s * x_ss + cols, mask=mask, other=0.0, eviction_policy="evict_first")
+    x = tl.load(X + b * x_sb + s * x_ss + cols, mask=mask, other=0.0)
     sc = tl.load(SC + b * sc_sb + sc_row * sc_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
     off = scale_offset
     if ROUND_OFFSET:  # reproduce CPU eager: the scalar is first rounded to scale's dtype

@@ -12,6 +12,8 @@ its 16-byte alignment; ``S``, ``H`` and the row counts are runtime values.
 
 Statistics in fp32 (centred variance for LayerNorm, in registers), one final rounding with
 ties to even (``triton_math.narrow``: the interpreter would truncate). Contract ``close``.
+x loads with the default L2 policy: with ``evict_first`` the three bench cases ran 1.8-2.4 points of
+copy slower (session 18, H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def _norm_rows(X, Y, W, tile, rows, H, S,
     cols = tl.arange(0, BLOCK_D)
     cmask = cols < D
     mask = rmask[:, None] & cmask[None, :]
-    x = tl.load(X + x_off[:, None] + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first")
+    x = tl.load(X + x_off[:, None] + cols[None, :], mask=mask, other=0.0)
     x = x.to(tl.float32)
     if LAYER:
         mean = tl.sum(x, axis=1) / D
