@@ -265,6 +265,8 @@ def _stream_config(C: int, G: int, elem_bytes: int, channels_last: bool, platfor
 # 93.2 / 92.4-92.5% against 93.8 / 92.8 / 92.1%. Most of the channels_last gain is the apply loads'
 # hint dropped (90.4 / 88.8 / 89.1% alone); the order alone moved nothing (87.8 / 88.1 / 87.8%). The
 # streaming kernels (rule "stream", never the default) keep evict_first: not measured with the change.
+# The tile apply kernel (_gn_apply_kernel: strided x, rule "v1") takes the same change; no bench case
+# reaches it on the GPU, so it was not timed (the CPU lane runs it).
 @triton.jit
 def _last_first():
     """This program's index counted from the grid's end: program 0 takes the last tile."""
