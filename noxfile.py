@@ -283,6 +283,8 @@ def run_lint(session: nox.Session) -> None:
     session.run(py, "-m", "ruff", "check", ".")
     # What format --check leaves out (packages/, tools/gpu/) is listed, with why, in [tool.ruff.format].
     session.run(py, "-m", "ruff", "format", "--check", ".")
+    # export tables and stubs of the domains built on op definitions: generated, never edited
+    session.run(py, "tools/gen_exports.py", "--check")
 
 
 @nox.session(venv_backend="none")

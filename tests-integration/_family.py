@@ -54,9 +54,16 @@ def _project_name(pyproject: Path) -> str:
 
 def _bound_names(init: Path) -> set[str]:
     """Names the package's __init__.py binds at module level (imports, assignments, defs),
-    including lazy attributes declared for type checkers under ``if TYPE_CHECKING:``."""
+    including lazy attributes declared for type checkers under ``if TYPE_CHECKING:``, and
+    the exports of a generated ``_exports.py`` (a domain built on op definitions: the
+    function ``scale_shift`` of the module ``scale_shift.py`` is what the package binds)."""
     tree = ast.parse(init.read_text(), filename=str(init))
     out: set[str] = set()
+    table = init.with_name("_exports.py")
+    if "lazy_domain(" in init.read_text() and table.exists():
+        for node in ast.parse(table.read_text()).body:
+            if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "EXPORTS":
+                out |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
     body = list(tree.body)
     for node in tree.body:  # `if TYPE_CHECKING: from . import x` + a module __getattr__: a lazy attribute
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":

@@ -249,8 +249,14 @@ def test_registry_targets_resolve() -> None:
         owner = by_dist.get(opdef.distribution)
         if owner is None:
             problems.append(f"{op_id}: distribution {opdef.distribution!r} is not a package under packages/")
+        if opdef.bench is not None and opdef.bench.partition(":")[0].endswith(".py"):  # a source-tree file
+            checked += 1
+            try:
+                core.bench.load_cases(opdef)
+            except Exception as exc:
+                problems.append(f"{op_id} bench {opdef.bench!r}: {type(exc).__name__}: {exc}")
         for what, target in (("describe", opdef.describe), ("public", opdef.public), ("bench", opdef.bench)):
-            if target is None:
+            if target is None or (what == "bench" and target.partition(":")[0].endswith(".py")):
                 continue
             if owner is not None and target.split(".")[0].split(":")[0] != owner.name:
                 problems.append(f"{op_id}: {what} target {target!r} is outside its distribution's {owner.name}")

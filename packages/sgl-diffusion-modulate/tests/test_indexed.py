@@ -361,12 +361,10 @@ def test_several_column_tiles_per_row(device):
     adjacent) with several rows of several column tiles, the last one masked (D = 40, BLOCK = 16)."""
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run here")
-    from sgl_diffusion_core import TileConfig, resolve_target
+    from sgl_diffusion_core import TileConfig
 
-    def load(name):
-        return resolve_target(f"sgl_diffusion_modulate.{name}")
-
-    ss_prepare, gr_prepare = load("scale_shift_triton:prepare"), load("gated_residual_triton:prepare")
+    ss_prepare = testing.backend_prepare(mod.scale_shift, "triton")
+    gr_prepare = testing.backend_prepare(mod.gated_residual, "triton")
 
     cfg = TileConfig(block=16, num_warps=1)
     K, D = 3, 40
@@ -374,15 +372,15 @@ def test_several_column_tiles_per_row(device):
     tab = rnd(B, K, D, device=device)
     idx = _index(K, (B, S), device=device)
     cases = [
-        (ss_prepare, load("indexed_api:describe_indexed_scale_shift"), (x, tab, tab, idx), (1.0,),
+        (ss_prepare, mod.indexed_scale_shift, (x, tab, tab, idx), (1.0,),
          mod.indexed_scale_shift_reference(x, tab, tab, idx)),
-        (ss_prepare, load("scale_shift_api:describe_scale_shift"), (x, tab[:, :1], tab[:, 1:2]), (1.0,),
+        (ss_prepare, mod.scale_shift, (x, tab[:, :1], tab[:, 1:2]), (1.0,),
          mod.scale_shift_reference(x, tab[:, :1], tab[:, 1:2])),
-        (gr_prepare, load("indexed_api:describe_indexed_gated_residual"), (x, u, tab, idx), (),
+        (gr_prepare, mod.indexed_gated_residual, (x, u, tab, idx), (),
          mod.indexed_gated_residual_reference(x, u, tab, idx)),
-        (gr_prepare, load("gated_residual_api:describe_gated_residual"), (x, u, tab[:, :1]), (),
+        (gr_prepare, mod.gated_residual, (x, u, tab[:, :1]), (),
          mod.gated_residual_reference(x, u, tab[:, :1])),
     ]
-    for prepare, describe, args, extra, ref in cases:
-        run = prepare(describe(*args).info["geom"], *args, config=cfg)
+    for prepare, op, args, extra, ref in cases:
+        run = prepare(testing.geometry(op, *args), *args, config=cfg)
         testing.assert_exact(run(*args, *extra), ref)

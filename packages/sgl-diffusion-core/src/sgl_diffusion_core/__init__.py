@@ -27,6 +27,7 @@ from .modulation import (
     same_rows,
     writable_problem,
 )
+from .op import Backend, Op
 from .ops import (
     Dispatcher,
     PlanCache,
@@ -34,6 +35,7 @@ from .ops import (
     forget_index_checks,
     index_check_mode,
     is_compiling,
+    lazy_domain,
     lazy_exports,
     register_custom_op,
     tensor_sig,
@@ -60,12 +62,14 @@ from .registry import (
     describe,
     dtype_name,
     explain,
+    op_id_of,
     register,
     register_op,
     resolve_target,
     select_impl,
 )
 from .triton_launch import PreparedLaunch
+from .vendor import WARP_SIZE, warp_size
 
 if TYPE_CHECKING:
     from . import triton_math as triton_math
@@ -85,6 +89,7 @@ __all__ = [
     "MODULATION_LAYOUTS",
     "REGISTRY",
     "AotVariant",
+    "Backend",
     "BitExactFusionGate",
     "Capabilities",
     "Contract",
@@ -97,6 +102,7 @@ __all__ = [
     "MachineInfo",
     "MissingPackageError",
     "ModLayout",
+    "Op",
     "OpDef",
     "PlanCache",
     "PreparedLaunch",
@@ -122,12 +128,16 @@ __all__ = [
     "dtype_name",
     "explain",
     "is_compiling",
+    "lazy_domain",
     "lazy_exports",
     "machine",
     "mod_layout",
     "module_available",
     "next_pow2",
+    "op_id_of",
     "warps_for",
+    "warp_size",
+    "WARP_SIZE",
     "register",
     "register_custom_op",
     "register_op",

@@ -8,6 +8,7 @@ import os
 import platform as _platform
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
@@ -291,3 +292,39 @@ def sweep_summary(rows: list[dict[str, Any]]) -> list[str]:
         default = "-" if dflt is None else f"{100 * dflt['frac_of_copy']:.1f}%"
         lines.append(f"{case}: default {default}, best {100 * best['frac_of_copy']:.1f}% at {cfg}")
     return lines
+
+
+def load_cases(opdef: Any) -> Callable[..., Any]:
+    """The benchmark-case function an op declares (``OpDef.bench``): ``(device, dtype, names) ->
+    iterable of BenchCase``.
+
+    ``"benchmarks/<file>.py:<function>"`` names a file of the distribution's source tree
+    (``packages/<dist>/benchmarks/``; benchmarks do not ship in the wheels), found from the
+    op's package; ``"module:function"`` an importable function. Raises ``FileNotFoundError``
+    naming the path when the source tree is not there (an installed wheel)."""
+    import importlib
+    import importlib.util
+
+    from .registry import resolve_target
+
+    target = opdef.bench
+    if target is None:
+        raise ValueError(f"op {opdef.op} declares no benchmark")
+    path, _, func = target.partition(":")
+    if not path.endswith(".py"):
+        return resolve_target(target)
+    package = opdef.public.partition(":")[0].rpartition(".")[0]
+    pkg_file = importlib.import_module(package).__file__
+    file = Path(pkg_file).resolve().parents[2] / path
+    if not file.exists():
+        raise FileNotFoundError(
+            f"the benchmark cases of {opdef.op} live in the source repository ({file.parent.parent.name}/{path}), "
+            "not in the installed wheel: run `sgl-diffusion bench` from a checkout (packages installed editable)")
+    name = f"_sgl_diffusion_bench_{file.parent.parent.name.replace('-', '_')}_{file.stem}"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return getattr(module, func)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from .vendor import warp_size
+
 
 def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
@@ -73,7 +75,7 @@ def _row_config(n_cols: int, elem_bytes: int, platform: str, arch: int | str | N
     it is compiled in the compile lanes but was not measured on hardware.
     """
     n = max(n_cols, 1)
-    warp = 64 if platform == "hip" else 32
+    warp = warp_size(platform)
     chunk = max(_CHUNK_BYTES // elem_bytes, 16)
     full = next_pow2(n)
     if n <= chunk or (few_rows and full * elem_bytes <= 4 * _CHUNK_BYTES):
@@ -145,7 +147,7 @@ def _tile_config(n_cols: int, elem_bytes: int, platform: str) -> TileConfig:
     ``gated_residual`` 97.8%, the indexed forms 94.8 / 97.1%).
     ROCm keeps the bytes with one 64-wide wavefront per 2 KB.
     """
-    warp = 64 if platform == "hip" else 32
+    warp = warp_size(platform)
     block = min(next_pow2(max(n_cols, 1)), max(4096 // elem_bytes, 16))
     warps = max(1, min(2, block * elem_bytes // (32 * warp)))
     return TileConfig(block=block, num_warps=warps)

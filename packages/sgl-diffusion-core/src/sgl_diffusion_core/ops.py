@@ -300,3 +300,35 @@ def lazy_exports(package: str, exports: dict[str, str], namespace: dict[str, Any
         return sorted(set(namespace) | set(exports))
 
     return __getattr__, __dir__
+
+
+def lazy_domain(package: str, exports: dict[str, str], ops: dict[str, str], namespace: dict[str, Any]):
+    """The lazy facade of a domain package whose tables are generated (``_exports.py``).
+
+    ``exports``: public name -> module (relative to ``package``); ``ops``: op id -> the
+    module that defines it. Declares every op to the registry (imported on first use, so
+    ``explain("<op id>")`` and the selection matrix find it) and returns the PEP 562
+    ``__getattr__`` / ``__dir__`` of :func:`lazy_exports`.
+
+    An op's module is named like its function (``scale_shift.py`` defines ``scale_shift``);
+    Python binds a submodule, once imported, as an attribute of its package, which would
+    hide the function. The package's module class therefore keeps an exported name for the
+    export: importing the submodule does not rebind it.
+    """
+    import sys
+    import types
+
+    from .registry import REGISTRY
+
+    for op_id, module in ops.items():
+        REGISTRY.declare(op_id, f"{package}.{module}")
+    names = frozenset(exports)
+
+    class DomainModule(types.ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in names and isinstance(value, types.ModuleType):
+                return  # the submodule <op>.py: the package's attribute stays the op's function
+            super().__setattr__(name, value)
+
+    sys.modules[package].__class__ = DomainModule
+    return lazy_exports(package, exports, namespace)

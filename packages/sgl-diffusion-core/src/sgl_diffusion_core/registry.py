@@ -29,6 +29,16 @@ DTYPE_NAMES = {
 }
 FLOAT_DTYPES = ("bfloat16", "float16", "float32")
 
+# (atol, rtol) per storage dtype for `close` contracts: fp32 math, one final rounding.
+# bf16 has 8 significant bits (relative step 2^-8 = 0.0039); two differently ordered fp32
+# reductions may land on either side of a rounding boundary, so up to 2 ulp of the value
+# (rtol 2^-7) plus an absolute floor for results that cancel to ~0.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "bfloat16": (1e-2, 2**-7),
+    "float16": (1e-3, 2**-10),
+    "float32": (1e-5, 1e-5),
+}
+
 
 def dtype_name(dtype: torch.dtype) -> str:
     return DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
@@ -52,8 +62,6 @@ class Contract:
 
     @classmethod
     def close(cls, tolerances: dict[str, tuple[float, float]] | None = None) -> Contract:
-        from .testing import TOLERANCES
-
         table = dict(TOLERANCES)
         table.update(tolerances or {})
         return cls("close", tuple((k, float(a), float(r)) for k, (a, r) in sorted(table.items())))
@@ -227,6 +235,28 @@ class Explanation:
 
 _TARGET_CACHE: dict[str, Any] = {}
 
+# public function -> (its Op, the describe options it fixes); filled by ``Op.entry``
+ENTRIES: dict[Any, tuple[Any, tuple[tuple[str, Any], ...]]] = {}
+
+
+def op_id_of(op: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """The op id, and the describe options it fixes, of an op given as its id, its public
+    function or its ``Op`` definition."""
+    if isinstance(op, str):
+        return op, ()
+    found = ENTRIES.get(op)
+    if found is not None:
+        return found[0].id, found[1]
+    op_id = getattr(op, "id", None)
+    if isinstance(op_id, str) and op_id in REGISTRY._ops:
+        return op_id, ()
+    name = f"{getattr(op, '__module__', '?')}:{getattr(op, '__name__', '?')}"
+    for opdef in REGISTRY._ops.values():  # a public function declared by ``OpDef.public``
+        if opdef.public == name:
+            return opdef.op, ()
+    raise TypeError(f"{op!r} is not an sgl-diffusion op; pass a public op function or an op id such as "
+                    "'norm.ln_modulate'")
+
 
 def resolve_target(target: str) -> Any:
     """Import ``"pkg.module:attr"`` and return the attribute (cached)."""
@@ -247,6 +277,13 @@ class Registry:
         self._lock = threading.Lock()
         self._ops: dict[str, OpDef] = {}
         self._specs: dict[str, dict[str, KernelSpec]] = {}
+        self._declared: dict[str, str] = {}  # op id -> module that defines it (imported on first use)
+
+    def declare(self, op_id: str, module: str) -> None:
+        """Name the module whose import defines ``op_id`` (an ``Op`` in ``<op>.py``): a domain
+        package declares its ops this way at import, and the module is imported on first use."""
+        with self._lock:
+            self._declared.setdefault(op_id, module)
 
     def register_op(self, opdef: OpDef) -> OpDef:
         with self._lock:
@@ -271,18 +308,23 @@ class Registry:
         return spec
 
     def ops(self) -> list[str]:
-        return sorted(self._ops)
+        return sorted(set(self._ops) | set(self._declared))
 
     def op(self, op_id: str) -> OpDef:
         """The op's definition. An op of a domain package that is installed but not imported
         yet (``"norm.x"`` lives in ``sgl_diffusion_norm``) is registered by importing it."""
         opdef = self._ops.get(op_id)
+        if opdef is None and op_id in self._declared:
+            importlib.import_module(self._declared[op_id])
+            opdef = self._ops.get(op_id)
         if opdef is None:
             domain = op_id.partition(".")[0]
             module = f"sgl_diffusion_{domain}"
             hint = ""
             if domain.isidentifier() and module_available(module):
-                importlib.import_module(module)  # registers the domain's ops (data only, no backend)
+                importlib.import_module(module)  # registers or declares the domain's ops (no backend)
+                if op_id in self._declared:
+                    importlib.import_module(self._declared[op_id])
                 opdef = self._ops.get(op_id)
             elif domain.isidentifier():
                 hint = f" (ops named {domain}.* ship in sgl-diffusion-{domain}, which is not installed)"
@@ -357,17 +399,22 @@ def select_impl(
     raise UnsupportedInputError(f"{op_id}: no backend can serve these inputs:\n" + "\n".join(lines), all_reasons)
 
 
-def describe(op_id: str, *args: Any, **kwargs: Any) -> InputDesc:
+def describe(op: Any, *args: Any, **kwargs: Any) -> InputDesc:
+    """The op's description of these arguments (``op``: its id or its public function)."""
+    op_id, fixed = op_id_of(op)
     opdef = REGISTRY.op(op_id)
-    return resolve_target(opdef.describe)(*args, **kwargs)
+    return resolve_target(opdef.describe)(*args, **{**kwargs, **dict(fixed)})
 
 
-def explain(op_id: str, *args: Any, **kwargs: Any) -> Explanation:
+def explain(op: Any, *args: Any, **kwargs: Any) -> Explanation:
     """Each backend's verdict on these arguments, and which one ``backend=None`` would pick.
 
-    Takes the op's own arguments (``backend=`` and ``exact=`` included, which narrow the
-    choice exactly as the op would).
+    ``op``: the public function (``sgl_diffusion.ln_modulate``) or the op id
+    (``"norm.ln_modulate"``). Takes the op's own arguments (``backend=`` and ``exact=``
+    included, which narrow the choice exactly as the op would).
     """
+    op_id, fixed = op_id_of(op)
+    kwargs.update(fixed)
     backend = kwargs.pop("backend", None)
     exact = kwargs.pop("exact", None)
     opdef = REGISTRY.op(op_id)

@@ -8,20 +8,10 @@ from __future__ import annotations
 
 import torch
 
-# (atol, rtol) per storage dtype for `close` contracts: fp32 math, one final rounding.
-# bf16 has 8 significant bits (relative step 2^-8 = 0.0039); two differently ordered fp32
-# reductions may land on either side of a rounding boundary, so up to 2 ulp of the value
-# (rtol 2^-7) plus an absolute floor for results that cancel to ~0.
-TOLERANCES: dict[str, tuple[float, float]] = {
-    "bfloat16": (1e-2, 2**-7),
-    "float16": (1e-3, 2**-10),
-    "float32": (1e-5, 1e-5),
-}
+from .registry import TOLERANCES, dtype_name
 
 
 def tolerance(dtype: torch.dtype) -> tuple[float, float]:
-    from .registry import dtype_name
-
     return TOLERANCES[dtype_name(dtype)]
 
 
@@ -132,3 +122,27 @@ def log_uniform(*shape: int, dtype: torch.dtype = torch.float32, device: torch.d
     mag = torch.exp(torch.empty(*shape).uniform_(-4, 4, generator=generator)) * scale
     sign = torch.where(torch.rand(*shape, generator=generator) < 0.5, -1.0, 1.0)
     return (mag * sign).to(dtype).to(device)
+
+
+def backend_prepare(op: object, backend: str):
+    """The ``prepare(geom, *tensors, **config)`` of one backend of an op (its id or public function):
+    how tests reach a launch below the public function (a launch configuration of their own)."""
+    from .registry import REGISTRY, op_id_of
+
+    op_id = op_id_of(op)[0]
+    for spec in REGISTRY.specs(op_id):
+        if spec.backend == backend:
+            return spec.load()
+    raise KeyError(f"{op_id} has no backend {backend!r}")
+
+
+def geometry(op: object, *args, **kwargs):
+    """The ``geom`` an op's ``describe`` derives from these arguments (``op``: id or public function);
+    raises ``UnsupportedInputError`` when the arguments have problems."""
+    from .errors import UnsupportedInputError
+    from .registry import describe
+
+    desc = describe(op, *args, **kwargs)
+    if desc.problems:
+        raise UnsupportedInputError("; ".join(desc.problems))
+    return desc.info["geom"]

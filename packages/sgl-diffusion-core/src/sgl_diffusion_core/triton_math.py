@@ -22,10 +22,14 @@ Two implementations, chosen when this module is imported (Triton itself decides 
 
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
 from .platform import triton_interpret
+
+# torch storage dtype -> Triton element type, for the dtype constexprs of every kernel
+TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
 
 @triton.jit

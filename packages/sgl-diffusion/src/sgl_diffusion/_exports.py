@@ -3,7 +3,9 @@
 ``DISTRIBUTIONS``: every distribution of the family the umbrella knows about, in
 dependency order, mapped to its top-level import module. ``sgl-diffusion doctor``
 reports each row and imports the installed ones so their ops register. A new domain is
-one new row here (and, if it exports names, one new group in ``EXPORTS``).
+one new row here; its exported names come from ``_domains.py`` (generated from the op
+definitions by ``tools/gen_exports.py``), or, for a domain not built on ``Op``, from a group
+in ``_GROUPS``.
 
 ``EXPORTS``: public name -> ``(import module, distribution)``. ``sgl_diffusion.<name>``
 imports the module on first touch; ``__init__.pyi`` is generated from this table
@@ -22,6 +24,8 @@ This module imports nothing: ``import sgl_diffusion`` must stay light.
 """
 
 from __future__ import annotations
+
+from ._domains import GROUPS
 
 DISTRIBUTIONS: dict[str, str] = {
     "sgl-diffusion-core": "sgl_diffusion_core",
@@ -102,22 +106,6 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "gated_residual_norm_modulate_reference",
         "exact_gate",
         # ---- end of the row-norm family ----
-    ),
-    "sgl-diffusion-modulate": (
-        "scale_shift",
-        "can_use_scale_shift",
-        "scale_shift_reference",
-        "gated_residual",
-        "gated_residual_",
-        "can_use_gated_residual",
-        "gated_residual_reference",
-        "indexed_scale_shift",
-        "can_use_indexed_scale_shift",
-        "indexed_scale_shift_reference",
-        "indexed_gated_residual",
-        "indexed_gated_residual_",
-        "can_use_indexed_gated_residual",
-        "indexed_gated_residual_reference",
     ),
     "sgl-diffusion-rope": tuple(
         f"{prefix}{op}{suffix}"
@@ -221,4 +209,5 @@ def _build(groups: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, str]]:
     return table
 
 
-EXPORTS: dict[str, tuple[str, str]] = _build(_GROUPS)
+# domains built on op definitions: their groups are generated (``_domains.py``)
+EXPORTS: dict[str, tuple[str, str]] = _build({**_GROUPS, **GROUPS})

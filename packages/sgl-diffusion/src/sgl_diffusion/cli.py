@@ -369,8 +369,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"op {op_id} has no benchmark: its OpDef declares no bench target "
                          f"(distribution {opdef.distribution})")
     try:
-        target = core.resolve_target(opdef.bench)
-    except (ImportError, AttributeError) as exc:
+        target = bench.load_cases(opdef)
+    except (ImportError, AttributeError, FileNotFoundError) as exc:
         print(f"sgl-diffusion bench: the bench target {opdef.bench!r} of {op_id} cannot be loaded: "
               f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ENV

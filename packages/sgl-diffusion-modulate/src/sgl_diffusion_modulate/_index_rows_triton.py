@@ -28,3 +28,11 @@ def table_row(IDX, b, s, i_sb, i_ss, K):
 def poison(y, ok):
     """``y`` (fp32) where the token's index was in range, NaN elsewhere."""
     return tl.where(ok, y, float("nan"))
+
+
+INDEX_ARGS = ("i_sb", "i_ss", "K")  # the kernels' index arguments (AOT signatures)
+
+
+def index_scalars(ix) -> tuple[int, int, int]:
+    """``(i_sb, i_ss, K)`` kernel arguments of an ``IndexLayout`` (placeholders without one)."""
+    return (0, 0, 1) if ix is None else (ix.sb, ix.ss, ix.K)

@@ -1,29 +1,29 @@
-"""``scale_shift``: ``x * (scale_offset + scale) + shift``, bit-exact to the eager chain. Public entry points."""
+"""``scale_shift``: ``x * (scale_offset + scale) + shift``, bit-exact to the eager chain.
+
+Backends: ``_scale_shift_triton`` (shared with ``indexed_scale_shift``) and
+``scale_shift_torch`` (the eager chain, the definition of the contract).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
 from sgl_diffusion_core import (
-    Dispatcher,
+    Backend,
+    Contract,
     InputDesc,
     ModLayout,
+    Op,
     RowGeometry,
     describe_rows,
     is_compiling,
     mod_layout,
-    register_custom_op,
-    resolve_target,
-    select_impl,
 )
 
-if TYPE_CHECKING:
-    from .indexed_api import IndexLayout
-
-OP = "modulate.scale_shift"
+from . import _specs as S
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,9 @@ class Geometry:
     # Eager CPU rounds a Python scalar to a bf16/fp16 tensor's dtype before adding it; CUDA
     # eager keeps it in fp32 (its opmath). Matters only for offsets that bf16 cannot hold.
     round_offset: bool
-    # indexed_scale_shift: where token (b, s) finds its table row; scale/shift then describe
-    # the tables (ss = stride between table rows, L = 1)
-    index: IndexLayout | None = None
+    # indexed_scale_shift: where token (b, s) finds its table row (an ``_indexed.IndexLayout``);
+    # scale/shift then describe the tables (ss = stride between table rows, L = 1)
+    index: Any = None
 
 
 def chain_dtypes(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor | None) -> tuple[torch.dtype, ...]:
@@ -61,34 +61,43 @@ def describe_scale_shift(
     problems = desc.problems
     sc = mod_layout("scale", scale, g, problems)
     sh = mod_layout("shift", shift, g, problems) if shift is not None else None
-    layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
     geom = None
     if not problems:
         geom = Geometry(g, sc, sh, *chain_dtypes(x, scale, shift), round_offset=desc.platform == "cpu")
-    desc.layouts = layouts
+    desc.layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
     desc.info = {"geom": geom, "empty": x.numel() == 0}
     return desc
 
 
-def _empty(geom: Geometry):
-    def run(x, scale, shift, scale_offset):
+def empty_result(geom: Geometry):
+    """The runner of an empty input: a new empty tensor of the result's shape and dtype."""
+
+    def run(x, *_):
         return torch.empty(geom.x.shape, dtype=geom.out, device=x.device)
 
     return run
 
 
-def _bind(fn, geom: Geometry):
-    def run(x, scale, shift, scale_offset):
-        return fn(x, scale, shift, scale_offset=scale_offset, geom=geom)
-
-    return run
-
-
-_dispatch = Dispatcher(
-    OP, lambda x, scale, shift: describe_scale_shift(x, scale, shift), bind=_bind, empty=_empty
+SCALE_SHIFT = Op(
+    "modulate.scale_shift",
+    distribution=S.DISTRIBUTION,
+    summary="x * (scale_offset + scale) + shift, bit-exact to the eager chain",
+    describe=describe_scale_shift,
+    n_tensors=3,
+    reference=".scale_shift_torch:scale_shift",
+    backends=[
+        Backend("triton", "._scale_shift_triton", S.TRITON_CAPS, Contract.exact(), priority=10,
+                notes=S.TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
+        Backend("torch", ".scale_shift_torch", S.TORCH_CAPS, Contract.exact(), notes=S.TORCH_NOTE,
+                executed_on=S.EXECUTED_TORCH),
+    ],
+    default_exact=True,
+    empty=empty_result,
+    bench=f"{S.BENCH}:scale_shift_cases",
 )
 
 
+@SCALE_SHIFT.entry
 def scale_shift(
     x: torch.Tensor,
     scale: torch.Tensor,
@@ -116,45 +125,19 @@ def scale_shift(
     """
     if is_compiling():
         return _custom_op(x, scale, shift, float(scale_offset), backend)
-    return _dispatch.plan((x, scale, shift), backend)(x, scale, shift, scale_offset)
+    return SCALE_SHIFT.plan((x, scale, shift), backend)(x, scale, shift, scale_offset)
 
 
-def can_use_scale_shift(
-    x: torch.Tensor,
-    scale: torch.Tensor,
-    shift: torch.Tensor | None = None,
-    *,
-    scale_offset: float = 1.0,
-    backend: str | None = None,
-) -> bool:
-    """Whether ``scale_shift`` can serve these arguments (never raises, never allocates)."""
-    try:
-        select_impl(OP, describe_scale_shift(x, scale, shift), backend=backend)
-        return True
-    except Exception:
-        return False
+can_use_scale_shift = SCALE_SHIFT.can_use
+scale_shift_reference = SCALE_SHIFT.reference
 
 
-def scale_shift_reference(
-    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor | None = None, *, scale_offset: float = 1.0
-) -> torch.Tensor:
-    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
-    fn = resolve_target("sgl_diffusion_modulate.scale_shift_torch:scale_shift")
-    return fn(x, scale, shift, scale_offset=scale_offset)
-
-
-def _op_impl(x, scale, shift, scale_offset, backend):
-    return _dispatch.plan((x, scale, shift), backend)(x, scale, shift, scale_offset)
-
-
-def _op_fake(x, scale, shift, scale_offset, backend):
-    _dispatch.validate(x, scale, shift)
+def _fake(x, scale, shift, scale_offset, backend):
+    SCALE_SHIFT.validate(x, scale, shift)
     return torch.empty(x.shape, dtype=chain_dtypes(x, scale, shift)[2], device=x.device)
 
 
-_custom_op = register_custom_op(
-    "scale_shift",
-    _op_impl,
-    _op_fake,
+_custom_op = SCALE_SHIFT.custom_op(
+    "scale_shift", fake=_fake,
     schema="(Tensor x, Tensor scale, Tensor? shift, float scale_offset, str? backend) -> Tensor",
 )

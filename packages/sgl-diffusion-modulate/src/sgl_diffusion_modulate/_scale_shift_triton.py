@@ -9,11 +9,11 @@ rows are found with ``base + b*sb + (s // L)*ss`` so every layout shares one ker
 ``S`` / ``L`` are not specialized (a new sequence length never recompiles).
 
 ``indexed_scale_shift`` is the same kernel with ``INDEXED``: the modulation row of token
-``(b, s)`` is ``index[b, s]`` instead of ``s // L`` (``index_rows_triton.table_row``), and a
+``(b, s)`` is ``index[b, s]`` instead of ``s // L`` (``_index_rows_triton.table_row``), and a
 token whose index is out of range reads row 0 and is written as NaN.
 
 x loads with the default L2 policy: with ``evict_first`` Wan and HunyuanVideo ran 2.3-2.4 points of copy
-slower (session 18, H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
+slower (H200, bf16: docs/benchmarks/hint_ab_h200.json).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
-from . import index_rows_triton
+from . import _index_rows_triton
+from ._index_rows_triton import INDEX_ARGS, index_scalars
 
-TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
-
+TL = triton_math.TL_DTYPES
 
 @triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "scale_offset"])
 def _scale_shift_kernel(
@@ -48,7 +48,7 @@ def _scale_shift_kernel(
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
     if INDEXED:  # one table row per token, picked by index (clamped in range; see poison below)
-        k, ok = index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
+        k, ok = _index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
         sc_row = k
         sh_row = k
     else:
@@ -65,7 +65,7 @@ def _scale_shift_kernel(
         sh = tl.load(SH + b * sh_sb + sh_row * sh_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
         y = triton_math.round_to(y + triton_math.widen(sh), OUT)
     if INDEXED:
-        y = index_rows_triton.poison(y, ok)
+        y = _index_rows_triton.poison(y, ok)
     tl.store(Y + row * D + cols, triton_math.narrow(y, OUT), mask=mask)
 
 
@@ -85,8 +85,8 @@ def prepare(geom, x, scale, shift, index=None, *, config: TileConfig | None = No
     launch = PreparedLaunch(
         _scale_shift_kernel,
         cfg.grid(g.rows, g.D)[0],
-        {"HAS_SHIFT": shift is not None, "T1": TL_DTYPES[geom.t1], "T2": TL_DTYPES[geom.t2],
-         "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block, "ROUND_OFFSET": geom.round_offset,
+        {"HAS_SHIFT": shift is not None, "T1": TL[geom.t1], "T2": TL[geom.t2],
+         "OUT": TL[geom.out], "BLOCK": cfg.block, "ROUND_OFFSET": geom.round_offset,
          "INDEXED": ix is not None},
         device=x.device,
         n_ptrs=5,
@@ -104,48 +104,6 @@ def prepare(geom, x, scale, shift, index=None, *, config: TileConfig | None = No
         return run_indexed(x, scale, shift, x, scale_offset)  # IDX unused: any valid pointer
 
     return run if ix is None else run_indexed
-
-
-def index_scalars(ix) -> tuple[int, int, int]:
-    """``(i_sb, i_ss, K)`` kernel arguments of an ``IndexLayout`` (placeholders without one)."""
-    return (0, 0, 1) if ix is None else (ix.sb, ix.ss, ix.K)
-
-
-def scale_shift(
-    x: torch.Tensor,
-    scale: torch.Tensor,
-    shift: torch.Tensor | None = None,
-    *,
-    scale_offset: float = 1.0,
-    geom,
-    config: TileConfig | None = None,
-) -> torch.Tensor:
-    """Launch once. ``geom`` comes from ``describe_scale_shift`` (validated inputs)."""
-    return prepare(geom, x, scale, shift, config=config)(x, scale, shift, scale_offset)
-
-
-scale_shift.prepare = prepare
-
-
-def indexed_scale_shift(
-    x: torch.Tensor,
-    scale_table: torch.Tensor,
-    shift_table: torch.Tensor | None,
-    index: torch.Tensor,
-    *,
-    scale_offset: float = 1.0,
-    geom,
-    config: TileConfig | None = None,
-) -> torch.Tensor:
-    """Launch once. ``geom`` comes from ``describe_indexed_scale_shift`` (validated inputs)."""
-    run = prepare(geom, x, scale_table, shift_table, index, config=config)
-    return run(x, scale_table, shift_table, index, scale_offset)
-
-
-indexed_scale_shift.prepare = prepare
-
-
-INDEX_ARGS = ("i_sb", "i_ss", "K")
 
 
 def aot_variants(platform: str = "cuda", *, indexed: bool = False):
@@ -168,7 +126,7 @@ def aot_variants(platform: str = "cuda", *, indexed: bool = False):
                     sig["scale_offset"] = "fp32"
                     sig.update({n: "constexpr" for n in ("HAS_SHIFT", "T1", "T2", "OUT", "BLOCK", "ROUND_OFFSET",
                                                          "INDEXED")})
-                    const = {"HAS_SHIFT": True, "T1": TL_DTYPES[mdt], "T2": TL_DTYPES[t2], "OUT": TL_DTYPES[t2],
+                    const = {"HAS_SHIFT": True, "T1": TL[mdt], "T2": TL[t2], "OUT": TL[t2],
                              "BLOCK": cfg.block, "ROUND_OFFSET": False, "INDEXED": indexed}
                     tag = f"indexed_scale_shift[index={idt}," if indexed else "scale_shift["
                     out.append(AotVariant(

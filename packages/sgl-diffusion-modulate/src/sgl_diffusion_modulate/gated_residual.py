@@ -1,31 +1,31 @@
-"""``gated_residual``: ``residual + gate * update``, bit-exact to the eager chain. Public entry points."""
+"""``gated_residual`` / ``gated_residual_``: ``residual + gate * update``, bit-exact to the eager chain.
+
+Backends: ``_gated_residual_triton`` (shared with ``indexed_gated_residual``) and
+``gated_residual_torch`` (the eager chain, the definition of the contract).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
 from sgl_diffusion_core import (
-    Dispatcher,
+    Backend,
+    Contract,
     InputDesc,
     ModLayout,
+    Op,
     RowGeometry,
     describe_rows,
     is_compiling,
     mod_layout,
-    register_custom_op,
-    resolve_target,
     rows_disjoint,
     same_rows,
-    select_impl,
 )
 
-if TYPE_CHECKING:
-    from .indexed_api import IndexLayout
-
-OP = "modulate.gated_residual"
+from . import _specs as S
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,9 @@ class Geometry:
     t1: torch.dtype  # gate * update
     out: torch.dtype  # residual + t1 (residual's own dtype when in place)
     inplace: bool
-    # indexed_gated_residual: where token (b, s) finds its gate-table row (gate: ss = stride
-    # between table rows, L = 1)
-    index: IndexLayout | None = None
+    # indexed_gated_residual: where token (b, s) finds its gate-table row (an
+    # ``_indexed.IndexLayout``; gate: ss = stride between table rows, L = 1)
+    index: Any = None
 
 
 def chain_dtypes(
@@ -79,8 +79,10 @@ def describe_gated_residual(
     return desc
 
 
-def _empty(geom: Geometry):
-    def run(residual, update, gate):
+def empty_result(geom: Geometry):
+    """The runner of an empty input: residual itself in place, else a new empty result."""
+
+    def run(residual, *_):
         if geom.inplace:
             return residual
         return torch.empty(geom.residual.shape, dtype=geom.out, device=residual.device)
@@ -88,25 +90,27 @@ def _empty(geom: Geometry):
     return run
 
 
-def _bind(fn, geom: Geometry):
-    def run(residual, update, gate):
-        return fn(residual, update, gate, inplace=geom.inplace, geom=geom)
+GATED_RESIDUAL = Op(
+    "modulate.gated_residual",
+    distribution=S.DISTRIBUTION,
+    summary="residual + gate * update (or in place into residual), bit-exact to the eager chain",
+    describe=describe_gated_residual,
+    n_tensors=3,
+    reference=".gated_residual_torch:gated_residual",
+    backends=[
+        Backend("triton", "._gated_residual_triton", S.TRITON_CAPS, Contract.exact(), priority=10,
+                notes=S.TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
+        Backend("torch", ".gated_residual_torch", S.TORCH_CAPS, Contract.exact(), notes=S.TORCH_NOTE,
+                executed_on=S.EXECUTED_TORCH),
+    ],
+    default_exact=True,
+    empty=empty_result,
+    bench=f"{S.BENCH}:gated_residual_cases",
+)
+_INPLACE = (("inplace", True),)
 
-    return run
 
-
-def _describe_out(residual, update, gate):
-    return describe_gated_residual(residual, update, gate)
-
-
-def _describe_inplace(residual, update, gate):
-    return describe_gated_residual(residual, update, gate, inplace=True)
-
-
-_dispatch = Dispatcher(OP, _describe_out, bind=_bind, empty=_empty)
-_dispatch_inplace = Dispatcher(OP, _describe_inplace, bind=_bind, empty=_empty)
-
-
+@GATED_RESIDUAL.entry
 def gated_residual(
     residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, backend: str | None = None
 ) -> torch.Tensor:
@@ -126,9 +130,10 @@ def gated_residual(
     """
     if is_compiling():
         return _custom_op(residual, update, gate, backend)
-    return _dispatch.plan((residual, update, gate), backend)(residual, update, gate)
+    return GATED_RESIDUAL.plan((residual, update, gate), backend)(residual, update, gate)
 
 
+@GATED_RESIDUAL.entry(options=dict(_INPLACE))
 def gated_residual_(
     residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, backend: str | None = None
 ) -> torch.Tensor:
@@ -140,60 +145,28 @@ def gated_residual_(
     if is_compiling():
         _custom_op_inplace(residual, update, gate, backend)
         return residual
-    return _dispatch_inplace.plan((residual, update, gate), backend)(residual, update, gate)
+    return GATED_RESIDUAL.plan((residual, update, gate), backend, None, _INPLACE)(residual, update, gate)
 
 
-def can_use_gated_residual(
-    residual: torch.Tensor,
-    update: torch.Tensor,
-    gate: torch.Tensor | None = None,
-    *,
-    inplace: bool = False,
-    backend: str | None = None,
-) -> bool:
-    """Whether ``gated_residual`` (``inplace=True``: ``gated_residual_``) can serve these arguments."""
-    try:
-        select_impl(OP, describe_gated_residual(residual, update, gate, inplace=inplace), backend=backend)
-        return True
-    except Exception:
-        return False
+# ``inplace=True`` asks about ``gated_residual_``
+can_use_gated_residual = GATED_RESIDUAL.can_use
+gated_residual_reference = GATED_RESIDUAL.reference
 
 
-def gated_residual_reference(
-    residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor | None = None, *, inplace: bool = False
-) -> torch.Tensor:
-    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
-    fn = resolve_target("sgl_diffusion_modulate.gated_residual_torch:gated_residual")
-    return fn(residual, update, gate, inplace=inplace)
-
-
-def _op_impl(residual, update, gate, backend):
-    return _dispatch.plan((residual, update, gate), backend)(residual, update, gate)
-
-
-def _op_fake(residual, update, gate, backend):
-    _dispatch.validate(residual, update, gate)
+def _fake(residual, update, gate, backend):
+    GATED_RESIDUAL.validate(residual, update, gate)
     return torch.empty(residual.shape, dtype=chain_dtypes(residual, update, gate, False)[1], device=residual.device)
 
 
-def _op_inplace_impl(residual, update, gate, backend):
-    _dispatch_inplace.plan((residual, update, gate), backend)(residual, update, gate)
+def _fake_inplace(residual, update, gate, backend):
+    GATED_RESIDUAL.validate(residual, update, gate, options=_INPLACE)
 
 
-def _op_inplace_fake(residual, update, gate, backend):
-    _dispatch_inplace.validate(residual, update, gate)
-
-
-_custom_op = register_custom_op(
-    "gated_residual",
-    _op_impl,
-    _op_fake,
+_custom_op = GATED_RESIDUAL.custom_op(
+    "gated_residual", fake=_fake,
     schema="(Tensor residual, Tensor update, Tensor? gate, str? backend) -> Tensor",
 )
-_custom_op_inplace = register_custom_op(
-    "gated_residual_",
-    _op_inplace_impl,
-    _op_inplace_fake,
+_custom_op_inplace = GATED_RESIDUAL.custom_op(
+    "gated_residual_", fake=_fake_inplace, options=dict(_INPLACE), mutates_args=("residual",),
     schema="(Tensor(a!) residual, Tensor update, Tensor? gate, str? backend) -> ()",
-    mutates_args=("residual",),
 )

@@ -12,8 +12,8 @@ range reads row 0 and is written as NaN (into residual itself when in place).
 
 residual and update load with the default L2 policy: with ``evict_first`` Wan and HunyuanVideo ran
 5.0-5.1 points of copy slower (98.2-98.3% against 103.2-103.3%); FLUX, whose 57 MB nearly fit in L2,
-measured 113.7% with it and 111.4% without, inside its 110-118% spread (session 18, H200, bf16:
-docs/benchmarks/hint_ab_s18_h200_*.json).
+measured 113.7% with it and 111.4% without, inside its 110-118% spread (H200, bf16:
+docs/benchmarks/hint_ab_h200.json).
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
-from . import index_rows_triton
-from .scale_shift_triton import INDEX_ARGS, index_scalars
+from . import _index_rows_triton
+from ._index_rows_triton import INDEX_ARGS, index_scalars
 
-TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
-
+TL = triton_math.TL_DTYPES
 
 @triton.jit(do_not_specialize=["S", "g_L"])
 def _gated_residual_kernel(
@@ -51,7 +50,7 @@ def _gated_residual_kernel(
     u = tl.load(U + b * u_sb + s * u_ss + cols, mask=mask, other=0.0)
     t1 = triton_math.widen(u)
     if INDEXED:  # one gate row per token, picked by index (clamped in range; see poison below)
-        g_row, ok = index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
+        g_row, ok = _index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
     else:
         g_row = s // g_L
     if HAS_GATE:
@@ -59,7 +58,7 @@ def _gated_residual_kernel(
         t1 = triton_math.round_to(triton_math.widen(g) * t1, T1)
     y = triton_math.round_to(triton_math.widen(r) + t1, OUT)
     if INDEXED:
-        y = index_rows_triton.poison(y, ok)
+        y = _index_rows_triton.poison(y, ok)
     tl.store(Y + b * y_sb + s * y_ss + cols, triton_math.narrow(y, OUT), mask=mask)
 
 
@@ -79,7 +78,7 @@ def prepare(geom, residual, update, gate, index=None, *, config: TileConfig | No
     launch = PreparedLaunch(
         _gated_residual_kernel,
         cfg.grid(r.rows, r.D)[0],
-        {"HAS_GATE": gate is not None, "T1": TL_DTYPES[geom.t1], "OUT": TL_DTYPES[geom.out], "BLOCK": cfg.block,
+        {"HAS_GATE": gate is not None, "T1": TL[geom.t1], "OUT": TL[geom.out], "BLOCK": cfg.block,
          "INDEXED": ix is not None},
         device=residual.device,
         n_ptrs=5,
@@ -97,39 +96,6 @@ def prepare(geom, residual, update, gate, index=None, *, config: TileConfig | No
         return run_indexed(residual, update, gate, update)  # IDX unused: any valid pointer
 
     return run if ix is None else run_indexed
-
-
-def gated_residual(
-    residual: torch.Tensor,
-    update: torch.Tensor,
-    gate: torch.Tensor | None = None,
-    *,
-    inplace: bool = False,
-    geom,
-    config: TileConfig | None = None,
-) -> torch.Tensor:
-    """Launch once. ``geom`` comes from ``describe_gated_residual`` (validated inputs)."""
-    return prepare(geom, residual, update, gate, config=config)(residual, update, gate)
-
-
-gated_residual.prepare = prepare
-
-
-def indexed_gated_residual(
-    residual: torch.Tensor,
-    update: torch.Tensor,
-    gate_table: torch.Tensor,
-    index: torch.Tensor,
-    *,
-    inplace: bool = False,
-    geom,
-    config: TileConfig | None = None,
-) -> torch.Tensor:
-    """Launch once. ``geom`` comes from ``describe_indexed_gated_residual`` (validated inputs)."""
-    return prepare(geom, residual, update, gate_table, index, config=config)(residual, update, gate_table, index)
-
-
-indexed_gated_residual.prepare = prepare
 
 
 def aot_variants(platform: str = "cuda", *, indexed: bool = False):
@@ -151,7 +117,7 @@ def aot_variants(platform: str = "cuda", *, indexed: bool = False):
                     sig.update({n: "i32" for n in ("S", "D", "r_sb", "r_ss", "u_sb", "u_ss", "g_sb", "g_ss", "g_L",
                                                    "y_sb", "y_ss", *INDEX_ARGS)})
                     sig.update({n: "constexpr" for n in ("HAS_GATE", "T1", "OUT", "BLOCK", "INDEXED")})
-                    const = {"HAS_GATE": True, "T1": TL_DTYPES[t1], "OUT": TL_DTYPES[res], "BLOCK": cfg.block,
+                    const = {"HAS_GATE": True, "T1": TL[t1], "OUT": TL[res], "BLOCK": cfg.block,
                              "INDEXED": indexed}
                     tag = f"indexed_gated_residual[index={idt}," if indexed else "gated_residual["
                     out.append(AotVariant(

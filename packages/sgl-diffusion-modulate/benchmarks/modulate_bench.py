@@ -1,5 +1,5 @@
 """Benchmark cases of ``scale_shift``, ``gated_residual`` and their indexed forms at production shapes
-(../shared/SHAPES.md).
+(FLUX, Wan and HunyuanVideo; Qwen-Image-Edit for the indexed forms).
 
 Providers: ``sgl_diffusion`` (the public op), ``eager`` (the chain itself) and
 ``torch.compile`` of it (specialized to the shape; dynamo reset per case); the indexed ops
@@ -29,7 +29,7 @@ SHAPES: dict[str, tuple[int, int, int]] = {
 
 
 def _cases(op: str, device: torch.device, dtype: torch.dtype, names: list[str] | None) -> Iterator[bench.BenchCase]:
-    from . import gated_residual, scale_shift
+    from sgl_diffusion_modulate import gated_residual, scale_shift
 
     for name in names or list(SHAPES):
         if name not in SHAPES:
@@ -81,7 +81,7 @@ INDEXED_SHAPES: dict[str, tuple[int, int, int, int]] = {
 
 def _indexed_cases(op: str, device: torch.device, dtype: torch.dtype,
                    names: list[str] | None) -> Iterator[bench.BenchCase]:
-    from . import indexed_gated_residual, indexed_scale_shift
+    from sgl_diffusion_modulate import indexed_gated_residual, indexed_scale_shift
 
     for name in names or list(INDEXED_SHAPES):
         if name not in INDEXED_SHAPES:

@@ -1,0 +1,265 @@
+"""One op, one place: the :class:`Op` definition every public op of the family is built on.
+
+An op is declared once, in its ``<op>.py``::
+
+    SCALE_SHIFT = Op(
+        "modulate.scale_shift",
+        distribution="sgl-diffusion-modulate",
+        summary="x * (scale_offset + scale) + shift, bit-exact to the eager chain",
+        describe=describe_scale_shift,            # arguments -> InputDesc (geometry, problems)
+        n_tensors=3,                              # x, scale, shift: the plan key
+        reference="._scale_shift_torch:scale_shift",
+        backends=[Backend("triton", "._scale_shift_triton", caps=..., contract=Contract.exact(), priority=10),
+                  Backend("torch", ".scale_shift_torch", caps=..., contract=Contract.exact())],
+        default_exact=True,
+    )
+
+    @SCALE_SHIFT.entry
+    def scale_shift(x, scale, shift=None, *, scale_offset=1.0, backend=None):
+        if is_compiling():
+            return _custom_op(x, scale, shift, float(scale_offset), backend)
+        return SCALE_SHIFT.plan((x, scale, shift), backend)(x, scale, shift, scale_offset)
+
+    can_use_scale_shift = SCALE_SHIFT.can_use
+    scale_shift_reference = SCALE_SHIFT.reference
+    _custom_op = SCALE_SHIFT.custom_op("scale_shift", schema=..., fake=...)
+
+The :class:`Op` owns the op's id, its registry entries (an ``OpDef`` and one ``KernelSpec``
+per backend, so ``select_impl``, ``explain`` and the docs' selection matrix see it), the
+per-signature plan cache of the eager path, ``can_use`` (``False`` only for
+``UnsupportedInputError``: a bug in ``describe`` raises), the reference, the custom-op
+registrations and the entry points the export tables are generated from
+(``tools/gen_exports.py``). A backend is a module with ``prepare(geom, *tensors) -> runner``;
+the module is named in the op's file and imported on the first call that selects it, so a
+reader goes from the public function to ``prepare`` and the kernel by name, and importing a
+domain imports no backend.
+
+Host time: the eager path is ``plan`` (one tuple of tensor signatures, one dict lookup) and
+the runner ``prepare`` built for that signature; validation and selection run once per
+signature. The registered custom op is used only while ``torch.compile`` traces.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import UnsupportedInputError
+from .ops import PlanCache, register_custom_op
+from .registry import (
+    ENTRIES,
+    REGISTRY,
+    Capabilities,
+    Contract,
+    Explanation,
+    InputDesc,
+    KernelSpec,
+    OpDef,
+    explain,
+    select_impl,
+)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend of an op, as data.
+
+    module: the backend module, relative to the op's package (``"._scale_shift_triton"``) or
+        absolute; it defines ``prepare(geom, *tensors) -> runner`` (``runner(*tensors,
+        *scalars)``), imported on first selection.
+    caps, contract, priority, notes, executed_on: as :class:`KernelSpec`.
+    aot: name of the module's function listing the kernel variants the compile lanes build.
+    """
+
+    name: str
+    module: str
+    caps: Capabilities
+    contract: Contract
+    priority: int = 0
+    notes: str = ""
+    aot: str | None = None
+    executed_on: tuple[str, ...] = ()
+
+
+def _absolute(module: str, package: str) -> str:
+    return importlib.util.resolve_name(module, package) if module.startswith(".") else module
+
+
+def _tensor_sig(t: Any) -> tuple | None:
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
+
+
+class Op:
+    """The definition of one public op (see the module docstring).
+
+    id: ``"<domain>.<name>"``; ``<name>`` is the public function's name.
+    describe: ``describe(*tensors, **options) -> InputDesc``; its ``info`` holds ``"geom"``
+        (what backends need beyond the tensors) and ``"empty"`` (the result has no elements).
+        Called with the public function's arguments (scalars as keywords) by ``can_use`` and
+        ``explain``, so it accepts and ignores the scalars.
+    n_tensors: how many leading arguments are tensors (the plan key, and what ``prepare`` gets).
+    reference: ``"module:function"`` of the eager chain (relative to the op's package).
+    empty: ``empty(geom) -> runner`` returning the empty result, or None when the backends
+        serve empty inputs themselves.
+    per_call: ``per_call(*tensors, **options) -> problem | None``, a check the plan key cannot
+        see (two arguments sharing memory), run on every eager call; keep it cheap.
+    bench: ``"module:function"`` of the op's benchmark cases (outside the wheels).
+    """
+
+    def __init__(self, id: str, *, distribution: str, summary: str, describe: Callable[..., InputDesc],
+                 n_tensors: int, reference: str, backends: Sequence[Backend], default_exact: bool | None = None,
+                 empty: Callable[[Any], Callable[..., Any]] | None = None,
+                 per_call: Callable[..., str | None] | None = None, bench: str | None = None,
+                 limit: int = 4096) -> None:
+        self.id = id
+        self.name = id.rpartition(".")[2]
+        self.package = describe.__module__.rpartition(".")[0]
+        self.module = describe.__module__
+        self.describe = describe
+        self.n_tensors = n_tensors
+        self.default_exact = default_exact
+        ref_module, _, ref_name = reference.partition(":")
+        self._reference_target = f"{_absolute(ref_module, self.package)}:{ref_name}"
+        self._empty = empty
+        self._per_call = per_call
+        self._plans = PlanCache(limit)
+        self._lock = threading.Lock()
+        self.entries: list[Callable[..., Any]] = []
+        self.entry_options: dict[str, tuple[tuple[str, Any], ...]] = {}  # entry name -> describe options it fixes
+        self.backends = tuple(backends)
+        self.definition = REGISTRY.register_op(OpDef(
+            op=id, distribution=distribution, describe=f"{describe.__module__}:{describe.__name__}",
+            public=f"{self.module}:{self.name}", summary=summary, default_exact=default_exact, bench=bench,
+        ))
+        for b in self.backends:
+            module = _absolute(b.module, self.package)
+            REGISTRY.register(KernelSpec(
+                op=id, backend=b.name, target=f"{module}:prepare", capabilities=b.caps, contract=b.contract,
+                priority=b.priority, notes=b.notes, aot=None if b.aot is None else f"{module}:{b.aot}",
+                executed_on=b.executed_on,
+            ))
+
+    def __repr__(self) -> str:
+        return f"Op({self.id!r})"
+
+    # -- entry points --------------------------------------------------------------------------
+
+    def entry(self, fn: Callable[..., Any] | None = None, *, options: dict[str, Any] | None = None):
+        """Decorator marking a public function of this op (``options``: the describe options the
+        function fixes, e.g. ``{"inplace": True}`` for an in-place form); returns it unchanged.
+        ``explain`` accepts the function for the op; the export tables list it."""
+        fixed = tuple(sorted((options or {}).items()))
+
+        def mark(f: Callable[..., Any]) -> Callable[..., Any]:
+            ENTRIES[f] = (self, fixed)
+            self.entries.append(f)
+            self.entry_options[f.__name__] = fixed
+            return f
+
+        return mark(fn) if fn is not None else mark
+
+    # -- the eager path ------------------------------------------------------------------------
+
+    def plan(self, tensors: tuple, backend: str | None = None, exact: bool | None = None,
+             options: tuple[tuple[str, Any], ...] = ()) -> Callable[..., Any]:
+        """The runner for these tensors (``runner(*tensors, *scalars)``), built once per call
+        signature. ``options``: non-tensor arguments that shape the plan, as hashable
+        ``(name, value)`` pairs (part of the key; passed to ``describe`` as keywords)."""
+        try:
+            key = (*map(_tensor_sig, tensors), backend, exact, options)
+            plan = self._plans.get(key)
+        except (AttributeError, TypeError):  # a non-tensor or unhashable argument: describe() names it
+            key = plan = None
+        if plan is None:
+            plan = self._build(tensors, backend, exact, options)
+            if key is not None:
+                self._plans.put(key, plan)
+        if self._per_call is not None:
+            why = self._per_call(*tensors, **dict(options))
+            if why:
+                raise UnsupportedInputError(f"{self.id}: unsupported input:\n  - {why}")
+        return plan
+
+    def _build(self, tensors: tuple, backend: str | None, exact: bool | None,
+               options: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:
+        desc = self.describe(*tensors, **dict(options))
+        spec = select_impl(self.id, desc, backend=backend, exact=exact)
+        geom = desc.info["geom"]
+        if self._empty is not None and desc.info.get("empty"):
+            return self._empty(geom)
+        return spec.load()(geom, *tensors)
+
+    def clear(self) -> None:
+        """Forget every cached plan."""
+        self._plans.clear()
+
+    # -- the protocol around it ----------------------------------------------------------------
+
+    def can_use(self, *args: Any, backend: str | None = None, exact: bool | None = None, **kwargs: Any) -> bool:
+        """Whether the op can serve these arguments (the public function's own); never allocates.
+
+        ``False`` means every backend (or the one asked for) refused with a reason
+        (``UnsupportedInputError``); any other exception is a bug and propagates."""
+        try:
+            select_impl(self.id, self.describe(*args, **kwargs), backend=backend, exact=exact)
+        except UnsupportedInputError:
+            return False
+        return True
+
+    def reference(self, *args: Any, **kwargs: Any) -> Any:
+        """The eager chain itself (the ``torch`` backend's definition), with the op's arguments."""
+        from .registry import resolve_target
+
+        return resolve_target(self._reference_target)(*args, **kwargs)
+
+    def explain(self, *args: Any, **kwargs: Any) -> Explanation:
+        """Each backend's verdict on these arguments (``backend=`` / ``exact=`` narrow it)."""
+        return explain(self.id, *args, **kwargs)
+
+    def checked(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> InputDesc:
+        """The description of these inputs, or ``UnsupportedInputError`` listing its problems."""
+        desc = self.describe(*tensors, **dict(options))
+        if desc.problems:
+            raise UnsupportedInputError(
+                f"{self.id}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems))
+        return desc
+
+    def validate(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> None:
+        """For fake implementations: raise on invalid inputs when every shape is static."""
+        if all(isinstance(d, int) for t in tensors if t is not None for d in t.shape):
+            self.checked(*tensors, options=options)
+
+    def custom_op(self, name: str, *, schema: str, fake: Callable[..., Any],
+                  options: dict[str, Any] | None = None, mutates_args: tuple[str, ...] = ()) -> Any:
+        """Register ``torch.ops.sgl_diffusion.<name>`` for the compile path of one entry point.
+
+        The schema lists the tensors (``n_tensors`` of them), then the scalars, then
+        ``str? backend`` and, for ops with an ``exact`` argument, ``bool? exact``; its
+        implementation is this op's plan. A schema returning ``()`` writes in place."""
+        fixed = tuple(sorted((options or {}).items()))
+        n = self.n_tensors
+        takes_exact = "bool? exact" in schema
+        returns = not schema.replace(" ", "").endswith("->()")
+
+        def impl(*args: Any) -> Any:
+            tensors, rest = args[:n], args[n:]
+            if takes_exact:
+                scalars, backend, exact = rest[:-2], rest[-2], rest[-1]
+            else:
+                scalars, backend, exact = rest[:-1], rest[-1], None
+            out = self.plan(tensors, backend, exact, fixed)(*tensors, *scalars)
+            return out if returns else None
+
+        return register_custom_op(name, impl, fake, schema=schema, mutates_args=mutates_args)
+
+
+def ops_defined() -> list[Op]:
+    """Every :class:`Op` whose module has been imported."""
+    return list(dict.fromkeys(op for op, _ in ENTRIES.values() if isinstance(op, Op)))
+
+
+__all__ = ["Backend", "Op", "ops_defined"]
