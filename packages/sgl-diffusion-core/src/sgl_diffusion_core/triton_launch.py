@@ -19,6 +19,10 @@ from typing import Any
 import torch
 
 
+def _raw_stream(index: int) -> int:
+    return torch._C._cuda_getCurrentRawStream(index)
+
+
 class PreparedLaunch:
     """Grid, constexprs and launch options of one call signature; the kernel's pointer
     arguments must be its first ``n_ptrs`` parameters and the constexprs its last ones;
@@ -62,7 +66,9 @@ class PreparedLaunch:
         if runner is not None and not misaligned:
             # Integer pointers: the launcher takes them as they are (no data_ptr() call and no
             # cuPointerGetAttribute per argument); devices were validated when the plan was made.
-            runner(*ptrs, *args[n:], *self._const_tail)
+            # The stream is the tensors' device's current one, read directly (the runner would
+            # ask the driver for the current device first).
+            runner(*ptrs, *args[n:], *self._const_tail, stream=_raw_stream(self._device_index))
             return
         compiled = self.kernel[self.grid](*args, **self.constexprs, **self.options)
         if self._direct and not misaligned and compiled is not None and hasattr(compiled, "__getitem__"):

@@ -86,14 +86,23 @@ def prepare(geom, residual, update, gate, index=None, *, config: TileConfig | No
         fp_fusion=False,
     )
     shape, out_dtype, device, inplace = r.shape, geom.out, residual.device, geom.inplace
+    # a contiguous residual of the result's dtype: empty_like is the cheaper allocation (host time)
+    like = residual.is_contiguous() and residual.dtype == out_dtype
+
+    def new_out(residual):
+        if inplace:
+            return residual
+        return torch.empty_like(residual) if like else torch.empty(shape, dtype=out_dtype, device=device)
 
     def run_indexed(residual, update, gate, index):
-        out = residual if inplace else torch.empty(shape, dtype=out_dtype, device=device)
+        out = new_out(residual)
         launch(residual, update, update if gate is None else gate, index, out, *scalars)
         return out
 
     def run(residual, update, gate):
-        return run_indexed(residual, update, gate, update)  # IDX unused: any valid pointer
+        out = new_out(residual)
+        launch(residual, update, update if gate is None else gate, update, out, *scalars)  # IDX unused: any pointer
+        return out
 
     return run if ix is None else run_indexed
 

@@ -94,14 +94,18 @@ def prepare(geom, x, scale, shift, index=None, *, config: TileConfig | None = No
         fp_fusion=False,
     )
     shape, out_dtype, device = g.shape, geom.out, x.device
+    # a contiguous x of the result's dtype: empty_like is the cheaper allocation (host time)
+    like = x.is_contiguous() and x.dtype == out_dtype
 
     def run_indexed(x, scale, shift, index, scale_offset):
-        out = torch.empty(shape, dtype=out_dtype, device=device)
+        out = torch.empty_like(x) if like else torch.empty(shape, dtype=out_dtype, device=device)
         launch(x, scale, x if shift is None else shift, index, out, *scalars, scale_offset)
         return out
 
     def run(x, scale, shift, scale_offset):
-        return run_indexed(x, scale, shift, x, scale_offset)  # IDX unused: any valid pointer
+        out = torch.empty_like(x) if like else torch.empty(shape, dtype=out_dtype, device=device)
+        launch(x, scale, x if shift is None else shift, x, out, *scalars, scale_offset)  # IDX unused: any pointer
+        return out
 
     return run if ix is None else run_indexed
 
