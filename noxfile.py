@@ -281,7 +281,7 @@ def build(session: nox.Session) -> None:
 def run_lint(session: nox.Session) -> None:
     py = _py(session)
     session.run(py, "-m", "ruff", "check", ".")
-    # What format --check leaves out (packages/, tools/gpu/) is listed, with why, in [tool.ruff.format].
+    # What format --check leaves out (packages/) is listed, with why, in [tool.ruff.format].
     session.run(py, "-m", "ruff", "format", "--check", ".")
     # export tables and stubs of the domains built on op definitions: generated, never edited
     session.run(py, "tools/gen_exports.py", "--check")

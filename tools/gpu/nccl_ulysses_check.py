@@ -66,21 +66,22 @@ def _rank(rank: int, world: int, port: int, queue) -> None:
     import sgl_diffusion_layout as lay
 
     torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            device_id=torch.device("cuda", rank))
+    dist.init_process_group(
+        "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, device_id=torch.device("cuda", rank)
+    )
     out = {}
     try:
         for name, (B, S, H, Dh) in SHAPES.items():
             g = torch.Generator(device="cuda").manual_seed(7)
             full = [torch.randn(B, S, H, Dh, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3)]
             Sl, hl = S // world, H // world
-            local = [t[:, rank * Sl:(rank + 1) * Sl] for t in full]
+            local = [t[:, rank * Sl : (rank + 1) * Sl] for t in full]
             got = lay.ulysses_all_to_all(*local)
-            equal_fwd = all(torch.equal(x, t[:, :, rank * hl:(rank + 1) * hl]) for x, t in zip(got, full))
+            equal_fwd = all(torch.equal(x, t[:, :, rank * hl : (rank + 1) * hl]) for x, t in zip(got, full))
             o_full = torch.randn(B, S, H, Dh, device="cuda", dtype=torch.bfloat16, generator=g)
-            o_mine = o_full[:, :, rank * hl:(rank + 1) * hl].contiguous()
+            o_mine = o_full[:, :, rank * hl : (rank + 1) * hl].contiguous()
             back = lay.ulysses_all_to_all_out(o_mine)
-            equal_back = torch.equal(back, o_full[:, rank * Sl:(rank + 1) * Sl])
+            equal_back = torch.equal(back, o_full[:, rank * Sl : (rank + 1) * Sl])
             row = {"shape": [B, S, H, Dh], "world": world, "equal_qkv": equal_fwd, "equal_out": equal_back}
             if name == "wan":
                 row.update(_timings([t.contiguous() for t in local], o_mine, world))
@@ -111,13 +112,16 @@ def main(path: str) -> int:
     results = [queue.get(timeout=240) for _ in procs]
     for p in procs:
         p.join(timeout=60)
-    record = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "world": world,
-              "git_sha": os.environ.get("SGL_DIFFUSION_GIT_SHA", "unknown"),
-              "ranks": {r: {"results": res, "error": err} for r, res, err in sorted(results, key=lambda t: t[0])}}
+    record = {
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "world": world,
+        "git_sha": os.environ.get("SGL_DIFFUSION_GIT_SHA", "unknown"),
+        "ranks": {r: {"results": res, "error": err} for r, res, err in sorted(results, key=lambda t: t[0])},
+    }
     with open(path, "w") as f:
         json.dump(record, f, indent=2)
-    ok = all(err is None and all(v["equal_qkv"] and v["equal_out"] for v in res.values())
-             for _, res, err in results)
+    ok = all(err is None and all(v["equal_qkv"] and v["equal_out"] for v in res.values()) for _, res, err in results)
     print(json.dumps(record, indent=1))
     print("nccl_ulysses_check:", "PASSED (torch.equal on every rank)" if ok else "FAILED")
     return 0 if ok else 1
