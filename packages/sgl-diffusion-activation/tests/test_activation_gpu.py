@@ -1,7 +1,5 @@
 """GPU lane: production shapes (../shared/SHAPES.md) against CUDA eager within the declared tolerance
 and against the fp64 oracle, CUDA graphs, inductor, more than 2**31 elements.
-
-Written without a GPU: never run on hardware when committed (the lead's GPU session runs it).
 """
 
 from __future__ import annotations

@@ -130,8 +130,7 @@ def test_cat_pad_and_upsample_more_than_2_31_elements():
     assert out.numel() > 2**31
     testing.assert_exact(out, F.interpolate(x, scale_factor=(1, 2, 2)))
     del out
-    # 1 x 128 x 22 x 960 x 832 = 2.25e9 elements (21 frames gave 2146959360, just under 2^31:
-    # the first GPU run caught the test's own shape)
+    # 1 x 128 x 22 x 960 x 832 = 2.25e9 elements (22 frames: 21 give 2146959360, just under 2^31)
     y = torch.randn(1, 128, 22, 960, 832, device="cuda", dtype=torch.bfloat16)
     assert y.numel() > 2**31
     testing.assert_exact(lay.causal_conv3d_cat_pad(y, None, (1, 1, 1, 1, 2, 0)), F.pad(y, (1, 1, 1, 1, 2, 0)))

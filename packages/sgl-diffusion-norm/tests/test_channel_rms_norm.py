@@ -5,10 +5,12 @@ torch backend, against ``channel_rms_norm_reference``), and |out - fp64 formula|
 unit (+ fp32 slack), so a wrong formula (sqrt(C) missing, eps inside the sqrt, the mean instead of
 the sum of squares) cannot hide in the contract tolerance.
 
-Shape grid (CPU lane, Triton interpreter). The default launch is the stream kernel on
-channels_last x (its grid is one program here, so every case with more than one tile runs the
-loop and its two-tiles-ahead loads) and the v1 rule on contiguous x; ``test_launch_configs``
-runs both rules and stream variants explicitly in both layouts:
+Shape grid (CPU lane, Triton interpreter). The default launch (``rule="auto"``) is the rows kernel
+on channels_last x with dense rows, the stream kernel on other channels_last views (its grid is one
+program here, so every case with more than one tile runs the loop and its two-tiles-ahead loads),
+and on contiguous x v1's kernel under the slab (C <= 128), mid (C <= 384) or wide rule;
+``test_launch_configs`` runs every rule and stream variants explicitly in both layouts. The stream
+and v1 rules' tiles per C:
   C = 1     degenerate: x / max(|x|, eps) * gamma (stream: second channel tile, one masked row)
   C = 6     stream: 4 + 2 channel rows; v1: one register tile
   C = 96    Wan-VAE width: stream 64 + 32 rows; v1 contiguous 3 channel chunks of 32 (two-pass)

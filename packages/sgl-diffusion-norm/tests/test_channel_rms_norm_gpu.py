@@ -64,8 +64,8 @@ def test_chooses_triton_on_gpu():
 
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_more_than_2_31_elements(channels_last):
-    """int64 offsets: 96 x 22 x 1024 x 1040 = 2.25e9 elements (4.5 GB bf16). The first GPU run used
-    21 frames, 2146959360 elements, just under 2^31: the test's own size assertion failed."""
+    """int64 offsets: 96 x 22 x 1024 x 1040 = 2.25e9 elements (4.5 GB bf16); 22 frames because 21
+    give 2146959360 elements, just under 2^31."""
     shape = (1, 96, 22, 1024, 1040)
     assert torch.Size(shape).numel() > 2**31
     x, g, b = _inputs(shape, channels_last)

@@ -66,7 +66,7 @@ def _check_all(x, G, w, b, eps=1e-6):
     atol, rtol = _tol(x.dtype)
     t = _truth(x, G, w, b, eps)
     # The bf16 eager chain (what a bf16 VAE runs today) rounds twice, after the norm and after
-    # SiLU, and sits up to 2 bf16 units off fp64 (session 3, H200: worst ratio 33-40 against the
+    # SiLU, and sits up to 2 bf16 units off fp64 (H200: worst ratio 33-40 against the
     # 1-unit bound below), so it cannot be a reference at the contract's 1-unit tolerance: the
     # kernel is held to the fp32 chain (the contract) and to fp64, and must be at least as
     # accurate as the bf16 eager chain.
@@ -91,11 +91,11 @@ def test_vae_shapes(shape, G, channels_last):
     _check_all(x, G, w, b)
 
 
-# The first GPU run failed test_vae_shapes at (1, 512, 128, 128) / 32 groups in both layouts, with
-# no message (the run was cut off), and passed every 5-D shape. Under the GPU split that shape has
-# 16 channels per group (channel blocks of whole groups, no masked lane), P = 2^14 (every tile
-# full) and exactly one tile per statistics program (iters = 1). Each case below changes one of
-# those, through the public API, so one GPU run tells which property matters:
+# A split matrix around the 4-D case (1, 512, 128, 128) / 32 groups, the shape whose closeness to
+# the bf16 eager chain fails (see _check_all). Under the GPU split that shape has 16 channels per
+# group (channel blocks of whole groups, no masked lane), P = 2^14 (every tile full) and exactly
+# one tile per statistics program (iters = 1). Each case below changes one of those, through the
+# public API, so a failure names the property that matters:
 #   (1, 512, 1, 128, 128)  the same launch as 5-D (size-1 frame dropped): 4-D path vs the split
 #   (1, 512, 2, 128, 128)  two tiles per statistics program (iters = 2)
 #   (2, 512, 128, 128)     two samples (iters = 2)
@@ -130,8 +130,8 @@ def test_chooses_triton_on_gpu():
 
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_more_than_2_31_elements(channels_last):
-    """int64 offsets: [1, 96, 22, 1024, 1040] has 2.25e9 elements (4.5 GB bf16). The first GPU run
-    used 21 frames, 2146959360 elements, just under 2^31: the test's own size assertion failed."""
+    """int64 offsets: [1, 96, 22, 1024, 1040] has 2.25e9 elements (4.5 GB bf16); 22 frames because 21
+    give 2146959360 elements, just under 2^31."""
     shape = (1, 96, 22, 1024, 1040)
     assert torch.Size(shape).numel() > 2**31
     x, w, b = _inputs(shape, channels_last)

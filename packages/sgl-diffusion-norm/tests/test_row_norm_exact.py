@@ -474,7 +474,7 @@ def test_hold_rule():
     """Which rows are held: chunks that split into at most three powers of two and fit
     ``HOLD_BYTES`` per thread, in bf16 or fp32; RMSNorm at every row count, one per program, capped at 128
     registers above 32 chunks (CUDA), where eager gives a row one warp (16+ rows); LayerNorm from 8
-    chunks or below 16384 rows (sessions 11-12's measurements); RMSNorm rows read twice go two per
+    chunks or below 16384 rows (the measurements in ``launch_constants``); RMSNorm rows read twice go two per
     program below 16384 rows."""
     from types import SimpleNamespace
 

@@ -6,7 +6,7 @@ per frame), bf16, S = 4410 tokens (21 frames of 210): the op's result must be ``
 to eager whatever the gate decided, and a fallback must be *demonstrated*: the fused kernel
 alone (``run.fused``) then differs from eager. Every signature's state is printed and written
 to ``$SGL_NORM_GATE_REPORT`` (default ``row_norm_gate_report.json`` in the working directory)
-so the lead can record which signatures verified. Run with ``-s`` to see the table.
+as the record of which signatures verified. Run with ``-s`` to see the table.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def test_rms_build_choices_at_many_rows(D, tuning):
 def test_cuda_graph_capture_uses_only_verified_signatures():
     x = torch.randn(1, 4608, 3072, device="cuda", dtype=torch.bfloat16)
     sc, sh = _mods(3072, "per-sample")
-    # exact=True: ln_modulate is close by default (its exact kernel is the slow one)
+    # exact=True (also the default, specs.py): the gated exact kernel
     norm.ln_modulate(x, sc, sh, exact=True)  # eager call: the gate decides for this signature
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -144,7 +144,7 @@ def test_cuda_graph_capture_uses_only_verified_signatures():
 
 
 def test_zz_write_report():
-    """Runs last (name order within the file): the gate states of this run, for the lead's records."""
+    """Runs last (name order within the file): the gate states of this run, written as a record."""
     path = os.environ.get("SGL_NORM_GATE_REPORT", "row_norm_gate_report.json")
     with open(path, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "git_sha": bench.git_sha(),

@@ -121,8 +121,8 @@ def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[
     for the GLU forms, the kernel: ``flat`` (one flat output index over rows with one stride)
     or ``tiles`` (one program per (row, column tile), the kernel of strided rows), and ``evict``
     (``evict_first`` on the streamed inputs, or the default policy).
-    (Session 3's sweep also compared a 2-D ``(rows, tiles)`` grid with the 1-D one: its best was
-    2.3-5.8 points of copy below the 1-D grid's best, docs/benchmarks/activation_tune_h200.json.)
+    The grid is always the 1-D one: a 2-D ``(rows, tiles)`` grid's best launch measured 2.3-5.8
+    points of copy below the 1-D grid's best (docs/benchmarks/activation_tune_h200.json).
 
     One row per (op, case, kernel, block, num_warps, fast) with time and % of a same-run copy;
     the winners go into ``math_triton.tile_config``, ``glu_triton.flat_config`` and

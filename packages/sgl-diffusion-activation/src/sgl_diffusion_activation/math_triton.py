@@ -112,7 +112,7 @@ def _gelu_fast(s, FAST: tl.constexpr):
     (measured on one H200, bf16: ``gelu`` 97.4 / 98.0% of copy at FLUX / Wan, ``gelu_and_mul``
     99.7 / 101.8%; docs/benchmarks/gelu*_bench_h200.json).
 
-    The math library's ``erfcf`` (and a first fit with two divisions, a Taylor branch and
+    The math library's ``erfcf`` (and a fit with two divisions, a Taylor branch and
     range clamps: 59 sm_90 instructions per element) held ``gelu`` at 48-52% of copy bandwidth
     on the H200, compute-bound. This form needs one reciprocal and one ``exp2``: ``h = H(t) *
     exp2(-(E*s)**2)`` is ``Phi(-|s|)``, accurate relative to itself in the negative tail (no

@@ -37,7 +37,7 @@ always 0) and rearranges with ``tl.gather`` (through shared memory), then writes
 with 16-byte vector stores. sm_90 SASS for the Wan case (bf16, S = 8192, 4 warps):
 LDG.E.128 and STG.E.128 only, 72 registers, no spills, 16 KB shared memory. Measured on one
 H200 (bf16, docs/benchmarks/cat_pad_sweep_h200.json, % of a same-run copy, Wan-VAE C 96 /
-384): 16 KB per program 77.0 / 77.1% (the tile kernel before it: 52.7 / 51.5%); 8 KB per
+384): 16 KB per program 77.0 / 77.1% (the tile kernel: 52.7 / 51.5%); 8 KB per
 program, 128 B per thread (2 warps) 77.0 / 80.2%, the rule; smaller threads or 32 KB
 programs 57-76%. Still short of the 90% target: about 18 instructions per element and a
 shared-memory round trip per element (the gather) for a copy.
@@ -50,7 +50,7 @@ adjacent, the row decomposed once per program.
 In all of them the source frame (cache or x, or padding) is a per-program scalar choice;
 padded positions are written as zeros in the same pass. Negative padding crops, as in ``F.pad``.
 The source loads take the default L2 policy: with ``evict_first`` the four Wan-VAE bench cases ran
-2.2-3.5 points of copy slower (session 18, H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
+2.2-3.5 points of copy slower (H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
 """
 
 from __future__ import annotations
@@ -460,13 +460,13 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
 
 
 # the 16-bit word kernel: output rows per program (fewer where a tile would pass max_tile_words),
-# words per thread, and span (a program's rows run across frame boundaries). H200 sweeps (bf16,
-# Wan-VAE C 96 / 384, % of copy): session 6 (cat_pad_sweep_words_h200.json) 1024 words x 32 per
-# thread (one warp; 4 / 8 rows) 91.8 / 87.2%, 2048 x 32 88.5 / 86.5%, 2048 x 16 84.0 / 84.1%, the
-# flat kernel 77.1 / 80.1%; session 10 (cat_pad_sweep_s10_h200.json) 2048 x 64 (8 rows at C = 96)
-# 94.1 / 81.7%; session 12 (cat_pad_sweep_s12_span_h200.json) span at 8 rows on one warp 93.7 /
-# 89.9% against the frame tiles' 93.1 / 87.9% (the frame tiles at C = 384 left every 16th program
-# 2 of its 8 rows: 122 rows per frame)
+# words per thread, and span (a program's rows run across frame boundaries). 8 rows on one warp
+# with span: a frame's 122 output rows at Wan-VAE C = 384 leave every 16th program of frame tiles 2
+# of its 8 rows, and spanning frames fills them. H200 sweeps (bf16, Wan-VAE C 96 / 384, % of copy):
+# span at 8 rows on one warp 93.7 / 89.9% against the frame tiles' 93.1 / 87.9%
+# (cat_pad_sweep_s12_span_h200.json); 2048 words x 64 per thread (8 rows at C = 96) 94.1 / 81.7%
+# (cat_pad_sweep_s10_h200.json); 1024 x 32 (one warp; 4 / 8 rows) 91.8 / 87.2%, 2048 x 32 88.5 /
+# 86.5%, 2048 x 16 84.0 / 84.1%, the flat kernel 77.1 / 80.1% (cat_pad_sweep_words_h200.json).
 _WORDS_RULE = {"rows": 8, "max_tile_words": 4096, "thread_words": 64, "span": True}
 
 

@@ -18,7 +18,7 @@ Data movement never converts values, so the result is bit-identical by construct
 offsets are int64 (the program ids are widened before any multiplication). The loads take the
 default L2 policy: with ``evict_first`` the joint, Ulysses and USP benches ran 1.1-4.0 points of copy
 slower at 17 of their 20 cases and tied at the other three, HunyuanVideo's joint cat / split and USP split
-at 8 ranks (session 18, H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
+at 8 ranks (H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ class CopyConfig:
     def from_heuristic(cls, M: int, N: int, elem_bytes: int, platform: str, tile_bytes: int = 16384) -> CopyConfig:
         """Up to ``tile_bytes`` per program (16 KB; the cat+pad and upsample kernels take 8 KB:
         at 16 KB they spilled registers on sm_90), at most 4 KB of a contiguous run per chunk,
-        about two 16-byte accesses per thread. Not yet tuned on hardware (the first H200 run
-        of ``sgl-diffusion bench --op layout.<name>`` decides)."""
+        about two 16-byte accesses per thread. A rule, not a sweep's result: no launch sweep of it
+        has run on hardware (``sgl-diffusion bench --op layout.<name>`` measures it)."""
         warp = 64 if platform == "hip" else 32
         bn = min(next_pow2(max(N, 1)), max(16, 4096 // elem_bytes))
         bm = max(1, min(next_pow2(max(M, 1)), tile_bytes // (bn * elem_bytes)))

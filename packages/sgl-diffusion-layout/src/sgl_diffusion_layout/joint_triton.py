@@ -17,7 +17,7 @@ device copies 97.9% and 98.6%.
 A ``config`` argument picks the launch (a sweep compares them): ``None`` (the default rule
 above), ``"device_copy"`` (the per-part device copies wherever the parts allow them), a
 ``RowsConfig`` (the rows kernel with that tile) or a ``CopyConfig`` (the permutation copy,
-one launch per part, the previous default).
+one launch per part).
 """
 
 from __future__ import annotations

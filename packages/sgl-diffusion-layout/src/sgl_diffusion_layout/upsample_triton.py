@@ -6,7 +6,7 @@ output position it feeds, the row factors and the tile factor as constexpr loops
 eight output values per loaded one, two planes x two rows x two columns), so every input
 byte is read once, by one program, and each program writes 16-32 KB.
 
-Before it (``UpsampleConfig(replicate=False)``, kept for sweeps): one program per output
+The row variant (``UpsampleConfig(replicate=False)``, for sweeps): one program per output
 row tile in memory order (contiguous: row ``(n, c[, d])`` with an ``(h, w)`` tile;
 channels_last(_3d): ``(n[, d], h)`` with a ``(w, c)`` tile), on a 1-D grid with a row's
 tiles adjacent; it loads a source row once per output row that repeats it (twice per row

@@ -7,7 +7,7 @@ of the ``B`` lengths gives ``nnz`` (the size of ``indices``) and ``max_seqlen``.
 finds its chunk's first packed row by summing the counts of all earlier chunks (one masked
 vector load: a few hundred values at video sizes), then writes its tokens' flattened indices
 and inverse map with a prefix sum (``tl.cumsum``), and the last chunk of each sample its
-``cu_seqlens`` entry. (Session 3's form, one program per sample walking its whole mask, took
+``cu_seqlens`` entry. (Chunks, because one program per sample walking its whole mask took
 234 us for a ``[2, 75600]`` mask on the H200, eager 142 us: two programs, 74 steps each.)
 ``varlen_pack_qkv`` / ``varlen_scatter``: the row gather of ``copy_triton`` (the index is
 read once per program; padding rows are written as zeros in the same pass, and the rows of

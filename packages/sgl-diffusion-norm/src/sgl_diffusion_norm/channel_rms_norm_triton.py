@@ -1,6 +1,9 @@
 """Triton kernel for ``channel_rms_norm`` (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``).
 
-x is seen as ``[B, C, P]`` (the spatial dims merged, stride ``sp``; channel stride ``sc``). One
+x is seen as ``[B, C, P]`` (the spatial dims merged, stride ``sp``; channel stride ``sc``). Three
+kernels: the rows kernel (channels_last x with dense rows, the default there;
+:func:`_rows_config`), the streaming kernel (``rule="stream"``, other channels_last views) and the
+v1 kernel described here (contiguous x under the slab / mid / wide rules, and the fallback). One
 program owns ``BLOCK_P`` spatial positions of one sample and all C channels: a 2-D tile
 ``[BLOCK_C, BLOCK_P]`` per channel chunk, reduced along axis 0 (the channels).
 
@@ -32,11 +35,11 @@ from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_m
 
 @dataclass(frozen=True)
 class ChannelConfig:
-    """``stream=False``: the session-3 kernel (one tile per program; ``chunks > 1``: two passes
-    over a chunked slab). ``stream=True``: the streaming kernel, one pass from a register tile of
-    ``block_c + block_c2`` channels x ``block_p`` positions, several tiles per program (about
-    ``programs`` programs in all) with the next tile's loads issued before the current one is
-    normalized and stored."""
+    """``stream=False``: the v1 kernel (one tile per program; ``chunks > 1``: two passes over a
+    chunked slab; the slab / mid / wide rules run it too). ``stream=True``: the streaming kernel,
+    one pass from a register tile of ``block_c + block_c2`` channels x ``block_p`` positions,
+    several tiles per program (about ``programs`` programs in all) with the next tile's loads
+    issued before the current one is normalized and stored."""
 
     block_c: int
     block_p: int
@@ -92,9 +95,9 @@ class ChannelConfig:
         """``rule``: ``"auto"`` (the default: the measured winner per layout and C), ``"rows"``,
         ``"slab"`` (contiguous x up to 128 channels), ``"mid"`` (contiguous x up to 384 channels),
         ``"wide"`` (contiguous x, v1's tile with the output pass prefetching), ``"stream"`` or
-        ``"v1"`` (the session-3 rule). ``dtype`` (the torch dtype's name, e.g. ``"bfloat16"``):
-        the mid rule's held slab becomes a two-CTA cluster for the dtypes in ``_CLUSTER_DTYPES``
-        on CUDA sm_90+ (:func:`cluster_rule_applies`).
+        ``"v1"`` (the first measured rule, :func:`_channel_config_v1`). ``dtype`` (the torch dtype's
+        name, e.g. ``"bfloat16"``): the mid rule's held slab becomes a two-CTA cluster for the
+        dtypes in ``_CLUSTER_DTYPES`` on CUDA sm_90+ (:func:`cluster_rule_applies`).
 
         Measured on one H200, bf16 (% of copy, vae_norm_sweep_s10c_h200.json): channels_last the
         rows kernel 95.2 / 95.5 / 97.9% at C = 96 / 192 / 384; contiguous x the slab rule 92.4% at
@@ -117,8 +120,8 @@ class ChannelConfig:
                 # C = 384, % of copy: 84.0-84.3% against 81.7-82.3% with one CTA, 85.3 / 85.7% with the
                 # operands ahead, which gain nothing with one CTA: channel_cluster_s14_*_h200.json,
                 # channel_ops_ahead_s14_torchptxas_h200.json); SiLU's exponent as its own FMA: 0.1-0.6
-                # points more in 6 of 6 pairs (channel_fold_s14_torchptxas_h200.json); its loads without the
-                # evict_first hint (session 17): 86.5 / 88.1 / 88.6% at 21 x 240 x 416 / 120 x 208 / 480 x 832
+                # points more in 6 of 6 pairs (channel_fold_s14_torchptxas_h200.json); loads with no L2
+                # hint: 86.5 / 88.1 / 88.6% at 21 x 240 x 416 / 120 x 208 / 480 x 832
                 # (channel_rms_norm_bench_h200_s17_nohint*.json)
                 cfg = dataclasses.replace(cfg, block_p=cfg.block_p * _CLUSTER_CTAS, ctas=_CLUSTER_CTAS, ops_ahead=True,
                                           fold_silu=True)
@@ -143,16 +146,16 @@ _MAX_ROW = 2048
 
 @functools.cache
 def _channel_config_v1(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
-    """The session-3 launch rule (``ChannelConfig.from_heuristic(rule="v1")``), from a sweep on one
-    H200 (session 3, bf16, Wan-VAE shapes; tools/gpu/channel_rms_norm_sweep.py,
-    docs/benchmarks/channel_rms_norm_sweep_h200.json):
+    """The v1 launch rule (``ChannelConfig.from_heuristic(rule="v1")``; the fallback of the other
+    rules outside their range), from a sweep on one H200 (bf16, Wan-VAE shapes;
+    tools/gpu/channel_rms_norm_sweep.py, docs/benchmarks/channel_rms_norm_sweep_h200.json):
 
-    * contiguous: the two-pass slab of the first rule (8 warps) stays. At C = 96 (32 channels x
-      128 positions x 3 chunks) it was the best of 13 tiles, 68.3% of copy; at C = 384 its
-      128 x 32 x 3 slab ran 66.9% in the session's bench, the sweep's 32 x 128 x 12 58.1%. One
-      pass over a whole ``[next_pow2(C), BLOCK_P]`` register tile reached 61.0% / 54.6% at best.
+    * contiguous: a two-pass slab on 8 warps. At C = 96 (32 channels x 128 positions x 3 chunks)
+      the best of 13 tiles, 68.3% of copy; at C = 384 its 128 x 32 x 3 slab 66.9% in the bench,
+      32 x 128 x 12 58.1% in the sweep. One pass over a whole ``[next_pow2(C), BLOCK_P]`` register
+      tile reached 61.0% / 54.6% at best.
     * channels_last: one tile of whole channel rows with 4 warps (four 16-byte accesses per
-      thread): 74.1% at C = 96, 75.0% at C = 384; the 8 warps of the first rule gave 64.3% / 62.1%.
+      thread): 74.1% at C = 96, 75.0% at C = 384; 8 warps: 64.3% / 62.1%.
     """
     warp = 64 if platform == "hip" else 32
     full = next_pow2(max(C, 1))
@@ -183,10 +186,9 @@ def _slab_config(C: int, elem_bytes: int, channels_last: bool, platform: str) ->
     chunks (8 KB, four 16-byte accesses per thread: 4 warps on CUDA), the output pass issuing the
     next chunk's loads before it stores the current one, SiLU's fast forms for 16-bit outputs.
 
-    H200 sweep (session 10, bf16, Wan-VAE C = 96, % of copy, vae_norm_sweep_s10c_h200.json):
-    32 x 128 x 3 chunks on 4 warps with prefetch 92.4% (torch's ptxas 92.2%); the same with the
-    slab held in registers 88.3%, without either 74.1%; session 8's rule (64 x 64 x 2 on 4 warps,
-    no prefetch) 79.6%."""
+    H200 sweep (bf16, Wan-VAE C = 96, % of copy, vae_norm_sweep_s10c_h200.json): 32 x 128 x 3
+    chunks on 4 warps with prefetch 92.4% (torch's ptxas 92.2%); the same with the slab held in
+    registers 88.3%, without either 74.1%; 64 x 64 x 2 on 4 warps, no prefetch, 79.6%."""
     if channels_last or C > _SLAB_MAX_C:
         return _channel_config_v1(C, elem_bytes, channels_last, platform)
     warp = 64 if platform == "hip" else 32
@@ -214,7 +216,7 @@ def _mid_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> 
     chunks of 128 channels (C > 256) the slab is read once and held in registers (``hold``),
     statistics and output from registers; below that the output pass prefetches.
 
-    H200 sweeps (session 10, bf16, Wan-VAE shapes, % of copy): C = 384 hold 128 x 64 x 3 on 8
+    H200 sweeps (bf16, Wan-VAE shapes, % of copy): C = 384 hold 128 x 64 x 3 on 8
     warps 80.8-83.0% (vae_norm_sweep_s10c / s10d / s10e), over 128 x 32 x 3 63.6%, prefetch
     instead 73.2-75.8%, v1 66.3%; C = 192 prefetch 64 x 64 x 3 on 4 warps 85.2%, hold 80.1%
     (64 x 128 x 3 on 8 warps 84.6%; vae_norm_sweep_s10g_c192_h200.json)."""
@@ -257,7 +259,8 @@ def cluster_rule_applies(arch: int | str | None, triton_version: str | None = No
 @functools.cache
 def _wide_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
     """Contiguous x with more than 384 channels: v1's tile, the output pass prefetching, SiLU's
-    fast forms for 16-bit outputs (at C = 384: 73.2% of copy against v1's 66.3%, session 10)."""
+    fast forms for 16-bit outputs (at C = 384: 73.2% of copy against v1's 66.3%,
+    vae_norm_sweep_s10c_h200.json)."""
     v1 = _channel_config_v1(C, elem_bytes, channels_last, platform)
     if channels_last or v1.chunks < 2:
         return v1
@@ -286,8 +289,8 @@ _INTERPRETER_STREAM_PROGRAMS = 1  # the CPU lane: every tile of a call in one pr
 
 @functools.cache
 def _channel_config(C: int, elem_bytes: int, channels_last: bool, platform: str) -> ChannelConfig:
-    """Launch rule of the streaming kernel, written without a GPU (tools/gpu/vae_norm_sweep.py
-    compares it with the v1 rule). Why v1 stays below 85% of copy: each program loads one 6-8 KB
+    """Launch rule of the streaming kernel (``rule="stream"``; tools/gpu/vae_norm_sweep.py compares
+    it with the v1 rule). Why v1 stays below 85% of copy: each program loads one 6-8 KB
     tile, reduces it across warps and stores it, so a resident program has loads in flight for
     only part of its life (latency bound; sm_90: 48-80 registers, no spills, 16-byte accesses).
     A stream program keeps the next tile's loads in flight while it reduces and stores the
@@ -446,7 +449,7 @@ def _chunk_store(x, y_base, y_p, pmask, inv, G, BIAS, Y, C, osc, k, BLOCK_C: tl.
     """Normalize channel chunk ``k`` (fp32, or raw values held since the statistics pass: widened
     through their bits, so the compiler keeps them packed instead of holding fp32 copies; sm_90,
     hold 32 x 128 x 3 at C = 96 / 128 x 32 x 3 at C = 384: 105 / 64 registers against 167 / 90,
-    before SiLU's new fast form) and store it."""
+    measured without SiLU's fast form) and store it."""
     c = k * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = c < C
     y = _finish(triton_math.widen_held(x), inv, G, BIAS, c, cmask, HAS_BIAS, SILU, FAST)

@@ -90,7 +90,7 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
 def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None,
          progress=print) -> list[dict]:
     """Sweep the Triton configuration (positions per tile, warps, programs of the statistics pass)
-    at the bench shapes (GPU tuning aid; written without a GPU, never run). Rows carry time and %
+    at the bench shapes (GPU tuning aid; it has not run on a GPU). Rows carry time and %
     of a same-run copy of the two-pass bytes; the winner belongs in ``_group_config``."""
     from sgl_diffusion_core import resolve_target
 

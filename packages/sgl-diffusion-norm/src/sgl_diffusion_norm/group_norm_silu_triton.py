@@ -39,7 +39,7 @@ from .channel_rms_norm_triton import split_channels
 
 @dataclass(frozen=True)
 class GroupConfig:
-    """``stream=False``: the session-3 kernels (stats tiles of whole groups, ``gpb`` groups per
+    """``stream=False``: the v1 kernels (stats tiles of whole groups, ``gpb`` groups per
     channel block, combined per group in the kernel; one apply tile per program, the same tile).
     ``stream=True``: the streaming kernels: per-channel statistics partials (channel blocks of
     ``block_c`` channels need not hold whole groups; the finalize kernel combines the channels of a
@@ -85,12 +85,15 @@ class GroupConfig:
     @classmethod
     def from_heuristic(cls, C: int, G: int, elem_bytes: int, channels_last: bool, platform: str,
                        arch: int | str | None = None, rule: str = "v2") -> GroupConfig:
-        """``rule``: ``"v2"`` (the default: v1's statistics, the flat / rows apply kernels),
-        ``"v1"`` (the session-3 rule) or ``"stream"`` (split statistics with loads two tiles ahead).
+        """``rule``: ``"v2"`` (the default, :func:`_v2_config`: v1's statistics and the flat apply
+        kernel on contiguous x, the rows statistics and apply kernels on channels_last x), ``"v1"``
+        (:func:`_group_config`: statistics tiles of whole groups, one apply tile per program) or
+        ``"stream"`` (split statistics with loads two tiles ahead).
 
-        Measured on one H200, bf16 (docs/benchmarks/vae_norm_sweep_h200.json, % of the two-pass
-        bound): v1 61.5 / 66.4 / 56.0 / 53.5 / 64.9% at c192-cl / c192 / c96-cl / c384-cl / c384,
-        the stream rule 57.7 / 70.1 / 49.0 / 54.6 / 55.0%: v1 stays the default."""
+        Measured on one H200, bf16, % of the two-pass bound: v2 87.2 / 90.4 / 89.7% at c96-cl /
+        c192-cl / c384-cl and 91.7-93.8% contiguous (docs/benchmarks/group_norm_silu_bench_h200.json);
+        v1 61.5 / 66.4 / 56.0 / 53.5 / 64.9% at c192-cl / c192 / c96-cl / c384-cl / c384, the stream
+        rule 57.7 / 70.1 / 49.0 / 54.6 / 55.0% (docs/benchmarks/vae_norm_sweep_h200.json)."""
         if rule == "v1":
             return _group_config(C, G, elem_bytes, channels_last, platform)
         if rule == "v2":
@@ -100,8 +103,8 @@ class GroupConfig:
         return _stream_config(C, G, elem_bytes, channels_last, platform)
 
 
-# Elements per tile and the stats programs to aim for (a few waves on 132 SMs). Not tuned on
-# hardware (written without a GPU): the first H200 run of the bench decides.
+# Elements per tile and the stats programs to aim for (a few waves on 132 SMs); not tuned by a
+# sweep on hardware.
 _TILE = 4096
 _STATS_PROGRAMS = 2048
 _FINALIZE_BLOCK = 1024
@@ -145,12 +148,12 @@ _STATS_MIN_ROWS = 16
 # ... and programs: fewer, longer programs amortize each program's group combination (H200,
 # vae_norm_sweep_s6_stats_*_h200.json: 512 programs 85.3 / 81.0 / 72.7% at C = 192 / 96 / 384,
 # 1024 84.3 / 79.9 / 71.3%, 2048 82.2 / 77.2 / 68.3%, 4096 77.6 / 72.5 / 63.0%; the loop
-# unrolled 2 / 4 / 8 times: mixed, -10 to +7 points). Session 9 (two dense channel tiles,
-# vae_norm_sweep_s9_*_h200.json): the best count is one wave of 2048 warps in all (C = 384, 8
+# unrolled 2 / 4 / 8 times: mixed, -10 to +7 points). With two dense channel tiles
+# (vae_norm_sweep_s9_*_h200.json) the best count is one wave of 2048 warps in all (C = 384, 8
 # warps: 256 programs 77.8-83.3% against 512 74.2-79.0%; C = 96 / 192, 4 warps: 512 programs
 # 79.3-85.9% against 256 70.6-75.7%)
 _STATS_ROWS_WARPS = 2048
-# the rows apply (session 9): steps of 2 KB (positions x padded channels, one warp) and 4 steps per
+# the rows apply: steps of 2 KB (positions x padded channels, one warp) and 4 steps per
 # program, the next step's loads issued first. H200 sweeps at C = 192 / 96 / 384: one 8 KB step per
 # program 79.3 / 79.8 / 74.2%, four 4 KB steps 85.3-86.2 / 82.1-83.0 / 80.9-81.9%
 # (vae_norm_sweep_s9_apply_h200.json), four 2 KB steps 87.5 / 83.9 / 86.7% against 86.3 / 83.2 /
@@ -159,7 +162,7 @@ _APPLY_ROWS_BYTES = 2048
 _APPLY_ITERS = 4
 # the two dense channel tiles only where the smaller one's rows are at least this many bytes: at
 # C = 96 (64 + 32 channels, 64-byte rows) one padded tile of 128 measured 86.3 / 86.4% against
-# 83.3 / 82.8% (session 10, Triton's / torch's ptxas, after SiLU's new fast form); at C = 192 / 384
+# 83.3 / 82.8% (Triton's / torch's ptxas, SiLU's fast form); at C = 192 / 384
 # (rows of 128 / 256 bytes) the dense tiles lead by 10-13 points (vae_norm_sweep_s10c_h200.json)
 _SPLIT_MIN_BYTES = 128
 
@@ -167,15 +170,14 @@ _SPLIT_MIN_BYTES = 128
 @functools.cache
 def _v2_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: str) -> GroupConfig:
     """Contiguous x: v1's statistics, then :func:`_gn_apply_flat_kernel`. channels_last x with dense
-    rows: :func:`_gn_stats_rows_kernel` and :func:`_gn_apply_rows_kernel`. Nsight Compute on one
-    H200 (bf16, C = 384, session 6) put v1's apply kernel at 38% (contiguous) / 45%
-    (channels_last) of DRAM bandwidth, its statistics at 61% / 28%. With v2 (session 6 benches):
-    93.3 / 90.9% of the two-pass bound at C = 192 / 384 contiguous (v1: 66.5 / 65.0%), 84.8 /
-    81.2 / 78.7% at C = 192 / 96 / 384 channels_last (v1: 53.5-61.5%). SiLU takes its fast forms
-    for 16-bit outputs (``fast=None``): 0-5 points ahead in the sweep. Session 9, channels_last:
-    the rows kernels' two dense channel tiles (``split``; one padded tile measured 60-74%), one
-    wave of statistics warps and four 2 KB apply steps per program (sweeps above). Session 10:
-    one padded tile again where the smaller dense tile has rows under 128 bytes (C = 96 in bf16)."""
+    rows: :func:`_gn_stats_rows_kernel` and :func:`_gn_apply_rows_kernel`, with a position's
+    channels as two dense channel tiles (``split``; one padded tile measured 60-74%) except where
+    the smaller dense tile has rows under 128 bytes (C = 96 in bf16: one padded tile), one wave of
+    statistics warps and four 2 KB apply steps per program (sweeps above). SiLU takes its fast
+    forms for 16-bit outputs (``fast=None``): 0-5 points ahead in the sweep. Why not v1: Nsight
+    Compute on one H200 (bf16, C = 384) put v1's apply kernel at 38% (contiguous) / 45%
+    (channels_last) of DRAM bandwidth, its statistics at 61% / 28%; the rates of both rules are in
+    :meth:`GroupConfig.from_heuristic`."""
     warp = 64 if platform == "hip" else 32
     base = _group_config(C, G, elem_bytes, channels_last, platform)
     if channels_last and next_pow2(C) > _APPLY_MAX_C:  # one register tile per position: bounded
@@ -229,7 +231,7 @@ def _pow2_divisor(n: int, cap: int) -> int:
 
 @functools.cache
 def _stream_config(C: int, G: int, elem_bytes: int, channels_last: bool, platform: str) -> GroupConfig:
-    """Launch rule of the streaming kernels, written without a GPU (tools/gpu/vae_norm_sweep.py
+    """Launch rule of the streaming kernels (``rule="stream"``; tools/gpu/vae_norm_sweep.py
     compares it with the v1 rule, which measured 53-66% of the two-pass bound on the H200).
 
     Why v1 stays low: its statistics loop issues one 8 KB tile and waits for it before the next
@@ -257,16 +259,16 @@ def _stream_config(C: int, G: int, elem_bytes: int, channels_last: bool, platfor
                        apply_block_p=block_p, apply_warps=warps, apply_programs=programs)
 
 
-# L2 on the two passes over x (session 18, tools/gpu/gn_order_probe.py, H200, bf16, % of the two-pass
+# L2 on the two passes over x (tools/gpu/gn_order_probe.py, H200, bf16, % of the two-pass
 # bound at C = 192 / 96 / 384, docs/benchmarks/gn_order_probe_s18_h200_*.json): the statistics pass
 # loads x with evict_last, the apply pass loads it with no hint and walks its programs last first, so it
 # starts on the end of x the statistics pass left in L2. channels_last 90.6 / 89.1 / 89.5% against
 # 87.8 / 88.2-88.6 / 87.7-88.3% with evict_first on both passes in program order; contiguous 94.0-94.1 /
 # 93.2 / 92.4-92.5% against 93.8 / 92.8 / 92.1%. Most of the channels_last gain is the apply loads'
 # hint dropped (90.4 / 88.8 / 89.1% alone); the order alone moved nothing (87.8 / 88.1 / 87.8%). The
-# streaming kernels (rule "stream", never the default) keep evict_first: not measured with the change.
-# The tile apply kernel (_gn_apply_kernel: strided x, rule "v1") takes the same change; no bench case
-# reaches it on the GPU, so it was not timed (the CPU lane runs it).
+# streaming kernels (rule "stream", never the default) keep evict_first: not measured without it.
+# The tile apply kernel (_gn_apply_kernel: strided x, rule "v1") follows the same rule, untimed: no
+# bench case reaches it on the GPU (the CPU lane runs it).
 @triton.jit
 def _last_first():
     """This program's index counted from the grid's end: program 0 takes the last tile."""

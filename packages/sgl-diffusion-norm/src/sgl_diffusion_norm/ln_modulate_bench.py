@@ -1,6 +1,6 @@
 """Benchmark cases of ``ln_modulate`` at production shapes (../shared/SHAPES.md).
 
-Providers: ``sgl_diffusion`` (the public op with its default, ``exact=None``: since session 8 the
+Providers: ``sgl_diffusion`` (the public op with its default, ``exact=None``: the
 exact kernel behind its gate), ``sgl_diffusion(close)`` (``exact=False``: the close kernel),
 ``sgl_diffusion(exact kernel)`` (the exact kernel alone, without its gate), ``eager`` (the diffusers
 chain ``F.layer_norm(x) * (1 + scale) + shift`` in the storage dtype), ``torch.compile``

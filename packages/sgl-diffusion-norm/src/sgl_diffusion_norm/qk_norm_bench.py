@@ -92,7 +92,7 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
 def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None,
          progress=print) -> list[dict]:
     """Sweep the Triton launch configuration (heads per program x warps) at the bench shapes (GPU
-    tuning aid; written without a GPU, never run). One row per configuration with time and % of a
+    tuning aid; it has not run on a GPU). One row per configuration with time and % of a
     same-run copy; the winner belongs in ``qk_norm_triton._heads_config``."""
     from sgl_diffusion_core import next_pow2, resolve_target
 

@@ -13,7 +13,7 @@ its 16-byte alignment; ``S``, ``H`` and the row counts are runtime values.
 Statistics in fp32 (centred variance for LayerNorm, in registers), one final rounding with
 ties to even (``triton_math.narrow``: the interpreter would truncate). Contract ``close``.
 x loads with the default L2 policy: with ``evict_first`` the three bench cases ran 1.8-2.4 points of
-copy slower (session 18, H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
+copy slower (H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ class HeadsConfig:
 
 
 # Bytes of x per program: 4 KB (16 heads of 128 bf16 values) with 4 warps is 2 x 16-byte
-# accesses per thread. Not tuned on hardware yet (written without a GPU): the first H200
-# run of `sgl-diffusion bench --op norm.qk_norm` decides.
+# accesses per thread. A rule, not tuned by a sweep on hardware (`qk_norm_bench.tune` is one);
+# the benches run it at 99.8-100.2% of copy at Wan / HunyuanVideo (H200, bf16,
+# docs/benchmarks/hint_ab_s18_h200_*.json).
 _TILE_BYTES = 4096
 
 

@@ -7,11 +7,11 @@ behind a ``BitExactFusionGate``), the eager chains in ``row_norm_torch.py``.
 Backends per op, in selection order: ``triton`` (contract ``close``: fp32 statistics, one
 rounding), ``triton_exact`` (contract ``exact``, trusted per call signature only after the
 gate saw it match the eager chain; otherwise the eager chain runs), ``torch`` (the eager
-chain itself, exact). ``exact=None`` follows ``OpDef.default_exact``: exact for ``rms_norm``
-and ``rms_modulate``, close for ``layer_norm`` and ``ln_modulate`` (their exact kernel replays
-ATen's Welford order and ran at 12-18% of copy on an H200; see specs.py); ``exact=False``
-asks for the fastest backend whatever its contract. An explicit ``backend=`` with
-``exact=None`` runs that backend under its own contract (``exact=True`` with a close backend raises).
+chain itself, exact). ``exact=None`` follows ``OpDef.default_exact``: exact for all four ops
+(specs.py: on an H200 the public ops run at 89-114% of copy and the gate verified every
+signature of the GPU lane); ``exact=False`` asks for the fastest backend whatever its contract.
+An explicit ``backend=`` with ``exact=None`` runs that backend under its own contract
+(``exact=True`` with a close backend raises).
 """
 
 from __future__ import annotations

@@ -32,15 +32,15 @@ float, ``mean += delta * (1/count)``, ``m2 += delta * (x - new_mean)``); then th
 (offsets 16, 8, ..., 1, lane ``i`` combining with ``i + offset``: ``cuWelfordCombine``), then
 the warps halving through shared memory; the counts, and so every combine's ``1 / count``,
 ``nA`` and ``nB``, follow from ``D`` alone and come from a host table computed in fp32 as eager
-does (:func:`welford_tree_table`; session 7: the fp64 divisions the kernel did instead held
-136-141 registers on sm_90, three programs per SM; the table build holds 64); ``var = m2 / D``;
+does (:func:`welford_tree_table`: fp64 divisions in the kernel instead hold 136-141 registers on
+sm_90, three programs per SM; with the table, 64); ``var = m2 / D``;
 ``rstd = rsqrt(var + eps)``; output
 ``gamma * (rstd * (x - mean)) + beta`` in fp32, rounded once to x's dtype. nvcc contracts
 ``a * b + c`` in that code into FMAs (it compiles without ``--use_fast_math`` but with
 ``--fmad=true``); we assume the contraction LLVM's DAG combiner makes (the left product of a
 sum of two products) and evaluate each such FMA with the hardware's FMA instruction (``tl.fma``:
 the one instruction nvcc emits; the kernel is otherwise built without contraction, and its AOT
-variants carry ``explicit_fma``). ``HW_FMA=False`` selects the earlier emulation (an exact fp64
+variants carry ``explicit_fma``). ``HW_FMA=False`` selects an emulation (an exact fp64
 product plus one fp64 add rounded to fp32, which differs from a true FMA only when the fp64
 sum lands exactly on an fp32 tie; 12-18% slower on the H200). Reproduced for the vectorized path only
 (``D % 4 == 0``, 16-byte aligned rows; the chain casts the affine parameters to x's dtype);
@@ -822,61 +822,57 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     output loop; None: the compiler's choice), ``ROWS`` (RMSNorm rows per program, a warp each),
     ``REVERSE_OUT`` (the output pass over the chunks last to first), ``VEC`` (LayerNorm: one vector
     load per chunk, the chunks unrolled at compile time; up to 16 chunks), ``EVEN`` (LayerNorm:
-    every chunk full, no masks; derived from ``D``) and ``TREE`` (LayerNorm: 1, the intra-warp
+    every chunk full, no masks; derived from ``D``), ``TREE`` (LayerNorm: 1, the intra-warp
     combines as warp-local ``tl.gather``s; 0, halving through shared memory; the same order),
     ``HOLD`` (True / False: the row held in registers or read twice; default by the rule below;
-    ``HOLD_BYTES`` moves its size limit), ``MAXNREG`` (CUDA's register cap, a launch option;
+    ``HOLD_BYTES`` moves its size limit), ``MOD_AHEAD`` / ``MOD_EARLY`` / ``OUT_AHEAD`` (loads
+    issued ahead; the rules in the body), ``MAXNREG`` (CUDA's register cap, a launch option;
     None: uncapped) and ``WPR`` (RMSNorm's warps per row, a launch option; see ``_split_options``).
 
-    Measured on one H200, bf16 (docs/benchmarks/exact_norm_sweep_h200.json, % of a same-run copy,
-    FLUX / Wan / HunyuanVideo): RMSNorm with its chunk loops fully unrolled 77.2 / 92.0 / 94.9%
-    (compiler's choice 71.9 / 84.4 / 91.0%); LayerNorm's Welford loop fully unrolled at 6 chunks
-    (D=3072) 35.1 / - / 26.4%, by 2 at 10 chunks (D=5120, where full unrolling measured no gain)
-    18.4%; the hardware FMA 12-18% faster than the fp64 emulation. Below 16384 rows (FLUX: 4608
-    one-warp programs fill 1.09 waves of 32 resident programs per SM) RMSNorm takes 2 rows per
-    program: rms_norm 77.7 -> 85.1%, rms_modulate 71.7 -> 81.1% (4 rows: 83.3 / 82.5%); with
-    many rows 2 per program lost 5-20 points (docs/benchmarks/exact_norm_sweep2_h200.json). From
-    16384 rows RMSNorm's output pass walks the chunks last to first (``REVERSE_OUT``, session 5,
-    docs/benchmarks/exact_norm_sweep_reverse_*_h200.json): rms_modulate Wan 77.4 -> 80.3%,
-    rms_norm Wan 91.8 -> 92.9%, HunyuanVideo +0.1 / +0.5 points; at FLUX it lost 1.2-2.4 points;
-    LayerNorm was not measured with it and keeps the forward order.
+    The defaults are the rules measured on one H200 (bf16, % of a same-run copy at FLUX / Wan /
+    HunyuanVideo, every row ``torch.equal`` to eager):
 
-    LayerNorm, session 7 (docs/benchmarks/exact_norm_sweep_*s7*_h200.json, FLUX / Wan /
-    HunyuanVideo): the combine coefficients from a host table (no fp64 division, 64 registers
-    instead of 136-141) took layer_norm from 35 / 18 / 26% to 56 / 63 / 51%; ``EVEN`` (no masks
-    in the Welford steps when every chunk is full) to 64 / 68 / 56%; ``VEC`` (one vector load per
-    chunk, split in registers) to 71 / 77 / 67%; the chunks unrolled at compile time and the
-    output loop fully unrolled (``UNROLL_OUT``) to 75 / 90 / 74%; unmasked loads and stores to
-    77 / 94 / 75% (ln_modulate 70 / 87 / 65%). Nsight Compute at Wan before ``VEC``: SM throughput
-    84%, DRAM 48%: bound by instructions, not memory. Keeping the row in registers (one read)
-    measured 41% at Wan (102-134 registers). Session 8 (``exact_norm_sweep_s8_tree_h200.json``):
-    ``TREE`` 1 (sm_90: 856 -> 648 instructions per thread at D = 3072) took layer_norm to 103 / 96 /
-    99% and ln_modulate to 92 / 92 / 87%. Rejected there for the RMSNorm kernel: a persistent grid
-    (39-85% against 79-95%) and a register cap (rms_modulate at Wan 60% at 48-64 registers against
-    81%; ``exact_norm_sweep_s8_*_rejected_h200.json``).
-
-    Session 11 (``exact_norm_sweep_s11_hold*_h200.json``, Triton's / torch's ptxas, every row
-    ``torch.equal`` to eager): the row held in registers (``HOLD``, one read of x; session 9's
-    Nsight Compute had the second read of Wan's 10 KB rows missing L2 half the time). RMSNorm:
-    rms_modulate Wan 79.6-80.7 -> 84.3-87.6% at one row per program (bench 85.7%), 85.9 / 86.1% at
-    two (bench 84.8%); FLUX 82.1-83.6 -> 79.9-82.8% (one row; bench 78.8%), 81.9-82.4% (two; bench
-    76.4%); HunyuanVideo 94.5% either way at one row, 92.5% at two; rms_norm FLUX bench 89.5% at
-    one row, 84.5% at two: one row per program. sm_90: 80 / 118 registers at D = 3072 / 5120
-    (Triton 3.9), 80 / 147 (3.6). Run 4 (``exact_norm_sweep_s11_cap_*_h200.json``): the held row
-    capped at 128 registers, Wan 84.5 -> 87.1% under Triton's ptxas (87.1 / 87.2% under torch's);
-    capped at D = 3072 HunyuanVideo lost 1.3 points and FLUX 1-2; FLUX read twice (session 10's
-    kernel, two rows per program) measured 82.3-82.7% against the held row's 80.3-82.0% (runs 1, 2,
-    4: the re-read kernel 0.7-2.3 points ahead each time). Session 12 (one build of the held row and
-    output walk for both norms since session 11's last commit; ``exact_norm_sweep_s12_flux_*_h200.json``,
-    three interleaved repeats under each ptxas): at FLUX the held row one per program measured
-    rms_modulate 85.9-88.4% against the re-read kernel's 81.7-85.7%, rms_norm 89.4-92.7% against
-    84.6-87.7%, in all 12 pairs. The rule: RMSNorm holds at every row count where eager gives a row
-    one warp (``LANES == WARP``: from 16 rows at these widths; fewer rows spread a row over several
-    warps, never measured held on a GPU), capped above 32 chunks.
-    LayerNorm: ln_modulate FLUX 92.1-93.1 -> 98.8-100.2%, Wan 92.1-92.4 -> 96.6-96.7%, but
-    HunyuanVideo 87.4-88.2 -> 85.7-86.7% and layer_norm there 99.7 -> 96.7% (40 -> 48
-    registers at 6 chunks, fewer programs per SM): LayerNorm holds from 8 chunks or below 16384
-    rows.
+    * ``UNROLL``: RMSNorm's chunk loops fully unrolled, 77.2 / 92.0 / 94.9% (the compiler's choice
+      71.9 / 84.4 / 91.0%); LayerNorm's Welford loop fully unrolled up to 6 chunks (D=3072: 35.1 /
+      - / 26.4%), by 2 above (D=5120, where full unrolling measured no gain: 18.4%). ``HW_FMA``:
+      12-18% faster than the fp64 emulation (docs/benchmarks/exact_norm_sweep_h200.json).
+    * ``ROWS``: RMSNorm rows read twice take 2 rows per program below 16384 rows (FLUX's 4608
+      one-warp programs fill 1.09 waves of 32 resident programs per SM): rms_norm 77.7 -> 85.1%,
+      rms_modulate 71.7 -> 81.1% (4 rows: 83.3 / 82.5%); with many rows 2 per program lose 5-20
+      points (docs/benchmarks/exact_norm_sweep2_h200.json).
+    * ``REVERSE_OUT``: from 16384 rows RMSNorm rows read twice walk the output pass last chunk
+      first, so the chunks the statistics pass read last are re-read first
+      (docs/benchmarks/exact_norm_sweep_reverse_*_h200.json): rms_modulate Wan 77.4 -> 80.3%,
+      rms_norm Wan 91.8 -> 92.9%, HunyuanVideo +0.1 / +0.5 points; at FLUX it lost 1.2-2.4 points.
+      LayerNorm was not measured with it and keeps the forward order.
+    * LayerNorm (docs/benchmarks/exact_norm_sweep_*s7*_h200.json; each step on top of the ones
+      before, layer_norm from 35 / 18 / 26%): the combine coefficients from a host table (no fp64
+      division, 64 registers instead of 136-141) 56 / 63 / 51%; ``EVEN`` (no masks in the Welford
+      steps when every chunk is full) 64 / 68 / 56%; ``VEC`` (one vector load per chunk, split in
+      registers) 71 / 77 / 67%; the chunks unrolled at compile time and the output loop fully
+      unrolled (``UNROLL_OUT``) 75 / 90 / 74%; unmasked loads and stores 77 / 94 / 75% (ln_modulate
+      70 / 87 / 65%); ``TREE`` 1 (sm_90: 856 -> 648 instructions per thread at D = 3072) 103 / 96 /
+      99%, ln_modulate 92 / 92 / 87% (``exact_norm_sweep_s8_tree_h200.json``). Without ``VEC``
+      Nsight Compute at Wan had SM throughput at 84% and DRAM at 48%: bound by instructions, not
+      memory; keeping that kernel's row in registers measured 41% at Wan (102-134 registers).
+    * Not in RMSNorm's rules: a persistent grid (39-85% against 79-95%) and a register cap of 48-64
+      (rms_modulate at Wan 60% against 81%; ``exact_norm_sweep_s8_*_rejected_h200.json``).
+    * ``HOLD`` (the row held in registers, one read of x; ``exact_norm_sweep_s11_hold*_h200.json``,
+      ``exact_norm_sweep_s12_flux_*_h200.json``, Triton's and torch's ptxas): Nsight Compute had the
+      second read of Wan's 10 KB rows missing L2 half the time. RMSNorm holds wherever eager gives a
+      row one warp (``LANES == WARP``: from 16 rows at these widths; fewer rows spread a row over
+      several warps, never measured held on a GPU), one row per program: rms_modulate Wan
+      79.6-80.7 -> 84.3-87.6% (bench 85.7%; two rows per program 85.9 / 86.1%, bench 84.8%),
+      HunyuanVideo 94.5% (two rows: 92.5%), rms_norm FLUX bench 89.5% (two rows: 84.5%); at FLUX the
+      held row measured rms_modulate 85.9-88.4% against the re-read kernel's 81.7-85.7% and rms_norm
+      89.4-92.7% against 84.6-87.7%, in all 12 pairs of three interleaved repeats under each ptxas.
+      sm_90: 80 / 118 registers at D = 3072 / 5120 (Triton 3.9), 80 / 147 (3.6). LayerNorm holds from
+      8 chunks or below 16384 rows: ln_modulate FLUX 92.1-93.1 -> 98.8-100.2%, Wan 92.1-92.4 ->
+      96.6-96.7%, but HunyuanVideo 87.4-88.2 -> 85.7-86.7% and layer_norm there 99.7 -> 96.7% (40 ->
+      48 registers at 6 chunks, fewer programs per SM).
+    * ``MAXNREG``: RMSNorm rows held in more than 32 chunks are capped at 128 registers: Wan 84.5 ->
+      87.1% under Triton's ptxas (87.1 / 87.2% under torch's); capped at D = 3072 HunyuanVideo lost
+      1.3 points and FLUX 1-2 (``exact_norm_sweep_s11_cap_*_h200.json``).
     """
     g, ch = geom.x, geom.chain
     warp = 64 if platform == "hip" else 32
@@ -911,8 +907,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         **(tuning or {}),
     }
     # LayerNorm with every chunk full (the layout after any override): no masks (Welford selects,
-    # loads, stores). Unmasked RMSNorm builds measured slower (session 7: rms_modulate at Wan 59.9%
-    # against 79.8%, docs/benchmarks/exact_norm_sweep_s7_unmasked_h200.json), so EVEN is
+    # loads, stores). Unmasked RMSNorm builds measured slower (rms_modulate at Wan 59.9% against
+    # 79.8%, docs/benchmarks/exact_norm_sweep_s7_unmasked_h200.json), so EVEN is
     # LayerNorm's alone
     out.setdefault("EVEN", out["NORM"] == 0 and g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
     # the row held in registers (one read of x, see _hold_load) where its raw chunks fit
@@ -948,8 +944,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     # MOD_AHEAD (held rows): the output chain's operands (weight, bias, scale, shift) loaded a group
     # of this many chunks ahead of the chunks they serve, the group halved until it divides CHUNKS;
     # MOD_EARLY: the first group's loads issued with x's, before the statistics. The rule: RMSNorm 4
-    # chunks up to 32 chunks, 1 above (the register-capped rows), LayerNorm none (session 13,
-    # exact_norm_sweep_s13_ahead_*_h200.json, torch's ptxas, % of copy: rms_modulate FLUX 79.6-80.8
+    # chunks up to 32 chunks, 1 above (the register-capped rows), LayerNorm none
+    # (exact_norm_sweep_s13_ahead_*_h200.json, torch's ptxas, % of copy: rms_modulate FLUX 79.6-80.8
     # -> 104.2% at 4 (98-99% at 2, 91% at 1), HunyuanVideo 94.3 -> 96.7%, Wan 87.2 -> 91.7% at 1
     # (90% at 2, 85.5% at 4 under the 128-register cap); ln_modulate within 1.3 points either way)
     if "MOD_AHEAD" in out:
@@ -968,8 +964,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     # OUT_AHEAD (rows read twice): the output pass's loads of x and of the operands a group of this
     # many chunks ahead (forward order: not with REVERSE_OUT), the group halved until it divides
     # CHUNKS. The rule: LayerNorm 1, RMSNorm none (its rows read twice, fp16 / wide fp32 / under 16
-    # rows, were not measured with it). Session 13 (exact_norm_sweep_s13_out_ahead_torch_h200.json,
-    # HunyuanVideo, 118800 rows of 6 chunks, torch's ptxas): ln_modulate 87.9 / 87.9% -> 89.3% at 1,
+    # rows, were not measured with it). exact_norm_sweep_s13_out_ahead_torch_h200.json (HunyuanVideo,
+    # 118800 rows of 6 chunks, torch's ptxas): ln_modulate 87.9 / 87.9% -> 89.3% at 1,
     # 88.8-88.9% at 2; layer_norm 100.3 / 99.9% -> 101.8% at 1, 102.0 / 102.0% at 2
     if "OUT_AHEAD" in out:
         again = out["OUT_AHEAD"]
@@ -993,7 +989,7 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     ``WPR`` (RMSNorm, tuning only, default 1): warps per row. The arithmetic is elementwise on the
     ``[ROWS, 4 * LANES]`` accumulators and an explicit tree, so spreading a row over more warps
     changes which thread does what, never the order (sm_90, held row at D = 3072: 56 registers on
-    2 warps against 80-92 on one). Measured on one H200 (session 12, bf16, rms_modulate / rms_norm
+    2 warps against 80-92 on one). Measured on one H200 (bf16, rms_modulate / rms_norm
     at FLUX, Wan, HunyuanVideo; docs/benchmarks/exact_norm_sweep_s12_wpr_rejected_h200.json): two or
     four warps per row 52.9-96.7% of copy against the rule's 83.7-95.9%, slower in 16 of 18 cases
     and within noise in the other two (rms_modulate FLUX held on two warps 83.8 against 83.7%,

@@ -1,5 +1,5 @@
 """The eager chains of the row-norm family (the definition of their exact contracts); also the
-CPU backend. Plus the fp32 specs of the close contract (``*_fp32``), used by tests and benches.
+CPU backend. Plus the fp32 spec of the close contract (:func:`norm_spec`), used by tests.
 
 The eager chains, written once here and documented in the package README:
 

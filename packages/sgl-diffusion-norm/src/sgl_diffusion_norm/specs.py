@@ -44,13 +44,13 @@ _ROW_OPS = (
 )
 
 # Exact by default (DESIGN.md, "Numeric contracts", makes exact the default wherever an exact
-# kernel exists). The gate verified all 40 call signatures of test_row_norm_exact_gpu.py on an H200
-# (D 1536/2432/3072/5120; per-sample, per-token, per-frame modulation; plain, affine, fp32
-# weights): torch.equal to eager, for all four ops. Until session 7 layer_norm / ln_modulate were
-# close by default because their exact kernel (a replay of ATen's Welford order) ran at 12-35% of
-# copy, slower than eager's own F.layer_norm; since session 8 (the combine tree as warp shuffles)
-# it runs at 96-103% of copy (layer_norm) and 83-92% (ln_modulate; the close kernel 94-100%), so
-# all four are exact by default and exact=False selects the close kernel
+# kernel exists). The gate verified all 40 call signatures of test_row_norm_exact_gpu.py on an
+# H200 (D 1536/2432/3072/5120; per-sample, per-token, per-frame modulation; plain, affine, fp32
+# weights): torch.equal to eager, for all four ops. LayerNorm's exact kernel replays ATen's Welford
+# order; a plain replay ran at 12-35% of copy, slower than eager's own F.layer_norm, and the build
+# of row_norm_exact_triton.launch_constants (host table of combine coefficients, vector loads,
+# the combine tree as warp shuffles) runs at 96-103% of copy (layer_norm) and 83-92% (ln_modulate;
+# the close kernel 94-100%). exact=False selects the close kernel
 # (docs/benchmarks/layer_norm_bench_h200_s8.json, ln_modulate_bench_h200_s8.json).
 for _name, _summary, _tol, _aot, _exact_default in _ROW_OPS:
     _op = f"norm.{_name}"
@@ -203,7 +203,7 @@ for _name, (_summary, _extra_caps, _triton_notes, _torch_notes) in _HEAD_VAE_OPS
             priority=10,
             notes=_triton_notes,
             aot=f"{PKG}.{_name}_triton:aot_variants",
-            # H200, session 3: benchmark checks at production shapes and the GPU lane
+            # H200: benchmark checks at production shapes and the GPU lane
             executed_on=("sm_90", "cpu-interpreter"),
         )
     )
