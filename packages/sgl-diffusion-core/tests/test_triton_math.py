@@ -127,8 +127,8 @@ def test_silu_forms(fast):
     """``silu``'s precise and fast forms against fp64 ``y * sigmoid(y)``: within 4e-6 relative
     (the fast forms' few 2**-22), or -0 where ``sigmoid(y) < 2**-126`` (y under about -87.3,
     |value| about 1e-36 or less: PTX's flushing reciprocal gives 0 there); NaN for NaN and -inf,
-    inf for inf. Level 2 (PTX) runs on a CUDA GPU only (its first GPU runs, session 10, caught two
-    wrong bounds of this test: -87.34 gave -0 for -1.02e-36)."""
+    inf for inf. Level 2 (PTX) runs on a CUDA GPU only (where -87.34 gives -0 for -1.02e-36, which
+    is why the bound is -87.3)."""
     dev = _device()
     if fast == 2 and dev.type != "cuda":
         pytest.skip("FAST = 2 is PTX inline assembly: CUDA GPUs only")

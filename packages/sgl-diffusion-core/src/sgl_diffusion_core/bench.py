@@ -39,9 +39,9 @@ def _sync(device: torch.device) -> None:
 
 
 # how time_gpu flushes L2 before each call: "read" reads a 256 MB buffer (L2 left holding clean
-# lines), "zero" writes it (the default up to session 12: L2 left full of dirty lines, written back
-# while the timed call runs). Session 12 (H200, FLUX's rms_modulate case, 57 MB per call,
-# docs/benchmarks/flush_mode_probe_s12_h200.json): "zero" added 2.2-2.7 us to the copy, the exact
+# lines), "zero" writes it (L2 left full of dirty lines, written back while the timed call runs).
+# On the H200 (FLUX's rms_modulate case, 57 MB per call, docs/benchmarks/flush_mode_probe_h200.json)
+# "zero" added 2.2-2.7 us to the copy, the exact
 # and the close kernel (the copy 21.2-21.8 us against 19.0-19.2, in other processes 18.5-19.3: it
 # depends on where the buffers sit), "read" measured the copy at 19.0-19.2 us with the case
 # allocated or freed; their ratios to the copy stayed within 1.5 points either way (exact kernel

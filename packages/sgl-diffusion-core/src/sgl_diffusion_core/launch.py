@@ -136,13 +136,13 @@ class TileConfig:
 def _tile_config(n_cols: int, elem_bytes: int, platform: str) -> TileConfig:
     """4 KB of the widest operand per program with 2 warps (four 16-byte accesses per thread at bf16).
 
-    Measured on one H200, bf16, in two sweeps (docs/benchmarks/modulate_tile_sweep_h200*.json).
-    With exact rounding done by the hardware conversion (session 2, run 2), 2048 x 2 warps was
+    Measured on one H200, bf16 (docs/benchmarks/modulate_tile_sweep_h200.json): with exact
+    rounding done by the hardware conversion, 2048 x 2 warps was
     within 0.4 points of the best of 23 pairs everywhere: ``scale_shift`` 93.1% of copy at Wan
     (best 93.3%), ``gated_residual`` 94.3% at Wan (best 94.7%) and 96.5% at HunyuanVideo (best
     96.6%); 1024 x 2 was 0.4-1.4 points lower and 2048 x 8 (the first, unmeasured rule) 67-74%.
-    Session 16 put the modulate kernels on a 1-D grid, consecutive programs on consecutive tiles
-    of a row (docs/benchmarks/indexed_order_sweep_s16_h200.json): there 2048 x 2 was within 0.1-1.3
+    On the 1-D grid the modulate kernels use (consecutive programs on consecutive tiles of a row;
+    docs/benchmarks/indexed_order_sweep_h200.json) 2048 x 2 was within 0.1-1.3
     points of the best of 6 pairs at Wan and HunyuanVideo (``scale_shift`` 96.6% at Wan,
     ``gated_residual`` 97.8%, the indexed forms 94.8 / 97.1%).
     ROCm keeps the bytes with one 64-wide wavefront per 2 KB.

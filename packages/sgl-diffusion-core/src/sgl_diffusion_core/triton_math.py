@@ -14,7 +14,7 @@ Two implementations, chosen when this module is imported (Triton itself decides 
 * on the GPU, the hardware conversions (``cvt.rn.bf16.f32`` on NVIDIA: one instruction,
   ties to even). An integer form of the rounding (~10 integer ops per value) made the
   elementwise exact kernels compute-bound on the H200: ``scale_shift`` with three roundings
-  per element reached 58-64% of copy bandwidth (docs/benchmarks, session 2 tile sweep);
+  per element reached 58-64% of copy bandwidth (H200, bf16);
 * under the interpreter, integer arithmetic on the fp32 bit pattern, because the
   interpreter truncates fp32 -> bf16 casts and turns bf16 subnormals into wrong values
   (DESIGN.md, "two traps"); the CPU lane then sees the same bits as the GPU.
@@ -133,8 +133,8 @@ def silu(y, FAST: tl.constexpr):
     """``y * sigmoid(y)`` for fp32 ``y``. ``FAST == 0``: eager's form ``y / (1 + exp(-y))`` with
     the IEEE division (about 14 sm_90 instructions with the ``exp``). Otherwise
     ``y * (1 / (1 + 2 ** (-y * log2(e))))`` through :func:`fast_exp2` and :func:`fast_rcp` (4
-    sm_90 instructions with PTX's forms and no select; session 10 replaced a form that split on
-    the sign of ``y`` to keep ``2 ** x`` in ``(0, 1]``, 2 instructions more per value). Large
+    sm_90 instructions with PTX's forms and no select; a form that splits on the sign of ``y`` to
+    keep ``2 ** x`` in ``(0, 1]`` costs 2 instructions more per value). Large
     negative ``y``: ``2 ** x`` grows to inf and ``1 / inf`` is 0, so the result goes to -0 with the
     true value; where ``sigmoid(y) < 2**-126`` (y below about -87.3) PTX's flushing reciprocal gives
     -0 where the precise chain gives a value of about 1e-36 or less (as the old form did).
