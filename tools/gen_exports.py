@@ -104,14 +104,25 @@ def _stub(name: str, params: list[inspect.Parameter], returns: str) -> str:
     return f"def {name}(\n{body}) -> {returns}: ...\n"
 
 
+def _core_names(text: str) -> set[str]:
+    """The names of ``sgl_diffusion_core``'s surface that an annotation text uses (imported by the stub)."""
+    import re
+
+    import sgl_diffusion_core
+
+    return set(re.findall(r"[A-Za-z_]\w*", text)) & set(sgl_diffusion_core.__all__)
+
+
 def render_stub(pkg: str, exports: dict[str, str], objects: dict[str, object]) -> str:
     from sgl_diffusion_core import Op
 
     lines = [GENERATED, "import torch", ""]
     reexports = sorted(n for n, o in objects.items() if isinstance(o, type))
     lines += [f"from sgl_diffusion_core import {n} as {n}" for n in reexports]
-    lines += ["", "from .__about__ import __version__ as __version__", ""]
+    lines += [""] if reexports else []
+    lines += ["from .__about__ import __version__ as __version__", ""]
     entries: dict[str, tuple[Op, object]] = {}
+    used: set[str] = set()
     ops = {op.id: op for op in (getattr(o, "__self__", None) for o in objects.values()) if isinstance(op, Op)}
     for op in ops.values():
         entries.update({f.__name__: (op, f) for f in op.entries})
@@ -120,6 +131,10 @@ def render_stub(pkg: str, exports: dict[str, str], objects: dict[str, object]) -
             fn = entries[name][1]
             sig = inspect.signature(fn)
             lines.append(_stub(name, list(sig.parameters.values()), str(sig.return_annotation)))
+        elif inspect.isfunction(objects[name]):  # a function of ALSO_EXPORTS (not an op's)
+            sig = inspect.signature(objects[name])
+            lines.append(_stub(name, list(sig.parameters.values()), str(sig.return_annotation)))
+            used |= _core_names(str(sig))
     for op in ops.values():
         sig = inspect.signature(op.entries[0])
         params = list(sig.parameters.values())
@@ -132,6 +147,8 @@ def render_stub(pkg: str, exports: dict[str, str], objects: dict[str, object]) -
         tail = [p for p in params if p.name in ("exact", "backend")]
         lines.append(_stub(f"can_use_{op.name}", plain + opts + tail, "bool"))
         lines.append(_stub(f"{op.name}_reference", plain + opts, str(sig.return_annotation)))
+    at = lines.index("from .__about__ import __version__ as __version__")
+    lines[at:at] = [f"from sgl_diffusion_core import {n}" for n in sorted(used - set(reexports))] + [""] * bool(used)
     lines.append("__all__ = [")
     lines += [f'    "{n}",' for n in sorted([*exports, "__version__"])]
     lines.append("]")

@@ -70,7 +70,8 @@ class Backend:
 
     module: the backend module, relative to the op's package (``"._scale_shift_triton"``) or
         absolute; it defines ``prepare(geom, *tensors) -> runner`` (``runner(*tensors,
-        *scalars)``), imported on first selection.
+        *scalars)``), imported on first selection. ``"module:function"`` names a prepare other
+        than ``prepare`` (one backend module of a family serving several ops).
     caps, contract, priority, notes, executed_on: as :class:`KernelSpec`.
     aot: name of the module's function listing the kernel variants the compile lanes build.
     """
@@ -83,6 +84,14 @@ class Backend:
     notes: str = ""
     aot: str | None = None
     executed_on: tuple[str, ...] = ()
+
+
+def _schema_arguments(name: str, schema: str) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """The argument names of a custom-op schema and their defaults (``None`` where it has none)."""
+    import torch
+
+    args = torch._C.parse_schema(f"sgl_diffusion::{name}{schema}").arguments
+    return tuple(a.name for a in args), tuple(a.default_value if a.has_default_value() else None for a in args)
 
 
 def _absolute(module: str, package: str) -> str:
@@ -108,18 +117,23 @@ class Op:
     per_call: ``per_call(*tensors, **options) -> problem | None``, a check the plan key cannot
         see (two arguments sharing memory), run on every eager call; keep it cheap.
     bench: ``"module:function"`` of the op's benchmark cases (outside the wheels).
+    describe_tensors: ``describe_tensors(*tensors, **options) -> InputDesc``, what the plan calls
+        when the public function puts a scalar among its tensors (``group_norm_silu(x,
+        num_groups, weight, bias)``: the plan's tensors are ``(x, weight, bias)``); default
+        ``describe``.
     """
 
     def __init__(self, id: str, *, distribution: str, summary: str, describe: Callable[..., InputDesc],
                  n_tensors: int, reference: str, backends: Sequence[Backend], default_exact: bool | None = None,
                  empty: Callable[[Any], Callable[..., Any]] | None = None,
                  per_call: Callable[..., str | None] | None = None, bench: str | None = None,
-                 limit: int = 4096) -> None:
+                 limit: int = 4096, describe_tensors: Callable[..., InputDesc] | None = None) -> None:
         self.id = id
         self.name = id.rpartition(".")[2]
         self.package = describe.__module__.rpartition(".")[0]
         self.module = describe.__module__
         self.describe = describe
+        self._describe_tensors = describe_tensors or describe
         self.n_tensors = n_tensors
         self.default_exact = default_exact
         ref_module, _, ref_name = reference.partition(":")
@@ -136,11 +150,11 @@ class Op:
             public=f"{self.module}:{self.name}", summary=summary, default_exact=default_exact, bench=bench,
         ))
         for b in self.backends:
-            module = _absolute(b.module, self.package)
+            module, _, prepare = _absolute(b.module, self.package).partition(":")
             REGISTRY.register(KernelSpec(
-                op=id, backend=b.name, target=f"{module}:prepare", capabilities=b.caps, contract=b.contract,
-                priority=b.priority, notes=b.notes, aot=None if b.aot is None else f"{module}:{b.aot}",
-                executed_on=b.executed_on,
+                op=id, backend=b.name, target=f"{module}:{prepare or 'prepare'}", capabilities=b.caps,
+                contract=b.contract, priority=b.priority, notes=b.notes,
+                aot=None if b.aot is None else f"{module}:{b.aot}", executed_on=b.executed_on,
             ))
 
     def __repr__(self) -> str:
@@ -186,7 +200,7 @@ class Op:
 
     def _build(self, tensors: tuple, backend: str | None, exact: bool | None,
                options: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:
-        desc = self.describe(*tensors, **dict(options))
+        desc = self._describe_tensors(*tensors, **dict(options))
         spec = select_impl(self.id, desc, backend=backend, exact=exact)
         geom = desc.info["geom"]
         if self._empty is not None and desc.info.get("empty"):
@@ -222,7 +236,7 @@ class Op:
 
     def checked(self, *tensors: Any, options: tuple[tuple[str, Any], ...] = ()) -> InputDesc:
         """The description of these inputs, or ``UnsupportedInputError`` listing its problems."""
-        desc = self.describe(*tensors, **dict(options))
+        desc = self._describe_tensors(*tensors, **dict(options))
         if desc.problems:
             raise UnsupportedInputError(
                 f"{self.id}: unsupported input:\n" + "\n".join(f"  - {p}" for p in desc.problems))
@@ -234,24 +248,54 @@ class Op:
             self.checked(*tensors, options=options)
 
     def custom_op(self, name: str, *, schema: str, fake: Callable[..., Any],
-                  options: dict[str, Any] | None = None, mutates_args: tuple[str, ...] = ()) -> Any:
+                  options: dict[str, Any] | None = None, mutates_args: tuple[str, ...] = (),
+                  keyed: Sequence[str] = (), tensors: Sequence[int | None] | None = None) -> Any:
         """Register ``torch.ops.sgl_diffusion.<name>`` for the compile path of one entry point.
 
         The schema lists the tensors (``n_tensors`` of them), then the scalars, then
         ``str? backend`` and, for ops with an ``exact`` argument, ``bool? exact``; its
-        implementation is this op's plan. A schema returning ``()`` writes in place."""
+        implementation is this op's plan. A schema returning ``()`` writes in place.
+        ``keyed``: the names of the leading scalars that shape the plan (a world size, a
+        padding), passed to it as options after the fixed ones (a list as a tuple), as the
+        entry point passes them.
+        ``tensors``: the positions of the op's tensors among the schema's leading tensor
+        arguments when they are not its first ``n_tensors`` (a schema shared with ops that take
+        more tensors: ``layer_norm``'s carries ``ln_modulate``'s scale and shift); the others
+        must be None. A ``None`` position is an op tensor the schema leaves out, passed to the
+        plan as None (the ``out`` of an op's functional form)."""
         fixed = tuple(sorted((options or {}).items()))
+        keyed = tuple(keyed)
         n = self.n_tensors
         takes_exact = "bool? exact" in schema
-        returns = not schema.replace(" ", "").endswith("->()")
+        flat = schema.replace(" ", "")
+        # ``bool? exact, str? backend`` (the order of the norm family's schemas) or the reverse
+        exact_first = takes_exact and flat.index("bool?exact") < flat.index("str?backend")
+        returns = not flat.endswith("->()")
 
-        def impl(*args: Any) -> Any:
-            tensors, rest = args[:n], args[n:]
-            if takes_exact:
+        picks = None if tensors is None else tuple(tensors)
+        names, defaults = _schema_arguments(name, schema)
+
+        def impl(*args: Any, **kwargs: Any) -> Any:
+            if len(args) < len(names) or kwargs:  # a call that left defaults out, or named them
+                args += tuple(kwargs.get(k, d) for k, d in zip(names[len(args):], defaults[len(args):]))
+            if picks is None:
+                tensors, rest = args[:n], args[n:]
+            else:
+                width = max(i for i in picks if i is not None) + 1
+                if any(args[i] is not None for i in range(width) if i not in picks):
+                    raise UnsupportedInputError(f"{self.id}: unsupported input:\n  - {name} takes no tensor at "
+                                                f"positions {sorted(set(range(width)) - set(picks))}")
+                tensors, rest = tuple(None if i is None else args[i] for i in picks), args[width:]
+            if exact_first:
+                scalars, exact, backend = rest[:-2], rest[-2], rest[-1]
+            elif takes_exact:
                 scalars, backend, exact = rest[:-2], rest[-2], rest[-1]
             else:
                 scalars, backend, exact = rest[:-1], rest[-1], None
-            out = self.plan(tensors, backend, exact, fixed)(*tensors, *scalars)
+            opts = fixed
+            if keyed:
+                opts += tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in zip(keyed, scalars))
+            out = self.plan(tensors, backend, exact, opts)(*tensors, *scalars)
             return out if returns else None
 
         return register_custom_op(name, impl, fake, schema=schema, mutates_args=mutates_args)
