@@ -5,12 +5,11 @@ torch backend, against ``channel_rms_norm_reference``), and |out - fp64 formula|
 unit (+ fp32 slack), so a wrong formula (sqrt(C) missing, eps inside the sqrt, the mean instead of
 the sum of squares) cannot hide in the contract tolerance.
 
-Shape grid (CPU lane, Triton interpreter). The default launch (``rule="auto"``) is the rows kernel
-on channels_last x with dense rows, the stream kernel on other channels_last views (its grid is one
-program here, so every case with more than one tile runs the loop and its two-tiles-ahead loads),
-and on contiguous x v1's kernel under the slab (C <= 128), mid (C <= 384) or wide rule;
-``test_launch_configs`` runs every rule and stream variants explicitly in both layouts. The stream
-and v1 rules' tiles per C:
+Shape grid (CPU lane, Triton interpreter). The launch rule picks the rows kernel on channels_last x
+with dense rows, the stream kernel on other channels_last views (its grid is one program here, so
+every case with more than one tile runs the loop and its two-tiles-ahead loads), and on contiguous
+x the chunk kernel under the slab (C <= 128), mid (C <= 384) or wide rule; ``test_launch_configs``
+runs each kernel under explicit configurations. The stream kernel's and the base tile's tiles per C:
   C = 1     degenerate: x / max(|x|, eps) * gamma (stream: second channel tile, one masked row)
   C = 6     stream: 4 + 2 channel rows; v1: one register tile
   C = 96    Wan-VAE width: stream 64 + 32 rows; v1 contiguous 3 channel chunks of 32 (two-pass)
@@ -29,15 +28,8 @@ import torch.nn.functional as F
 import triton
 
 import sgl_diffusion_norm as norm
-from sgl_diffusion_core import (
-    REGISTRY,
-    UnsupportedInputError,
-    describe,
-    explain,
-    resolve_target,
-    testing,
-    triton_interpret,
-)
+from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing, triton_interpret
+from sgl_diffusion_norm._channels import split_channels
 
 OP = "norm.channel_rms_norm"
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
@@ -151,38 +143,43 @@ def test_size_one_dims_and_views(backend, device):
     run_both(backend, big_cl[:, 2:10], g, silu=True)  # a channel slice of channels_last_3d (row stride 12)
 
 
-# The Triton kernels under explicit launch configurations (the GPU sweep times the same ones):
-# the v1 rule (one tile / chunked two-pass; its output pass prefetching, or the slab held in
-# registers), the stream kernel with one and two tiles ahead, tiles
-# of 1 / 2 / 3 positions (tile boundaries inside a sample and across samples), a second channel
-# tile of several rows or of one masked row (C a power of two), and a grid aiming at 1 or 3
-# programs (several tiles per program, a last program with fewer tiles).
+# The Triton kernels under explicit launch configurations: the chunk kernel (one tile / chunked
+# two-pass; its output pass prefetching, or the slab held in registers), the stream kernel with one
+# and two tiles ahead, tiles of 1 / 2 / 3 positions (tile boundaries inside a sample and across
+# samples), a second channel tile of several rows or of one masked row (C a power of two), and a
+# grid aiming at 1 or 3 programs (several tiles per program, a last program with fewer tiles).
 def _triton_launch():
-    cfg_cls = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:ChannelConfig")
-    launch = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:channel_rms_norm")
-    split = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:split_channels")
-    return cfg_cls, launch, split
+    from sgl_diffusion_norm import channel_rms_norm_triton as K
+
+    def launch(x, gamma, bias, *, silu, config, eps=1e-12):
+        geom = testing.geometry(OP, x, gamma, bias, silu=silu)
+        return K.prepare(geom, x, gamma, bias, config=config)(x, gamma, bias, eps, silu)
+
+    return K, launch
 
 
-def _configs(C, channels_last, cfg_cls, split):
-    a, b = split(C)
-    v1 = cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="v1")
-    out = [v1, cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="stream"),
-           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="slab"),
-           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="mid"),
-           cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="wide")]
-    # v1 over 2-channel chunks (C = 5: a masked last chunk)
+def _configs(C, channels_last, K):
+    cfg_cls = K.ChannelConfig
+    v1 = K._channel_config_v1(C, 2, channels_last, "cpu")
+    out = [v1]
+    if C > 1 or not channels_last:  # the rule's rows kernel needs dense rows: C = 1 has none (config_for)
+        out.append(cfg_cls.from_heuristic(C, 2, channels_last, "cpu"))
+    # v1 over 2-channel chunks (C = 5: a masked last chunk), and its output pass with the next chunk's
+    # loads issued first
     out.append(cfg_cls(block_c=2, block_p=v1.block_p, chunks=-(-C // 2), num_warps=1))
-    # its output pass with the next chunk's loads issued first; the slab held in 2-4 register tiles
-    bc = 1 << (max(1, -(-C // 3)) - 1).bit_length()  # a power of two: 2 / 3 / 2 / 3 chunks at C = 5 / 8 / 96
     out.append(cfg_cls(block_c=2, block_p=v1.block_p, chunks=-(-C // 2), num_warps=1, prefetch=True))
-    if C > 1:
-        out.append(cfg_cls(block_c=bc, block_p=v1.block_p, chunks=-(-C // bc), num_warps=1, hold=True))
+    if not channels_last:  # the mid / wide rules' tiles at these widths; the slab held in 2-3 register tiles
+        out += [K._mid_config(C, 2, "cpu"), K._wide_config(C, 2, "cpu")]
+        bc = 1 << (max(1, -(-C // 3)) - 1).bit_length()  # a power of two: 3 / 2 / 3 chunks at C = 5 / 8 / 96
+        if C > 1:
+            out.append(cfg_cls(block_c=bc, block_p=v1.block_p, chunks=-(-C // bc), num_warps=1, hold=True))
+        return out
+    a, b = split_channels(C)
+    out.append(K._stream_config(C, 2, "cpu"))
     for block_p, ahead, programs in ((1, 1, 3), (2, 2, 1), (4, 2, 3), (2, 1, 1)):
         out.append(cfg_cls(block_c=a, block_p=block_p, chunks=1, num_warps=1, stream=True, block_c2=b,
                            ahead=ahead, programs=programs))
-    if channels_last and C > 1:  # the rows kernel (C = 1 is no channels_last layout): 1 / 2 / 4 rows
-        out.append(cfg_cls.from_heuristic(C, 2, channels_last, "cpu", rule="rows"))
+    if C > 1:  # the rows kernel (C = 1 is no channels_last layout): 1 / 2 / 4 rows
         out += [cfg_cls(block_c=1, block_p=r, chunks=1, num_warps=1, rows=r) for r in (1, 2, 4)]
     return out
 
@@ -192,17 +189,16 @@ def _configs(C, channels_last, cfg_cls, split):
 def test_launch_configs(device, C, channels_last):
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run here")
-    cfg_cls, launch, split = _triton_launch()
+    K, launch = _triton_launch()
     torch.manual_seed(C)
     shape = (2, C, 1, 3, 5) if C < 96 else (2, C, 1, 1, 5)  # 15 / 5 positions per sample, T = 1
     x = to_format(torch.randn(shape, device=device).to(torch.bfloat16), channels_last)
     gamma = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
     bias = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
-    geom = describe(OP, x, gamma, bias).info["geom"]
     ref = norm.channel_rms_norm_reference(x, gamma, bias, silu=True)
     atol, rtol = spec("triton").contract.tolerance(x.dtype)
-    for cfg in _configs(C, channels_last, cfg_cls, split):
-        out = launch(x, gamma, bias, silu=True, geom=geom, config=cfg)
+    for cfg in _configs(C, channels_last, K):
+        out = launch(x, gamma, bias, silu=True, config=cfg)
         assert out.stride() == ref.stride(), cfg
         testing.assert_close(out, ref, atol=atol, rtol=rtol)
         t, scale = truth(x, gamma, bias, 1e-12, True)
@@ -215,152 +211,98 @@ def test_rows_kernel_strided_samples_and_fast_silu(device):
     reference; a rows launch on contiguous x is refused."""
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run here")
-    cfg_cls, launch, _ = _triton_launch()
+    K, launch = _triton_launch()
+    cfg_cls = K.ChannelConfig
     torch.manual_seed(3)
     C = 12
     big = to_format(torch.randn(2, C, 4, 3, 5, device=device).to(torch.bfloat16), True)
     x = big[:, :, 1:3]
     gamma = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
     bias = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
-    geom = describe(OP, x, gamma, bias).info["geom"]
-    assert geom.sb != geom.P * geom.C and geom.channels_last
+    g = testing.geometry(OP, x, gamma, bias).x
+    assert g.sb != g.P * g.C and g.channels_last
     ref = norm.channel_rms_norm_reference(x, gamma, bias, silu=True)
     atol, rtol = spec("triton").contract.tolerance(x.dtype)
     for cfg in (cfg_cls(block_c=1, block_p=4, chunks=1, num_warps=1, rows=4),
                 cfg_cls(block_c=1, block_p=4, chunks=1, num_warps=1, rows=4, fast=True)):
-        out = launch(x, gamma, bias, silu=True, geom=geom, config=cfg)
+        out = launch(x, gamma, bias, silu=True, config=cfg)
         assert out.stride() == ref.stride(), cfg
         testing.assert_close(out, ref, atol=atol, rtol=rtol)
     xc = torch.randn(1, C, 1, 2, 3, device=device).to(torch.bfloat16)
     with pytest.raises(ValueError, match="rows kernel"):
-        launch(xc, gamma, bias, silu=True, geom=describe(OP, xc, gamma, bias).info["geom"],
-               config=cfg_cls(block_c=1, block_p=4, chunks=1, num_warps=1, rows=4))
+        launch(xc, gamma, bias, silu=True, config=cfg_cls(block_c=1, block_p=4, chunks=1, num_warps=1, rows=4))
 
 
 def test_hold_chunk_count_is_checked(device):
-    """The held slab is two to four register tiles: a hold configuration of one or five chunks is
+    """The held slab is two or three register tiles: a hold configuration of one or five chunks is
     refused with a ValueError before any launch."""
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run here")
-    cfg_cls, launch, _ = _triton_launch()
+    K, launch = _triton_launch()
     x = torch.randn(1, 10, 1, 2, 3, device=device).to(torch.bfloat16)
     gamma = torch.ones(10, device=device, dtype=torch.bfloat16)
-    geom = describe(OP, x, gamma, None).info["geom"]
     for block_c, chunks in ((16, 1), (2, 5)):
-        cfg = cfg_cls(block_c=block_c, block_p=8, chunks=chunks, num_warps=1, hold=True)
-        with pytest.raises(ValueError, match="hold keeps 2 to 4 channel chunks"):
-            launch(x, gamma, None, silu=True, geom=geom, config=cfg)
-
+        cfg = K.ChannelConfig(block_c=block_c, block_p=8, chunks=chunks, num_warps=1, hold=True)
+        with pytest.raises(ValueError, match="hold keeps 2 or 3 channel chunks"):
+            launch(x, gamma, None, silu=True, config=cfg)
 
 
 def test_cluster_config(device, monkeypatch):
-    """``ctas``: the program as a cluster of CTAs (CUDA sm_90+; the interpreter ignores
-    ``num_ctas`` and runs the program's whole slab, so the result is the formula's); bad counts,
-    the stream / rows kernels and ROCm are refused with a ValueError. The rule: the mid rule's held
-    slab on CUDA sm_90+ with bf16 values and a Triton it was measured with."""
-    applies = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:cluster_rule_applies")
+    """``ctas``: the held slab as a cluster of CTAs (CUDA sm_90+; the interpreter ignores
+    ``num_ctas`` and runs the program's whole slab). The rule: the mid rule's held slab on CUDA
+    sm_90+ with bf16 values and a Triton it was measured with."""
+    K, launch = _triton_launch()
+    applies = K.cluster_rule_applies
     assert applies(90, "3.6.0") and applies(100, "3.6.1")
     assert not applies(80, "3.6.0") and not applies(90, "3.9.0")
     assert not applies("gfx942", "3.6.0") and not applies(None, "3.6.0")
-    cfg_cls = resolve_target("sgl_diffusion_norm.channel_rms_norm_triton:ChannelConfig")
-    versions = "sgl_diffusion_norm.channel_rms_norm_triton._CLUSTER_TRITON"
-    monkeypatch.setattr(versions, (".".join(triton.__version__.split(".")[:2]),))
+    cfg_cls = K.ChannelConfig
+    monkeypatch.setattr(K, "_CLUSTER_TRITON", (".".join(triton.__version__.split(".")[:2]),))
     rule = cfg_cls.from_heuristic(384, 2, False, "cuda", 90, dtype="bfloat16")
-    assert (rule.ctas, rule.block_p, rule.block_c, rule.hold, rule.ops_ahead, rule.fold_silu) == \
-        (2, 128, 128, True, True, True)
+    assert (rule.ctas, rule.block_p, rule.block_c, rule.hold) == (2, 128, 128, True)
     assert rule.launch_options("cuda") == {"num_warps": 8, "num_stages": 1, "num_ctas": 2}
+    assert rule.v1_constexprs()["OPS_AHEAD"]
     for args, dt in (((384, 2, False, "cuda", 80), "bfloat16"), ((384, 4, False, "cuda", 90), "float32"),
                      ((384, 2, False, "cuda", 90), "float16"), ((384, 2, False, "cuda", 90), None),
                      ((384, 2, False, "hip", "gfx942"), "bfloat16"), ((192, 2, False, "cuda", 90), "bfloat16"),
                      ((384, 2, True, "cuda", 90), "bfloat16")):
         assert cfg_cls.from_heuristic(*args, dtype=dt).ctas == 1, (args, dt)
-    monkeypatch.setattr(versions, ())
+    monkeypatch.setattr(K, "_CLUSTER_TRITON", ())
     assert cfg_cls.from_heuristic(384, 2, False, "cuda", 90, dtype="bfloat16").ctas == 1
-    for bad in (dataclasses.replace(rule, ctas=3), dataclasses.replace(rule, ctas=16),
-                cfg_cls(block_c=4, block_p=8, chunks=1, num_warps=1, stream=True, ctas=2)):
-        with pytest.raises(ValueError, match="ctas"):
-            bad.launch_options("cuda")
-    with pytest.raises(ValueError, match="ROCm"):
-        rule.launch_options("hip")
-    if "triton" not in testing.runnable_backends(OP, device):
-        pytest.skip("the triton backend does not run here (the rule's checks above passed)")
-    _, launch, _ = _triton_launch()
-    torch.manual_seed(11)
-    x = torch.randn(2, 12, 1, 5, 7, device=device).to(torch.bfloat16)
-    gamma = (torch.rand(12, device=device) + 0.5).to(torch.bfloat16)
-    bias = (torch.randn(12, device=device) * 0.5).to(torch.bfloat16)
-    geom = describe(OP, x, gamma, bias).info["geom"]
-    ref = norm.channel_rms_norm_reference(x, gamma, bias, silu=True)
-    atol, rtol = spec("triton").contract.tolerance(x.dtype)
-    cluster = cfg_cls(block_c=4, block_p=16, chunks=3, num_warps=1, hold=True, ctas=2)
-    out = launch(x, gamma, bias, silu=True, geom=geom, config=cluster)
-    testing.assert_close(out, ref, atol=atol, rtol=rtol)
-    # a CUDA device below sm_90 (no thread-block clusters) is refused before any launch
-    monkeypatch.setattr("sgl_diffusion_norm.channel_rms_norm_triton.tensor_platform", lambda device: "cuda")
-    monkeypatch.setattr("sgl_diffusion_norm.channel_rms_norm_triton.device_arch", lambda plat, index: 80)
-    with pytest.raises(ValueError, match="compute capability 9.0"):
-        launch(x, gamma, bias, silu=True, geom=geom, config=cluster)
 
 
-def test_ops_ahead_matches_the_hold_kernel(device):
-    """``ops_ahead`` (the held slab's gamma / bias loaded a chunk ahead) changes when the operands are
-    loaded, not the arithmetic: bit for bit the plain hold kernel's result, with and without bias,
-    at 2, 3 and 4 chunks with a masked last chunk; without ``hold`` it is refused."""
+def test_cluster_form_matches_the_hold_kernel(device):
+    """The cluster form (``ctas > 1``: gamma / bias loaded a chunk ahead; with SiLU's fast forms its
+    exponent as its own FMA) changes when the operands are loaded, not the arithmetic, unless the fast
+    SiLU is folded: bit for bit the plain hold kernel's result with the precise forms or without SiLU,
+    with and without bias, at 2 and 3 chunks with a masked last chunk; with the fast forms within the
+    contract's tolerance of the fp32 chain and within one rounding of the fp64 formula."""
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run here")
-    cfg_cls, launch, _ = _triton_launch()
+    K, launch = _triton_launch()
     torch.manual_seed(13)
-    for C, chunks in ((7, 2), (10, 3), (15, 4)):
-        x = torch.randn(2, C, 1, 3, 7, device=device).to(torch.bfloat16)
+    for C, chunks in ((7, 2), (10, 3)):
+        x = (torch.randn(2, C, 1, 3, 7, device=device) * 3).to(torch.bfloat16)
         gamma = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
-        bias = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
+        bias = (torch.randn(C, device=device) * 2).to(torch.bfloat16)
+        atol, rtol = spec("triton").contract.tolerance(x.dtype)
         for b in (bias, None):
-            geom = describe(OP, x, gamma, b).info["geom"]
-            hold = cfg_cls(block_c=4, block_p=8, chunks=chunks, num_warps=1, hold=True)
-            plain = launch(x, gamma, b, silu=True, geom=geom, config=hold)
-            ahead = launch(x, gamma, b, silu=True, geom=geom, config=dataclasses.replace(hold, ops_ahead=True))
-            assert torch.equal(plain, ahead), (C, b is None)
-    with pytest.raises(ValueError, match="ops_ahead"):
-        launch(x, gamma, None, silu=True, geom=geom,
-               config=cfg_cls(block_c=4, block_p=8, chunks=4, num_warps=1, ops_ahead=True))
+            for fast in (False, True):
+                hold = K.ChannelConfig(block_c=4, block_p=8, chunks=chunks, num_warps=1, hold=True, fast=fast)
+                cluster = dataclasses.replace(hold, ctas=2)
+                assert torch.equal(launch(x, gamma, b, silu=False, config=hold),
+                                   launch(x, gamma, b, silu=False, config=cluster)), (C, b is None, fast)
+                out = launch(x, gamma, b, silu=True, config=cluster)
+                if not fast:
+                    assert torch.equal(out, launch(x, gamma, b, silu=True, config=hold)), (C, b is None)
+                ref = norm.channel_rms_norm_reference(x, gamma, b, silu=True)
+                testing.assert_close(out, ref, atol=atol, rtol=rtol)
+                t, scale = truth(x, gamma, b, 1e-12, True)
+                assert_within(out, t, 1e-5 * scale, UNIT[out.dtype] + 4e-6)
 
-
-
-def test_fold_silu(device):
-    """``fold_silu`` (the held slab's SiLU exponent as its own FMA, with SiLU's fast forms): within
-    the contract's tolerance of the fp32 chain and within one rounding of the fp64 formula, with and
-    without bias; without SiLU or with the precise forms it changes nothing (bit for bit the hold
-    kernel's result); without ``ops_ahead`` or ``hold`` it is refused."""
-    if "triton" not in testing.runnable_backends(OP, device):
-        pytest.skip("the triton backend does not run here")
-    cfg_cls, launch, _ = _triton_launch()
-    torch.manual_seed(17)
-    C = 10
-    x = (torch.randn(2, C, 1, 3, 7, device=device) * 3).to(torch.bfloat16)
-    gamma = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
-    bias = (torch.randn(C, device=device) * 2).to(torch.bfloat16)
-    atol, rtol = spec("triton").contract.tolerance(x.dtype)
-    ahead = cfg_cls(block_c=4, block_p=8, chunks=3, num_warps=1, hold=True, ops_ahead=True, fast=True)
-    fold = dataclasses.replace(ahead, fold_silu=True)
-    for b in (bias, None):
-        geom = describe(OP, x, gamma, b).info["geom"]
-        out = launch(x, gamma, b, silu=True, geom=geom, config=fold)
-        testing.assert_close(out, norm.channel_rms_norm_reference(x, gamma, b, silu=True), atol=atol, rtol=rtol)
-        t, scale = truth(x, gamma, b, 1e-12, True)
-        assert_within(out, t, 1e-5 * scale, UNIT[out.dtype] + 4e-6)
-        assert torch.equal(launch(x, gamma, b, silu=False, geom=geom, config=fold),
-                           launch(x, gamma, b, silu=False, geom=geom, config=ahead))
-        xf = x.float()
-        gf = describe(OP, xf, gamma, b).info["geom"]
-        precise = dataclasses.replace(ahead, fast=False)
-        folded = dataclasses.replace(precise, fold_silu=True)
-        assert torch.equal(launch(xf, gamma, b, silu=True, geom=gf, config=folded),
-                           launch(xf, gamma, b, silu=True, geom=gf, config=precise))
-    with pytest.raises(ValueError, match="fold_silu"):
-        launch(x, gamma, None, silu=True, geom=geom, config=dataclasses.replace(fold, ops_ahead=False))
 
 def test_split_channels():
-    _, _, split = _triton_launch()
+    split = split_channels
     assert split(96) == (64, 32) and split(192) == (128, 64) and split(384) == (256, 128)
     assert split(100) == (64, 64) and split(128) == (128, 1) and split(1) == (1, 1) and split(7) == (4, 4)
 

@@ -6,19 +6,17 @@ against ``group_norm_silu_reference``), and |out - fp64 formula| <= one rounding
 (a conditioning term for data far from zero), so a wrong formula (unbiased variance, eps outside the
 sqrt, statistics over the wrong channels) cannot hide in the contract tolerance.
 
-Under the interpreter the statistics split and the apply pass aim at 4 programs and finalize steps
-of 2 partials (``group_norm_silu_triton``), so these small shapes run several tiles per program and
-Chan's update between finalize steps. The generic tests run the default rule (v2: v1's statistics
-tiles of whole groups on contiguous x, the rows statistics kernel on channels_last x, then
-the flat apply kernel on contiguous x / the rows apply kernel on channels_last x);
-``test_launch_configs`` runs the v1 rule, the v2 rule with several apply
-blocks, the stream rule (per-channel partials over channel blocks that divide C) and stream
-variants explicitly. Shape grid (block sizes below are the stream rule's):
-  C=6, G=3     2 channels per group (the smallest non-trivial group); blocks of 2 channels
-  C=96, G=32   3 channels per group (Wan VAE, non-power-of-two): contiguous blocks of 4 channels
-               split groups; channels_last blocks of 32
-  C=192, G=32  6 channels per group; channels_last blocks of 64
-  C=384, G=32  12 channels per group; channels_last blocks of 128
+Under the interpreter the statistics split aims at 4 programs and finalize steps of 2 partials
+(``group_norm_silu_triton``), so these small shapes run several tiles per program and Chan's
+update between finalize steps. The generic tests run the launch rule (the statistics tiles of
+whole groups on contiguous x, the rows statistics kernel on channels_last x, then the flat apply
+kernel on contiguous x / the rows apply kernel on channels_last x); ``test_launch_configs`` runs
+the statistics tiles with the tile apply kernel and the rule with several apply blocks.
+Shape grid:
+  C=6, G=3     2 channels per group (the smallest non-trivial group)
+  C=96, G=32   3 channels per group (Wan VAE, non-power-of-two)
+  C=192, G=32  6 channels per group
+  C=384, G=32  12 channels per group
   spatial 3 x 5 x 7 = 105 positions (masked tails; 2 x 3 x 7 at C=384), T = 1 / H = 1 size-1
   dims, 4-D (C=24, G=8: 3 channels per group, fp16 and fp32) and 5-D
 """
@@ -35,9 +33,8 @@ import sgl_diffusion_norm as norm
 from sgl_diffusion_core import (
     REGISTRY,
     UnsupportedInputError,
-    describe,
     explain,
-    resolve_target,
+    next_pow2,
     testing,
     triton_interpret,
 )
@@ -157,16 +154,19 @@ def test_4d_power_of_two_full_tiles(backend, device, shape, G, channels_last):
     run_both(backend, x.float(), G, None, None, eps=1e-6, silu=False)
 
 
-# The Triton kernels under explicit launch configurations (the GPU sweep times the same ones): the
-# v1 rule (stats tiles of whole groups), the stream rule, and stream variants with one and two tiles
-# ahead, channel blocks that split groups (block 2 with 3 channels per group), blocks with masked
-# channel rows (block 4 or 8 at C = 6 / 5), positions per tile of 1 / 2 / 4 / 8 (tiles crossing
-# sample boundaries in the apply pass), grids of 1 to 3 programs (several tiles per program, a
-# last program with fewer), and the rows kernels' channel tiles (one padded tile, or two).
-def _stream_cfg(cfg_cls, block_c, block_p, ahead, programs, warps=1):
-    return cfg_cls(gpb=0, block_c=block_c, block_p=block_p, num_warps=warps, stats_programs=programs,
-                   finalize_block=2, stream=True, ahead=ahead, apply_block_c=block_c, apply_block_p=block_p,
-                   apply_warps=warps, apply_programs=programs)
+# The Triton kernels under explicit launch configurations: the statistics tiles with the tile apply
+# kernel (the rule's base), tiles of 1 / 4 / 8 positions and of one or two whole groups (blocks
+# with masked channel rows at C = 5 / 6 / 21), grids of 1 to 3 statistics programs (several tiles
+# per program, a last program with fewer), the rule's flat / rows apply kernels, and the rows
+# kernels' channel tiles (one padded tile, or two).
+def _triton_launch():
+    from sgl_diffusion_norm import group_norm_silu_triton as K
+
+    def launch(x, G, w, b, *, config, eps=1e-5, silu=True):
+        geom = testing.geometry(OP, x, G, w, b, silu=silu)
+        return K.prepare(geom, x, w, b, config=config)(x, w, b, G, eps, silu)
+
+    return K, launch
 
 
 @pytest.mark.parametrize("C,G", [(6, 3), (5, 5), (12, 4), (24, 8), (21, 7)])
@@ -174,25 +174,24 @@ def _stream_cfg(cfg_cls, block_c, block_p, ahead, programs, warps=1):
 def test_launch_configs(device, C, G, channels_last):
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run here")
-    cfg_cls = resolve_target("sgl_diffusion_norm.group_norm_silu_triton:GroupConfig")
-    launch = resolve_target("sgl_diffusion_norm.group_norm_silu_triton:group_norm_silu")
+    K, launch = _triton_launch()
     torch.manual_seed(C + G)
     shape = (2, C, 1, 3, 7) if C < 24 else (2, C, 1, 1, 5)  # 21 / 5 positions per sample, T = 1
     x = to_format((torch.randn(shape, device=device) * 2 + 0.5).to(torch.bfloat16), channels_last)
     w = (torch.rand(C, device=device) + 0.5).to(torch.bfloat16)
     b = (torch.randn(C, device=device) * 0.5).to(torch.bfloat16)
-    geom = describe(OP, x, G, w, b).info["geom"]
     ref = norm.group_norm_silu_reference(x, G, w, b)
     atol, rtol = spec("triton").contract.tolerance(x.dtype)
     t, cond, scale = truth(x, G, w, b, 1e-5, True)
     slack = 4e-6 * (float(t.abs().max()) + scale * (4 + cond))
-    configs = [cfg_cls.from_heuristic(C, G, 2, channels_last, "cpu", rule="v1"),
-               cfg_cls.from_heuristic(C, G, 2, channels_last, "cpu", rule="stream")]
-    for block_c, block_p, ahead, programs in ((2, 4, 1, 3), (4, 1, 2, 2), (8, 8, 2, 1), (1, 2, 2, 3)):
-        configs.append(_stream_cfg(cfg_cls, block_c, block_p, ahead, programs))
+    Cg = C // G
+    configs = [K._group_config(C, G, 2, channels_last, "cpu")]
+    for gpb, block_p, programs in ((1, 4, 3), (2, 1, 2), (1, 8, 1)):
+        configs.append(K.GroupConfig(gpb=min(gpb, G), block_c=next_pow2(min(gpb, G) * Cg), block_p=block_p,
+                                     num_warps=1, stats_programs=programs, finalize_block=2))
     # the v2 rule (v1 statistics, the flat / rows apply kernels) and its apply pass at 1 / 4 / 8
     # positions per program (programs crossing no sample boundary, a partial last block)
-    v2 = cfg_cls.from_heuristic(C, G, 2, channels_last, "cpu", rule="v2")
+    v2 = K.GroupConfig.from_heuristic(C, G, 2, channels_last, "cpu")
     assert (v2.apply_rows if channels_last else v2.apply_flat) > 0
     field = "apply_rows" if channels_last else "apply_flat"
     configs += [v2, *(dataclasses.replace(v2, **{field: n}, apply_warps=1) for n in (1, 4, 8))]
@@ -210,7 +209,7 @@ def test_launch_configs(device, C, G, channels_last):
         configs += [dataclasses.replace(v2, apply_rows=2, apply_iters=3, apply_warps=1),
                     dataclasses.replace(v2, apply_rows=4, apply_iters=64, split=False)]
     for cfg in configs:
-        out = launch(x, G, w, b, geom=geom, config=cfg)
+        out = launch(x, G, w, b, config=cfg)
         assert out.stride() == ref.stride(), cfg
         testing.assert_close(out, ref, atol=atol, rtol=rtol)
         assert_within(out, t, slack, UNIT[out.dtype] + 4e-6)

@@ -62,7 +62,7 @@ def test_chooses_triton_on_gpu():
     from sgl_diffusion_core import explain
 
     assert explain(OP, x, sc, sh, exact=False).chosen == "triton"
-    assert explain(OP, x, sc, sh).chosen == "triton_exact"  # exact by default (specs.py)
+    assert explain(OP, x, sc, sh).chosen == "triton_exact"  # exact by default (_row_norm.py)
     assert explain(OP, x, sc, sh, exact=True).chosen == "triton_exact"
 
 

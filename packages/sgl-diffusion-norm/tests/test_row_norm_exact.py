@@ -23,7 +23,7 @@ import torch
 
 import sgl_diffusion_norm as norm
 from sgl_diffusion_core import FusionFallbackWarning, explain, testing, triton_interpret
-from sgl_diffusion_norm import row_norm_api
+from sgl_diffusion_norm import _row_norm_exact_triton as K
 
 pytestmark = pytest.mark.skipif(
     not (torch.cuda.is_available() or triton_interpret()),
@@ -40,8 +40,8 @@ OPS = {
 
 @pytest.fixture(autouse=True)
 def fresh_gates():
-    for g in row_norm_api.GATES.values():
-        g.reset()
+    for op in OPS:
+        norm.exact_gate(f"norm.{op}").reset()
     yield
 
 
@@ -61,7 +61,7 @@ def _run_exact(op, x, scale=None, shift=None, weight=None, bias=None):
         warnings.simplefilter("always")
         out = fn(*args, backend="triton_exact", exact=True, **kw)
     expected = ref(*args, **kw)
-    states = set(row_norm_api.GATES[f"norm.{op}"].states().values())
+    states = set(norm.exact_gate(f"norm.{op}").states().values())
     falls = [w for w in rec if issubclass(w.category, FusionFallbackWarning)]
     return out, expected, states, falls
 
@@ -83,7 +83,7 @@ def test_rms_rounding_points_verify_on_exactly_summable_rows(device, op, D, dtyp
     sc = (torch.randn(2, 1, D, generator=g) * 0.5).to(dtype)
     sh = torch.randn(2, 1, D, generator=g).to(dtype)
     for weight in (None, torch.randn(D, generator=g).to(dtype), torch.randn(D, generator=g)):
-        row_norm_api.GATES[f"norm.{op}"].reset()
+        norm.exact_gate(f"norm.{op}").reset()
         out, expected, states, falls = _run_exact(op, x, sc, sh, weight)
         testing.assert_exact(out, expected)
         assert states == {"verified"} and not falls, (states, [str(w.message) for w in falls])
@@ -115,7 +115,7 @@ def test_bias_only_and_bias_with_weight_rms(device):
     x = _ints(2, 4, 300, gen=g)
     for w, b in ((None, torch.randn(300, generator=g).to(torch.bfloat16)),
                  (torch.randn(300, generator=g).to(torch.bfloat16), torch.randn(300, generator=g))):
-        row_norm_api.GATES["norm.rms_norm"].reset()
+        norm.exact_gate("norm.rms_norm").reset()
         out, expected, states, falls = _run_exact("rms_norm", x, weight=w, bias=b)
         testing.assert_exact(out, expected)
         assert states == {"verified"}
@@ -145,16 +145,16 @@ def test_random_rows_give_eager_bits_whatever_the_gate_decides(device, op):
 def test_gate_never_verifies_while_tracing(device, monkeypatch):
     """Under torch.compile tracing (or CUDA-graph capture) a pending signature runs eager and stays pending."""
     x = torch.randn(2, 3, 256, device=device)
-    plan = row_norm_api._DISPATCH["rms_norm"].plan((x, None, None, None, None), "triton_exact", True)
+    plan = testing.backend_prepare("norm.rms_norm", "triton_exact")(testing.geometry("norm.rms_norm", x), x, None, None)
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
-    out = plan(x, None, None, None, None, 1e-6, 1.0)
+    out = plan(x, None, None, 1e-6, 1.0)
     testing.assert_exact(out, norm.rms_norm_reference(x))
-    assert set(row_norm_api.GATES["norm.rms_norm"].states().values()) == set()
+    assert set(norm.exact_gate("norm.rms_norm").states().values()) == set()
     monkeypatch.undo()
     with warnings.catch_warnings():  # random fp32 rows on CPU: a fallback (and its warning) is expected
         warnings.simplefilter("ignore", FusionFallbackWarning)
-        plan(x, None, None, None, None, 1e-6, 1.0)
-    assert set(row_norm_api.GATES["norm.rms_norm"].states().values()) <= {"verified", "fallback"}
+        plan(x, None, None, 1e-6, 1.0)
+    assert set(norm.exact_gate("norm.rms_norm").states().values()) <= {"verified", "fallback"}
 
 
 def test_signature_includes_eps_and_alignment(device):
@@ -164,12 +164,12 @@ def test_signature_includes_eps_and_alignment(device):
         for eps in (1e-6, 1e-5):
             _run_exact("rms_norm", x)
             norm.rms_norm(x, eps=eps, backend="triton_exact")
-    assert len(row_norm_api.GATES["norm.rms_norm"].states()) == 4
+    assert len(norm.exact_gate("norm.rms_norm").states()) == 4
 
 
 def test_default_is_exact_and_selection(device):
     x = torch.randn(2, 3, 64, device=device)
-    assert row_norm_api.exact_gate("norm.rms_norm") is norm.exact_gate("norm.rms_norm")
+    assert norm.exact_gate("norm.rms_norm") is testing.geometry("norm.rms_norm", x).gate
     want = "triton_exact" if device.type == "cuda" else "torch"
     assert explain("norm.rms_norm", x).chosen == want
     assert explain("norm.rms_norm", x, exact=True).chosen == want
@@ -187,12 +187,12 @@ def test_exact_empty(device, shape):
 
 @pytest.mark.parametrize("op", ["rms_norm", "rms_modulate", "layer_norm"])
 def test_build_choices_keep_the_bits(op):
-    """The exact kernel's build choices (unroll factors, RMSNorm rows per program, the FMA form)
+    """The exact kernel's build choices (unroll factors, RMSNorm rows per program, the load forms)
     change its speed, never its arithmetic: every choice gives the default's bits, including a
     last program with fewer rows than ROWS."""
-    from sgl_diffusion_core import describe, resolve_target
+    from sgl_diffusion_core import describe
 
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    prepare = K.prepare_kernel
     torch.manual_seed(11)
     x = torch.randn(1, 7, 520, dtype=torch.float32)
     mod = torch.randn(1, 2, 520) * 0.5
@@ -202,16 +202,16 @@ def test_build_choices_keep_the_bits(op):
     else:
         args, kw, tensors = (x, w), {}, (x, None, None, w, None)
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
-    ref = prepare(geom, *tensors).fused(*tensors, 1e-6, 1.0)
+    ref = prepare(geom, *tensors)(*tensors, 1e-6, 1.0)
     choices = [{"UNROLL": 1, "UNROLL_OUT": 1}, {"UNROLL": 3, "UNROLL_OUT": 2}]
     choices += (
-        [{"HW_FMA": False}, {"VEC": False}, {"VEC": False, "HW_FMA": False}, {"HOLD": False},
+        [{"VEC": False}, {"HOLD": False},
          {"HOLD": False, "UNROLL": 1, "UNROLL_OUT": 1}]
         if op == "layer_norm"
         else [{"ROWS": 2}, {"ROWS": 4, "UNROLL": 1}]
     )
     for tuning in choices:
-        testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), ref)
+        testing.assert_exact(prepare(geom, *tensors, tuning=tuning)(*tensors, 1e-6, 1.0), ref)
     if op == "layer_norm":
         with pytest.raises(ValueError, match="one row per program"):
             prepare(geom, *tensors, tuning={"ROWS": 2})
@@ -222,26 +222,27 @@ def test_layer_norm_load_forms_keep_the_bits(D):
     """The exact LayerNorm kernel's statistics loop reads a chunk as four strided slot loads or
     one vector load split in registers (``VEC``), and drops the masks when every chunk is full
     (``EVEN``, 1536 = 3 chunks of 512; 2432 has a partial last chunk): the same bits each way."""
-    from sgl_diffusion_core import describe, resolve_target
+    from sgl_diffusion_core import describe
 
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    prepare = K.prepare_kernel
     torch.manual_seed(D)
     x = (torch.randn(1, 3, D) * 2 + 0.5).to(torch.bfloat16)
     w, b = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16), (0.1 * torch.randn(D)).to(torch.bfloat16)
     geom = describe("norm.layer_norm", x, w, b).info["geom"]
     tensors = (x, None, None, w, b)
-    ref = prepare(geom, *tensors, tuning={"VEC": False, "EVEN": False}).fused(*tensors, 1e-6, 1.0)
+    ref = prepare(geom, *tensors, tuning={"VEC": False, "EVEN": False})(*tensors, 1e-6, 1.0)
     for hold in (False, True):  # few rows: held by default; the re-reading path pinned too
         for tuning in ({}, {"VEC": True}, {"VEC": True, "EVEN": False}):
             tuning = {**tuning, "HOLD": hold}
-            testing.assert_exact(prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0), ref)
+            testing.assert_exact(prepare(geom, *tensors, tuning=tuning)(*tensors, 1e-6, 1.0), ref)
 
 
 def _aten_layer_norm_order(x: torch.Tensor, eps: float, warp: int = 32, nwarp: int = 4) -> torch.Tensor:
     """An independent model of CUDA eager's LayerNorm statistics order (vectorized path): per-thread
     Welford over 4-element slots of ``4 * warp * nwarp``-wide chunks, then ``cuWelfordCombine``
     halving within warps and across warps; every fp32 step rounded, each contracted ``a * b + c``
-    rounded once (fp64 product and sum, the kernel's ``HW_FMA=False`` form). Rows of fp32 ``x``;
+    rounded once (fp64 product and sum: a true FMA, the kernel's ``tl.fma``, but where the fp64 sum
+    lands exactly on an fp32 tie, which random rows do not meet). Rows of fp32 ``x``;
     returns ``rstd * (x - mean)`` with the interpreter's ``rsqrt`` (``1 / sqrt`` in fp32)."""
     import numpy as np
 
@@ -294,20 +295,19 @@ def _aten_layer_norm_order(x: torch.Tensor, eps: float, warp: int = 32, nwarp: i
 
 @pytest.mark.parametrize("D", [520, 1536, 2432, 3100])
 @pytest.mark.parametrize("vec,hold", [(True, False), (True, True), (False, False)])
-@pytest.mark.parametrize("tree", [0, 1])
-def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec, hold, tree):
+def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec, hold):
     """The exact LayerNorm kernel against an independent model of eager's CUDA order (above), on
     random fp32 rows where the order decides the bits: catches a wrong tree, table or slot order
     on the CPU lane (the gate's own CPU checks cannot: there eager sums in another order)."""
-    from sgl_diffusion_core import describe, resolve_target
+    from sgl_diffusion_core import describe
 
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    prepare = K.prepare_kernel
     torch.manual_seed(D)
     x = torch.randn(1, 3, D) * 3 + 0.7
     geom = describe("norm.layer_norm", x).info["geom"]
     tensors = (x, None, None, None, None)
-    tuning = {"HW_FMA": False, "VEC": vec, "TREE": tree, "HOLD": hold}  # 3100: 7 chunks = 4 + 2 + 1, held
-    got = prepare(geom, *tensors, tuning=tuning).fused(*tensors, 1e-6, 1.0)
+    tuning = {"VEC": vec, "HOLD": hold}  # 3100: 7 chunks = 4 + 2 + 1, held
+    got = prepare(geom, *tensors, tuning=tuning)(*tensors, 1e-6, 1.0)
     testing.assert_exact(got.reshape(3, D), _aten_layer_norm_order(x.reshape(3, D), 1e-6))
 
 
@@ -315,9 +315,9 @@ def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec, hold, tree):
 def test_unmasked_full_chunks_keep_the_bits(op):
     """With every chunk full (``EVEN``) the exact LayerNorm kernel drops its masks (loads, stores,
     Welford selects): the same bits as the masked build."""
-    from sgl_diffusion_core import describe, resolve_target
+    from sgl_diffusion_core import describe
 
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    prepare = K.prepare_kernel
     torch.manual_seed(5)
     D = 1024
     x = torch.randn(1, 3, D, dtype=torch.bfloat16)
@@ -329,8 +329,8 @@ def test_unmasked_full_chunks_keep_the_bits(op):
         args, kw, tensors = (x, w), {}, (x, None, None, w, None)
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
     for hold in (False, True):
-        ref = prepare(geom, *tensors, tuning={"EVEN": False, "HOLD": hold}).fused(*tensors, 1e-6, 1.0)
-        testing.assert_exact(prepare(geom, *tensors, tuning={"HOLD": hold}).fused(*tensors, 1e-6, 1.0), ref)
+        ref = prepare(geom, *tensors, tuning={"EVEN": False, "HOLD": hold})(*tensors, 1e-6, 1.0)
+        testing.assert_exact(prepare(geom, *tensors, tuning={"HOLD": hold})(*tensors, 1e-6, 1.0), ref)
 
 
 def test_wide_layer_norm_rows_keep_the_loop():
@@ -338,10 +338,10 @@ def test_wide_layer_norm_rows_keep_the_loop():
     (an sm_90 build at D = 65536 took 69 s); wider rows keep the loop over chunks."""
     from types import SimpleNamespace
 
-    from sgl_diffusion_core import RowGeometry, resolve_target
-    from sgl_diffusion_norm.row_norm_api import chain_dtypes
+    from sgl_diffusion_core import RowGeometry
+    from sgl_diffusion_norm._row_norm import chain_dtypes
 
-    launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
+    launch_constants = K.launch_constants
     dt = torch.bfloat16
     ch = chain_dtypes("layer", dt, None, None, torch.empty(0, dtype=dt), None)
     for D, vec in ((8192, True), (8704, False), (65536, False)):
@@ -383,10 +383,10 @@ def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
     """The exact RMSNorm kernel, the held row (``HOLD``: 520 = 5 chunks of 128 = 4 + 1 and 2432 =
     19 = 16 + 2 + 1, walked as join trees) and the re-reading loop, against an independent model
     of eager's CUDA order on random fp32 rows where the order decides the bits."""
-    from sgl_diffusion_core import describe, resolve_target
+    from sgl_diffusion_core import describe
 
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
-    reduce_lanes = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:reduce_lanes")
+    prepare = K.prepare_kernel
+    reduce_lanes = K.reduce_lanes
     rows = 16  # from 16 rows ATen's block is one warp wide: eager's production layout (32 lanes)
     assert reduce_lanes(rows, D, 32) == (32, True)
     torch.manual_seed(D)
@@ -394,7 +394,7 @@ def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
     geom = describe("norm.rms_norm", x).info["geom"]
     tensors = (x, None, None, None, None)
     run = prepare(geom, *tensors, tuning={"HOLD": hold})
-    got = run.fused(*tensors, 1e-6, 1.0).reshape(rows, D)
+    got = run(*tensors, 1e-6, 1.0).reshape(rows, D)
     testing.assert_exact(got, _aten_rms_norm_order(x.reshape(rows, D), 1e-6))
 
 
@@ -422,69 +422,45 @@ def test_held_row_keeps_the_bits(op, D):
     """The row held in registers (``HOLD``: read once, its chunks as join trees of up to three
     powers of two: RMSNorm 2432 = 19 chunks of 128 = 16 + 2 + 1, 640 = 4 + 1, 2440 = 16 + 4 with a
     partial last chunk; LayerNorm 2432 = 5 chunks of 512 with a partial last one = 4 + 1, 1536 =
-    2 + 1, 3584 = 4 + 2 + 1, 3100 = 4 + 2 + 1 with a partial last one) gives the re-reading
-    kernel's bits in bf16, RMSNorm with 1, 2 and 4 rows per program (a last program with fewer
-    rows) and on 2 warps per row; and with the output chain's operands loaded ahead (``MOD_AHEAD``:
-    groups of 4 chunks at RMSNorm 2440 = 20 chunks and LayerNorm 4096 = 8 chunks, halved to 1 where
-    the chunk count is odd; ``MOD_EARLY``: the first group with x's loads; RMSNorm's rule loads them
-    ahead, ``MOD_AHEAD`` 0 not)."""
-    from sgl_diffusion_core import resolve_target
-
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+    2 + 1, 3584 = 4 + 2 + 1, 3100 = 4 + 2 + 1 with a partial last one) gives the bits of the kernel
+    that reads x twice (RMSNorm: the loop; LayerNorm: its loads a chunk ahead, the rule), in bf16,
+    RMSNorm with 1, 2 and 4 rows per program (a last program with fewer rows) and with the output
+    chain's operands loaded ahead (``MOD_AHEAD``: RMSNorm's rule, groups of 4 chunks at 2440 = 20
+    chunks, halved to 1 where the chunk count is odd) or not."""
+    prepare = K.prepare_kernel
     geom, tensors = _exact_case(op, D)
-    ref = prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 0}).fused(*tensors, 1e-6, 1.0)
-    rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}, {"ROWS": 1, "WPR": 2}] if op.startswith("rms") else [{}]
-    rows += [{"MOD_AHEAD": 0}] if op.startswith("rms") else []
-    rows += [{"MOD_AHEAD": 4}, {"MOD_AHEAD": 2, "MOD_EARLY": True}] if op.endswith("modulate") else []
-    launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
-    assert launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True}, torch.bfloat16)["HOLD1"] > 0
+    ref = prepare(geom, *tensors, tuning={"HOLD": False})(*tensors, 1e-6, 1.0)
+    rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}, {"MOD_AHEAD": 0}, {"MOD_AHEAD": 2}] if op.startswith("rms") else [{}]
+    assert K.launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True}, torch.bfloat16)["HOLD1"] > 0
     for extra in rows:
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
-        testing.assert_exact(run.fused(*tensors, 1e-6, 1.0), ref)
+        testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
 
 
-@pytest.mark.parametrize("op,D,ahead", [("rms_modulate", 2440, 4), ("rms_norm", 640, 2), ("ln_modulate", 4096, 2),
-                                        ("layer_norm", 3100, 4)])
-def test_output_pass_ahead_keeps_the_bits(op, D, ahead):
-    """Rows read twice with the output pass's loads a group of chunks ahead (``OUT_AHEAD``: RMSNorm
-    2440 = 20 chunks in groups of 4, also two rows per program; 640 = 5 chunks, the group halved to
-    1; LayerNorm 4096 = 8 chunks in groups of 2, 3100 = 7 chunks halved to 1; LayerNorm's rule, 1)
-    give the loop's bits (``OUT_AHEAD`` 0)."""
-    from sgl_diffusion_core import resolve_target
-
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
+@pytest.mark.parametrize("op,D", [("rms_modulate", 2440), ("layer_norm", 3100), ("ln_modulate", 4096)])
+def test_output_pass_rule(op, D):
+    """Rows read twice: LayerNorm's output pass loads a chunk ahead (``OUT_AHEAD`` 1), RMSNorm's is the loop."""
     geom, tensors = _exact_case(op, D)
-    ref = prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 0}).fused(*tensors, 1e-6, 1.0)
-    launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
-    rule = launch_constants(geom, *tensors[3:], "cuda", {"HOLD": False}, torch.bfloat16)["OUT_AHEAD"]
-    assert rule == (0 if op.startswith("rms") else 1)
-    tunings = [{"OUT_AHEAD": ahead}]
-    tunings += [{"OUT_AHEAD": ahead, "ROWS": 2}] if op.startswith("rms") else [{}]
-    for extra in tunings:
-        run = prepare(geom, *tensors, tuning={"HOLD": False, **extra})
-        testing.assert_exact(run.fused(*tensors, 1e-6, 1.0), ref)
-    with pytest.raises(ValueError, match="OUT_AHEAD"):
-        prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 3})
-    if op.startswith("rms"):
-        with pytest.raises(ValueError, match="not with REVERSE_OUT"):
-            prepare(geom, *tensors, tuning={"HOLD": False, "OUT_AHEAD": 2, "REVERSE_OUT": True})
+    const = K.launch_constants(geom, *tensors[3:], "cuda", {"HOLD": False}, torch.bfloat16)
+    assert const["OUT_AHEAD"] == (0 if op.startswith("rms") else 1)
+    assert K.launch_constants(geom, *tensors[3:], "cuda", {"HOLD": True}, torch.bfloat16)["OUT_AHEAD"] == 0
 
 
 def test_hold_rule():
     """Which rows are held: chunks that split into at most three powers of two and fit
-    ``HOLD_BYTES`` per thread, in bf16 or fp32; RMSNorm at every row count, one per program, capped at 128
+    320 bytes per thread, in bf16 or fp32; RMSNorm at every row count, one per program, capped at 128
     registers above 32 chunks (CUDA), where eager gives a row one warp (16+ rows); LayerNorm from 8
     chunks or below 16384 rows (the measurements in ``launch_constants``); RMSNorm rows read twice go two per
     program below 16384 rows."""
     from types import SimpleNamespace
 
-    from sgl_diffusion_core import RowGeometry, resolve_target
-    from sgl_diffusion_norm.row_norm_api import chain_dtypes
+    from sgl_diffusion_core import RowGeometry
+    from sgl_diffusion_norm._row_norm import chain_dtypes
 
-    rx = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:hold_tiles")
+    rx = K.hold_tiles
     assert rx(40) == (32, 8, 0) and rx(19) == (16, 2, 1) and rx(1) == (1, 0, 0)
     assert rx(15) is None and rx(0) is None
-    launch_constants = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:launch_constants")
+    launch_constants = K.launch_constants
 
     def constants(norm, D, rows, dt, platform="cuda", tuning=None):
         ch = chain_dtypes(norm, dt, None, None, torch.empty(0, dtype=dt), None)
@@ -523,7 +499,6 @@ def test_hold_rule():
     # the output pass's chunk order concerns re-read rows only: held rows build without it
     assert reverse(5120, 75600) is False and reverse(5120, 75600, {"HOLD": False}) is True
     assert reverse(3072, 4608, {"HOLD": False}) is False
-    assert const("rms", 5120, 75600, bf16, tuning={"HOLD_BYTES": 319})[0] == (0, 0, 0)
     with pytest.raises(ValueError, match="three powers of two"):
         const("rms", 1920, 75600, bf16, tuning={"HOLD": True})
     with pytest.raises(ValueError, match="VEC"):
@@ -535,19 +510,15 @@ def test_hold_rule():
     assert const("layer", 3072, 4608, bf16)[0] == (4, 2, 0)
 
 
-def test_warps_per_row_is_checked():
-    """``WPR`` (warps per row) is a launch option of RMSNorm's kernel only, 1, 2 or 4; ``MOD_AHEAD``
-    0 or a power of two."""
-    from sgl_diffusion_core import describe, resolve_target
+def test_tuning_is_checked():
+    """Only the rules' own build choices can be tuned; ``MOD_AHEAD`` is 0 or a power of two."""
+    from sgl_diffusion_core import describe
 
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
     x = torch.randn(1, 4, 256)
-    for op in ("rms_norm", "layer_norm"):
-        geom = describe(f"norm.{op}", x).info["geom"]
-        with pytest.raises(ValueError, match="warps per row"):
-            prepare(geom, x, None, None, None, None, tuning={"WPR": 3})
-    with pytest.raises(ValueError, match="above 1 only for RMSNorm"):
-        prepare(describe("norm.layer_norm", x).info["geom"], x, None, None, None, None, tuning={"WPR": 2})
+    geom = describe("norm.rms_norm", x).info["geom"]
+    for removed in ("WPR", "HW_FMA", "TREE", "MOD_EARLY", "HOLD_BYTES", "OUT_AHEAD"):
+        with pytest.raises(ValueError, match="not a tunable"):
+            K.prepare_kernel(geom, x, None, None, None, None, tuning={removed: 1})
     for bad in (3, -1, 2.0, True):
         with pytest.raises(ValueError, match="MOD_AHEAD"):
-            prepare(describe("norm.rms_norm", x).info["geom"], x, None, None, None, None, tuning={"MOD_AHEAD": bad})
+            K.prepare_kernel(geom, x, None, None, None, None, tuning={"MOD_AHEAD": bad})

@@ -19,8 +19,8 @@ import pytest
 import torch
 
 import sgl_diffusion_norm as norm
-from sgl_diffusion_core import FusionFallbackWarning, bench, testing
-from sgl_diffusion_norm import row_norm_api
+from sgl_diffusion_core import FusionFallbackWarning, bench, explain, testing
+from sgl_diffusion_norm import _row_norm_exact_triton as K
 
 pytestmark = [
     pytest.mark.gpu,
@@ -55,7 +55,7 @@ def _call(name, x, sc, sh, w, b, reference=False):
 
 
 def _check(name, x, sc=None, sh=None, w=None, b=None, *, label):
-    gate = row_norm_api.GATES[f"norm.{name}"]
+    gate = norm.exact_gate(f"norm.{name}")
     gate.reset()
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
@@ -65,11 +65,15 @@ def _check(name, x, sc=None, sh=None, w=None, b=None, *, label):
     (state,) = set(gate.states().values())
     falls = [r for r in rec if issubclass(r.category, FusionFallbackWarning)]
     assert len(falls) == (state == "fallback")
-    plan = row_norm_api._DISPATCH[name].plan((x, sc, sh, w, b), None, True)
-    assert hasattr(plan, "fused"), "exact=True on a GPU must select the gated exact kernel"
+    args, kw = ((x, w, b), {}) if name in ("layer_norm", "rms_norm") else ((x, sc, sh), {"weight": w})
+    if name == "ln_modulate":
+        kw["bias"] = b
+    assert explain(getattr(norm, name), *args, exact=True, **kw).chosen == "triton_exact", \
+        "exact=True on a GPU must select the gated exact kernel"
     mismatches = None
     if state == "fallback":  # demonstrate it: the kernel alone differs from eager
-        alone = plan.fused(x, sc, sh, w, b, 1e-6, 1.0)
+        tensors = (x, sc, sh, w, b if name != "rms_modulate" else None)
+        alone = K.prepare_kernel(testing.geometry(f"norm.{name}", *args, **kw), *tensors)(*tensors, 1e-6, 1.0)
         assert not torch.equal(alone, expected)
         mismatches = int((alone != expected).sum())
     # a verified signature runs the fused kernel from now on: still eager's bits
@@ -102,32 +106,30 @@ def test_plain_exact(D):
 
 
 @pytest.mark.parametrize("D", [3072, 5120])
-@pytest.mark.parametrize("tuning", [{}, {"HOLD": False}, {"WPR": 2, "ROWS": 1}, {"WPR": 2, "ROWS": 1, "HOLD": False},
-                                    {"ROWS": 2}, {"MAXNREG": None}, {"MOD_AHEAD": 0},
-                                    {"MOD_AHEAD": 2, "MOD_EARLY": True}])
+@pytest.mark.parametrize("tuning", [{}, {"HOLD": False}, {"ROWS": 2}, {"MAXNREG": None}, {"MOD_AHEAD": 0},
+                                    {"MOD_AHEAD": 2}])
 def test_rms_build_choices_at_many_rows(D, tuning):
     """RMSNorm's launch at 16401 rows, a video's (the rule: the row held in registers, capped above
     32 chunks, the output chain's operands loaded ahead) and the other build choices there (read
-    twice, two warps per row, two rows per program, uncapped, no operands ahead, groups of two
-    with the first group loaded with x): the fused kernel alone is ``torch.equal`` to eager (rms_modulate, per
-    sample, bf16 weight), so no build choice relies on the gate's fallback."""
-    from sgl_diffusion_core import describe, resolve_target
+    twice, two rows per program, uncapped, no operands ahead, groups of two): the fused kernel
+    alone is ``torch.equal`` to eager (rms_modulate, per sample, bf16 weight), so no build choice
+    relies on the gate's fallback."""
+    from sgl_diffusion_core import describe
 
-    prepare = resolve_target("sgl_diffusion_norm.row_norm_exact_triton:prepare")
     torch.manual_seed(D)
     x = torch.randn(1, 16401, D, device="cuda", dtype=torch.bfloat16)  # odd: ROWS=2 leaves a last program one row
     sc, sh = _mods(D, "per-sample")
     w = 1 + 0.1 * torch.randn(D, device="cuda", dtype=torch.bfloat16)
     geom = describe("norm.rms_modulate", x, sc, sh, weight=w).info["geom"]
     tensors = (x, sc, sh, w, None)
-    out = prepare(geom, *tensors, tuning=dict(tuning)).fused(*tensors, 1e-6, 1.0)
+    out = K.prepare_kernel(geom, *tensors, tuning=dict(tuning))(*tensors, 1e-6, 1.0)
     testing.assert_exact(out, norm.rms_modulate_reference(x, sc, sh, weight=w))
 
 
 def test_cuda_graph_capture_uses_only_verified_signatures():
     x = torch.randn(1, 4608, 3072, device="cuda", dtype=torch.bfloat16)
     sc, sh = _mods(3072, "per-sample")
-    # exact=True (also the default, specs.py): the gated exact kernel
+    # exact=True (also the default, _row_norm.py): the gated exact kernel
     norm.ln_modulate(x, sc, sh, exact=True)  # eager call: the gate decides for this signature
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())

@@ -26,7 +26,7 @@ def test_exact_by_default_only_with_an_exact_kernel():
 
 
 def test_which_ops_are_exact_by_default():
-    """The measured choice (specs.py): the four row norms' exact kernels by default (LayerNorm's
+    """The measured choice (``_row_norm.py``): the four row norms' exact kernels by default (LayerNorm's
     kernel runs at 96-103% of copy on an H200, its modulated form at 83-92%); every op without an
     exact kernel close."""
     assert {op for op in _norm_ops() if REGISTRY.op(op).default_exact} == EXACT_BY_DEFAULT

@@ -13,8 +13,8 @@ rounds after the norm, the division, each product, the sum and the SiLU, and lan
 bf16 units (2^-8 relative) away from the exact value (measured on random inputs), while this
 chain is within one. The benchmarks' ``eager`` provider runs that storage-dtype chain.
 
-Same signature as the public op (``geom`` is accepted and ignored). Also the backend on every
-platform without a faster one.
+Same signature as the public op; also the backend on every platform without a faster one,
+through :func:`prepare`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .channel_rms_norm_api import output_like
+from ._channels import output_like
 
 
 def channel_view(t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -37,7 +37,6 @@ def channel_rms_norm(
     *,
     eps: float = 1e-12,
     silu: bool = False,
-    geom: object = None,
 ) -> torch.Tensor:
     C = x.shape[1]
     xf = x.float()
@@ -47,3 +46,13 @@ def channel_rms_norm(
     if silu:
         y = F.silu(y)
     return output_like(x).copy_(y)
+
+
+def prepare(geom, x, gamma, bias):
+    """The ``torch`` backend's runner ``(x, gamma, bias, eps, silu)``: the eager chain."""
+    silu = geom.silu
+
+    def run(x, gamma, bias, eps, _silu):
+        return channel_rms_norm(x, gamma, bias, eps=eps, silu=silu)
+
+    return run

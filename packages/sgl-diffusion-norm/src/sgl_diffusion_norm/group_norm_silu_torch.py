@@ -9,8 +9,8 @@
 
 The VAE's own chain ``F.silu(F.group_norm(x, ...))`` in bf16 rounds twice (after the norm and
 after the SiLU); it is the benchmarks' ``eager`` provider and stays within the ``close``
-tolerance of this chain (tested). Same signature as the public op (``geom`` is accepted and
-ignored). Also the backend on every platform without a faster one.
+tolerance of this chain (tested). Same signature as the public op; also the backend on every
+platform without a faster one, through :func:`prepare`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .channel_rms_norm_api import output_like
+from ._channels import output_like
 
 
 def group_norm_silu(
@@ -29,10 +29,19 @@ def group_norm_silu(
     *,
     eps: float = 1e-5,
     silu: bool = True,
-    geom: object = None,
 ) -> torch.Tensor:
     y = F.group_norm(x.float(), num_groups, None if weight is None else weight.float(),
                      None if bias is None else bias.float(), eps)
     if silu:
         y = F.silu(y)
     return output_like(x).copy_(y)
+
+
+def prepare(geom, x, weight, bias):
+    """The ``torch`` backend's runner ``(x, weight, bias, num_groups, eps, silu)``: the eager chain."""
+    G, silu = geom.G, geom.silu
+
+    def run(x, weight, bias, _num_groups, eps, _silu):
+        return group_norm_silu(x, G, weight, bias, eps=eps, silu=silu)
+
+    return run

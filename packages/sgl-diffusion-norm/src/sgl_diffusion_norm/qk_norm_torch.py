@@ -13,8 +13,8 @@ when ``weight.dtype == x.dtype``, keeps q and k in their own dtype so ``inplace`
 Layer: ``y = F.layer_norm(x, (Dh,), weight, None, eps)`` (with ``weight`` cast to ``x.dtype``
 first when the dtypes differ: eager ``layer_norm`` wants one dtype on every platform).
 
-Same signature as the public op (``geom`` is accepted and ignored). Also the backend on every
-platform without a faster one (CPU, MPS, XPU).
+Same signature as the public op; also the backend on every platform without a faster one
+(CPU, MPS, XPU), through :func:`prepare`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ def qk_norm(
     norm: str = "rms",
     eps: float = 1e-6,
     inplace: bool = False,
-    geom: object = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     chain = rms_chain if norm == "rms" else layer_chain
     qo = chain(q, q_weight, eps)
@@ -57,3 +56,13 @@ def qk_norm(
         k.copy_(ko)
         return q, k
     return qo.contiguous(), ko.contiguous()
+
+
+def prepare(geom, q, k, q_weight, k_weight):
+    """The ``torch`` backend's runner ``(q, k, q_weight, k_weight, norm, eps)``: the eager chain."""
+    norm, inplace = geom.norm, geom.inplace
+
+    def run(q, k, q_weight, k_weight, _norm, eps):
+        return qk_norm(q, k, q_weight, k_weight, norm=norm, eps=eps, inplace=inplace)
+
+    return run

@@ -13,7 +13,7 @@ its 16-byte alignment; ``S``, ``H`` and the row counts are runtime values.
 Statistics in fp32 (centred variance for LayerNorm, in registers), one final rounding with
 ties to even (``triton_math.narrow``: the interpreter would truncate). Contract ``close``.
 x loads with the default L2 policy: with ``evict_first`` the three bench cases ran 1.8-2.4 points of
-copy slower (H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
+copy slower (H200, bf16: docs/benchmarks/hint_ab_h200.json).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import triton
 import triton.language as tl
 
 from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warps_for
+from sgl_diffusion_core.vendor import warp_size
 
 
 @dataclass(frozen=True)
@@ -44,16 +45,17 @@ class HeadsConfig:
         return _heads_config(D, elem_bytes, platform)
 
 
-# Bytes of x per program: 4 KB (16 heads of 128 bf16 values) with 4 warps is 2 x 16-byte
-# accesses per thread. A rule, not tuned by a sweep on hardware (`qk_norm_bench.tune` is one);
-# the benches run it at 99.8-100.2% of copy at Wan / HunyuanVideo (H200, bf16,
-# docs/benchmarks/hint_ab_s18_h200_*.json).
+# Bytes of x per program: 4 KB (16 heads of 128 bf16 values).
 _TILE_BYTES = 4096
 
 
 @functools.cache
 def _heads_config(D: int, elem_bytes: int, platform: str) -> HeadsConfig:
-    warp = 64 if platform == "hip" else 32
+    """The launch rule: ``4096 / (next_pow2(Dh) * itemsize)`` heads per program (at most 64), two
+    16-byte accesses per thread; a 4 KB tile keeps every warp on whole 16-byte runs of a head and
+    enough programs resident to saturate DRAM: 96.8-97.8% of copy at Wan / HunyuanVideo (H200,
+    bf16, docs/benchmarks/qk_norm_bench_h200.json)."""
+    warp = warp_size(platform)
     block_d = next_pow2(max(D, 1))
     heads = max(1, min(64, _TILE_BYTES // (block_d * elem_bytes)))
     tile = heads * block_d * elem_bytes
@@ -162,8 +164,9 @@ def _strides(h, out_strides):
     return (h.sb, h.ss, h.sh, osb, oss, osh), x_merged, o_merged
 
 
-def prepare(geom, q, k, q_weight, k_weight, config: HeadsConfig | None = None):
-    """A runner ``(q, k, q_weight, k_weight, eps) -> (q_out, k_out)`` for one call signature."""
+def prepare(geom, q, k, q_weight, k_weight, *, config: HeadsConfig | None = None):
+    """A runner ``(q, k, q_weight, k_weight, norm, eps) -> (q_out, k_out)`` for one call signature
+    (``norm`` is fixed by the plan: ``geom.norm``)."""
     from sgl_diffusion_core import PreparedLaunch
 
     gq, gk = geom.q, geom.k
@@ -198,12 +201,12 @@ def prepare(geom, q, k, q_weight, k_weight, config: HeadsConfig | None = None):
     q_dtype, k_dtype = q.dtype, k.dtype
 
     if inplace:
-        def run(q, k, q_weight, k_weight, eps):
+        def run(q, k, q_weight, k_weight, norm, eps):
             launch(q, k, q if q_weight is None else q_weight, k if k_weight is None else k_weight, q, k,
                    *scalars, eps)
             return q, k
     else:
-        def run(q, k, q_weight, k_weight, eps):
+        def run(q, k, q_weight, k_weight, norm, eps):
             qo = torch.empty(q_shape, dtype=q_dtype, device=device)
             ko = torch.empty(k_shape, dtype=k_dtype, device=device)
             launch(q, k, q if q_weight is None else q_weight, k if k_weight is None else k_weight, qo, ko,
@@ -211,25 +214,6 @@ def prepare(geom, q, k, q_weight, k_weight, config: HeadsConfig | None = None):
             return qo, ko
 
     return run
-
-
-def qk_norm(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    q_weight: torch.Tensor | None = None,
-    k_weight: torch.Tensor | None = None,
-    *,
-    norm: str = "rms",
-    eps: float = 1e-6,
-    inplace: bool = False,
-    geom,
-    config: HeadsConfig | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Launch the kernel once. ``geom`` comes from ``describe_qk_norm`` (validated inputs)."""
-    return prepare(geom, q, k, q_weight, k_weight, config)(q, k, q_weight, k_weight, eps)
-
-
-qk_norm.prepare = prepare
 
 
 def aot_variants(platform: str = "cuda"):

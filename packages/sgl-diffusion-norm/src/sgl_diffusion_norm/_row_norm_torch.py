@@ -1,5 +1,6 @@
-"""The eager chains of the row-norm family (the definition of their exact contracts); also the
-CPU backend. Plus the fp32 spec of the close contract (:func:`norm_spec`), used by tests.
+"""The eager chains of the row-norm family (the definition of their exact contracts), shared by
+the ``<op>_torch`` backends and the exact kernel's fallback. Plus the fp32 spec of the close
+contract (:func:`norm_spec`), used by tests.
 
 The eager chains, written once here and documented in the package README:
 
@@ -84,24 +85,9 @@ def norm_chain(norm: str, x, scale=None, shift=None, weight=None, bias=None, eps
     return _done(h, g)
 
 
-def layer_norm(x, weight=None, bias=None, *, eps=1e-6, geom=None):
-    return norm_chain("layer", x, None, None, weight, bias, eps)
-
-
-def rms_norm(x, weight=None, bias=None, *, eps=1e-6, geom=None):
-    return norm_chain("rms", x, None, None, weight, bias, eps)
-
-
-def ln_modulate(x, scale, shift=None, *, weight=None, bias=None, eps=1e-6, scale_offset=1.0, geom=None):
-    return norm_chain("layer", x, scale, shift, weight, bias, eps, scale_offset)
-
-
-def rms_modulate(x, scale, shift=None, *, weight=None, eps=1e-6, scale_offset=1.0, geom=None):
-    return norm_chain("rms", x, scale, shift, weight, None, eps, scale_offset)
-
-
-def gated_residual_norm_modulate(residual, update, gate, scale, shift=None, *, norm="layer", weight=None,
-                                 bias=None, eps=1e-6, scale_offset=1.0, geom=None):
+def gated_chain(residual, update, gate, scale, shift=None, norm="layer", weight=None, bias=None, eps=1e-6,
+                scale_offset=1.0):
+    """The eager chain of ``gated_residual_norm_modulate``: ``(out, new_residual)``."""
     g, r3 = _rows(residual)
     u3 = update.unsqueeze(0) if g.is_2d else update
     t = u3 if gate is None else broadcast_view(gate, g) * u3

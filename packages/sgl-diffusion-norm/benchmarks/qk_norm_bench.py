@@ -1,4 +1,4 @@
-"""Benchmark cases of ``qk_norm`` at production shapes (../shared/SHAPES.md).
+"""Benchmark cases of ``qk_norm`` at production shapes (Wan, HunyuanVideo, FLUX, SD3).
 
 Providers: ``sgl_diffusion`` (the public op, default backend: one launch for q and k),
 ``eager`` (the diffusers per-head ``RMSNorm`` chain on q, then on k) and ``torch.compile`` of
@@ -50,11 +50,10 @@ def make_inputs(B: int, S: int, H: int, D: int, layout: str, dtype: torch.dtype,
     return q, k, qw, kw
 
 
-def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
-                names: list[str] | None = None) -> Iterator[bench.BenchCase]:
+def qk_norm_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                  names: list[str] | None = None) -> Iterator[bench.BenchCase]:
     from sgl_diffusion_core import REGISTRY
-
-    from . import qk_norm, qk_norm_reference
+    from sgl_diffusion_norm import qk_norm, qk_norm_reference
 
     for name in names or DEFAULT:
         if name not in SHAPES:
@@ -88,38 +87,3 @@ def bench_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
         )
         del q, k, qw, kw
 
-
-def tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None,
-         progress=print) -> list[dict]:
-    """Sweep the Triton launch configuration (heads per program x warps) at the bench shapes (GPU
-    tuning aid; it has not run on a GPU). One row per configuration with time and % of a
-    same-run copy; the winner belongs in ``qk_norm_triton._heads_config``."""
-    from sgl_diffusion_core import next_pow2, resolve_target
-
-    from .qk_norm_api import describe_qk_norm
-
-    launch = resolve_target("sgl_diffusion_norm.qk_norm_triton:qk_norm")
-    config_cls = resolve_target("sgl_diffusion_norm.qk_norm_triton:HeadsConfig")
-    rows = []
-    for name in names or DEFAULT:
-        B, S, H, D, layout = SHAPES[name]
-        q, k, qw, kw = make_inputs(B, S, H, D, layout, dtype, device)
-        geom = describe_qk_norm(q, k, qw, kw).info["geom"]
-        nbytes = 2 * bench.tensor_bytes(q, k)
-        _, copy_gbps = bench.copy_bandwidth(nbytes, device)
-        for heads in (4, 8, 16, 32, 64):
-            for warps in (1, 2, 4, 8):
-                cfg = config_cls(heads=heads, block_d=next_pow2(D), num_warps=warps)
-                fn = lambda c=cfg, a=(q, k, qw, kw), g=geom: launch(*a, geom=g, config=c)  # noqa: E731
-                try:
-                    t = bench.time_gpu(fn, device, rep=40)
-                except Exception as exc:  # a configuration the compiler rejects
-                    progress(f"{name} heads={heads} warps={warps}: failed {type(exc).__name__}")
-                    continue
-                gbps = t.gbps(nbytes)
-                rows.append({"case": name, "heads": heads, "num_warps": warps, "median_us": t.median_ms * 1e3,
-                             "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
-                progress(f"{name} heads={heads} warps={warps}: {t.median_ms * 1e3:.1f} us {gbps:.0f} GB/s "
-                         f"{100 * gbps / copy_gbps:.1f}% of copy")
-        del q, k, qw, kw
-    return rows

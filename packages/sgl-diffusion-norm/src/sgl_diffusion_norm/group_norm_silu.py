@@ -1,8 +1,7 @@
-"""``group_norm_silu``: GroupNorm + SiLU for VAE activations (4-D / 5-D). Public entry points.
+"""``group_norm_silu``: GroupNorm (+ SiLU) for VAE activations (4-D / 5-D).
 
-Validation, the predicate, backend selection (through ``sgl_diffusion_core.select_impl``) and
-the custom-op registration live here; the kernels live in ``group_norm_silu_triton.py``, the
-executable spec in ``group_norm_silu_torch.py``.
+Backends: ``group_norm_silu_triton`` (two passes over x, contract ``close``) and
+``group_norm_silu_torch`` (the fp32 eager chain, the definition of the exact contract).
 """
 
 from __future__ import annotations
@@ -12,20 +11,18 @@ from dataclasses import dataclass
 import torch
 
 from sgl_diffusion_core import (
-    Dispatcher,
+    Backend,
+    Capabilities,
+    Contract,
     InputDesc,
+    Op,
     check_tensors,
     device_arch,
     is_compiling,
-    register_custom_op,
-    resolve_target,
-    select_impl,
     tensor_platform,
 )
 
-from .channel_rms_norm_api import ChannelGeometry, channel_geometry, output_like
-
-OP = "norm.group_norm_silu"
+from ._channels import ChannelGeometry, channel_geometry, output_like
 
 
 @dataclass(frozen=True)
@@ -77,48 +74,47 @@ def describe_group_norm_silu(
     return desc
 
 
-def _empty_runner(geom: Geometry):
-    def run(x, weight, bias, num_groups, eps, silu):
+def _describe_tensors(x, weight, bias, *, num_groups, eps=1e-5, silu=True) -> InputDesc:
+    """:func:`describe_group_norm_silu` from the plan's tensors ``(x, weight, bias)`` and options."""
+    return describe_group_norm_silu(x, num_groups, weight, bias, eps=eps, silu=silu)
+
+
+def empty_result(geom: Geometry):
+    """The runner of an empty x: a new empty result in x's memory format."""
+
+    def run(x, *_):
         return output_like(x)
 
     return run
 
 
-def _bind(fn, geom: Geometry):
-    def run(x, weight, bias, num_groups, eps, silu):
-        return fn(x, num_groups, weight, bias, eps=eps, silu=silu, geom=geom)
+_GPU = dict(platforms=("cuda", "hip"), min_arch=(("cuda", 80), ("hip", "gfx942"), ("hip", "gfx950")),
+            interpretable=True, requires=("triton",))
 
-    return run
-
-
-class _Plans:
-    """One Dispatcher per (num_groups, silu): both change the kernels and neither is a tensor."""
-
-    def __init__(self) -> None:
-        self._d: dict[tuple[int, bool], Dispatcher] = {}
-
-    def get(self, num_groups, silu: bool) -> Dispatcher | None:
-        if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
-            return None
-        key = (num_groups, bool(silu))
-        d = self._d.get(key)
-        if d is None:
-            d = self._d[key] = Dispatcher(
-                OP, lambda x, w, b: describe_group_norm_silu(x, num_groups, w, b, silu=silu),
-                bind=_bind, empty=_empty_runner)
-        return d
-
-
-_PLANS = _Plans()
+GROUP_NORM_SILU = Op(
+    "norm.group_norm_silu",
+    distribution="sgl-diffusion-norm",
+    summary="F.silu(F.group_norm(x, num_groups, weight, bias, eps)) for 4-D / 5-D VAE activations",
+    describe=describe_group_norm_silu,
+    describe_tensors=_describe_tensors,
+    n_tensors=3,
+    reference=".group_norm_silu_torch:group_norm_silu",
+    backends=[
+        Backend("triton", ".group_norm_silu_triton", Capabilities(**_GPU), Contract.close(), priority=10,
+                notes="two passes: split per-group statistics (shifted sums, Chan combination), then "
+                "normalize + SiLU", aot="aot_variants", executed_on=("sm_90", "cpu-interpreter")),
+        Backend("torch", ".group_norm_silu_torch", Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu")),
+                Contract.exact(),
+                notes="the fp32 eager chain (F.group_norm on x.float(), F.silu, one rounding): the definition of "
+                "exact", executed_on=("cpu",)),
+    ],
+    default_exact=False,
+    empty=empty_result,
+    bench="benchmarks/vae_norm_bench.py:group_norm_silu_cases",
+)
 
 
-def _plan(x, num_groups, weight, bias, silu, backend, exact):
-    d = _PLANS.get(num_groups, silu)
-    if d is None:  # an invalid num_groups: select_impl raises with the problem spelled out
-        select_impl(OP, describe_group_norm_silu(x, num_groups, weight, bias), backend=backend, exact=exact)
-    return d.plan((x, weight, bias), backend, exact)
-
-
+@GROUP_NORM_SILU.entry
 def group_norm_silu(
     x: torch.Tensor,
     num_groups: int,
@@ -149,61 +145,25 @@ def group_norm_silu(
     """
     if is_compiling():
         return _custom_op(x, weight, bias, num_groups, float(eps), bool(silu), exact, backend)
-    return _plan(x, num_groups, weight, bias, silu, backend, exact)(x, weight, bias, num_groups, eps, silu)
+    opts = (("num_groups", num_groups), ("silu", bool(silu)))
+    if type(num_groups) is not int:  # 2.0 / True hash like 2 / 1: refused here, never served their plans
+        GROUP_NORM_SILU.checked(x, weight, bias, options=opts)
+    return GROUP_NORM_SILU.plan((x, weight, bias), backend, exact, opts)(x, weight, bias, num_groups, eps, silu)
 
 
-def can_use_group_norm_silu(
-    x: torch.Tensor,
-    num_groups: int,
-    weight: torch.Tensor | None = None,
-    bias: torch.Tensor | None = None,
-    *,
-    eps: float = 1e-5,
-    silu: bool = True,
-    exact: bool | None = None,
-    backend: str | None = None,
-) -> bool:
-    """Whether ``group_norm_silu`` can serve these arguments (never raises, never allocates)."""
-    try:
-        desc = describe_group_norm_silu(x, num_groups, weight, bias, silu=silu)
-        select_impl(OP, desc, backend=backend, exact=exact)
-        return True
-    except Exception:
-        return False
+can_use_group_norm_silu = GROUP_NORM_SILU.can_use
+group_norm_silu_reference = GROUP_NORM_SILU.reference
 
 
-def group_norm_silu_reference(
-    x: torch.Tensor,
-    num_groups: int,
-    weight: torch.Tensor | None = None,
-    bias: torch.Tensor | None = None,
-    *,
-    eps: float = 1e-5,
-    silu: bool = True,
-) -> torch.Tensor:
-    """The executable spec (the ``torch`` backend): the fp32 eager chain, one rounding."""
-    fn = resolve_target("sgl_diffusion_norm.group_norm_silu_torch:group_norm_silu")
-    return fn(x, num_groups, weight, bias, eps=eps, silu=silu)
-
-
-# --- custom op: the path torch.compile traces -------------------------------------------------
-
-def _op_impl(x, weight, bias, num_groups, eps, silu, exact, backend):
-    return _plan(x, num_groups, weight, bias, silu, backend, exact)(x, weight, bias, num_groups, eps, silu)
-
-
-def _op_fake(x, weight, bias, num_groups, eps, silu, exact, backend):
-    d = _PLANS.get(num_groups, silu)
-    if d is None:
-        raise ValueError(f"group_norm_silu: num_groups must be a positive int, got {num_groups!r}")
-    d.validate(x, weight, bias)
+def _fake(x, weight, bias, num_groups, eps, silu, exact, backend):
+    GROUP_NORM_SILU.validate(x, weight, bias, options=(("num_groups", num_groups), ("silu", bool(silu))))
     return output_like(x)
 
 
-_custom_op = register_custom_op(
-    "group_norm_silu",
-    _op_impl,
-    _op_fake,
+# eps is keyed with num_groups and silu (the keyed scalars lead the schema's): one plan per value
+# under compile
+_custom_op = GROUP_NORM_SILU.custom_op(
+    "group_norm_silu", fake=_fake, keyed=("num_groups", "eps", "silu"),
     schema="(Tensor x, Tensor? weight, Tensor? bias, int num_groups, float eps, bool silu, bool? exact, "
     "str? backend) -> Tensor",
 )

@@ -1,6 +1,8 @@
-"""``gated_residual_norm_modulate``: gated residual, then norm + adaLN modulation, in one pass. Public entry points.
+"""``gated_residual_norm_modulate``: gated residual, then norm + adaLN modulation, in one pass.
 
-Kernel: ``row_norm_triton.py`` (``HAS_RES``); eager chain: ``row_norm_torch.py``.
+Backends: ``_row_norm_triton`` (``prepare_gated``: the row-norm kernel with ``HAS_RES``; contract
+``close`` for ``out``, the new residual bit-exact) and ``gated_residual_norm_modulate_torch``
+(the eager chain, exact). Not exact by default: no exact kernel computes ``out``.
 """
 
 from __future__ import annotations
@@ -10,27 +12,27 @@ from dataclasses import dataclass
 import torch
 
 from sgl_diffusion_core import (
-    Dispatcher,
+    Backend,
+    Contract,
     InputDesc,
     ModLayout,
+    Op,
     RowGeometry,
     describe_rows,
     is_compiling,
     mod_layout,
-    register_custom_op,
-    resolve_target,
     same_rows,
-    select_impl,
 )
 
-from .row_norm_api import Chain, chain_dtypes
+from . import _row_norm as R
 
-OP = "norm.gated_residual_norm_modulate"
 NORMS = ("layer", "rms")
 
 
 @dataclass(frozen=True)
 class Geometry:
+    """Rows of residual and update, the modulation layouts, and the eager chain's dtypes."""
+
     norm: str
     residual: RowGeometry
     update: RowGeometry
@@ -39,7 +41,7 @@ class Geometry:
     shift: ModLayout | None
     t1: torch.dtype  # gate * update
     sum: torch.dtype  # residual + t1 (then cast to residual's dtype)
-    chain: Chain  # the norm + modulate chain on the new residual
+    chain: R.Chain  # the norm + modulate chain on the new residual
 
 
 def describe_gated_residual_norm_modulate(
@@ -48,10 +50,10 @@ def describe_gated_residual_norm_modulate(
     gate: torch.Tensor | None,
     scale: torch.Tensor,
     shift: torch.Tensor | None = None,
-    *,
-    norm: str = "layer",
     weight: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
+    *,
+    norm: str = "layer",
     **_,
 ) -> InputDesc:
     """Validate the arguments of ``gated_residual_norm_modulate`` and describe them for backend selection."""
@@ -63,10 +65,7 @@ def describe_gated_residual_norm_modulate(
         return desc
     problems = desc.problems
     u = same_rows("update", update, r, problems)
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and (tuple(t.shape) != (r.D,) or (r.D > 1 and t.stride(0) != 1)):
-            problems.append(f"{name} must be a contiguous [D] = [{r.D}] tensor, got shape {list(t.shape)} "
-                            f"strides {list(t.stride())}")
+    R.param_problems(r.D, weight, bias, problems)
     lays = {n: (mod_layout(n, t, r, problems) if t is not None else None)
             for n, t in (("gate", gate), ("scale", scale), ("shift", shift))}
     desc.layouts = tuple(dict.fromkeys(lay.tag for lay in lays.values() if lay is not None))
@@ -75,48 +74,44 @@ def describe_gated_residual_norm_modulate(
         t1 = update.dtype if gate is None else torch.promote_types(gate.dtype, update.dtype)
         geom = Geometry(norm, r, u, lays["gate"], lays["scale"], lays["shift"], t1,
                         torch.promote_types(residual.dtype, t1),
-                        chain_dtypes(norm, residual.dtype, scale, shift, weight, bias))
+                        R.chain_dtypes(norm, residual.dtype, scale, shift, weight, bias))
     desc.info = {"geom": geom, "empty": residual.numel() == 0}
     return desc
 
 
-def _empty(geom: Geometry):
-    def run(residual, update, gate, scale, shift, weight, bias, eps, scale_offset):
-        mk = lambda: torch.empty(geom.residual.shape, dtype=residual.dtype, device=residual.device)  # noqa: E731
+def empty_result(geom: Geometry):
+    """The runner of an empty input: two new empty tensors shaped like residual."""
+    shape = geom.residual.shape
+
+    def run(residual, *_):
+        mk = lambda: torch.empty(shape, dtype=residual.dtype, device=residual.device)  # noqa: E731
         return mk(), mk()
 
     return run
 
 
-def _bind(fn, geom: Geometry):
-    norm = geom.norm
-
-    def run(residual, update, gate, scale, shift, weight, bias, eps, scale_offset):
-        return fn(residual, update, gate, scale, shift, norm=norm, weight=weight, bias=bias, eps=eps,
-                  scale_offset=scale_offset, geom=geom)
-
-    return run
-
-
-def _dispatcher(norm: str) -> Dispatcher:
-    def describe(residual, update, gate, scale, shift, weight, bias):
-        return describe_gated_residual_norm_modulate(residual, update, gate, scale, shift, norm=norm, weight=weight,
-                                                     bias=bias)
-
-    return Dispatcher(OP, describe, bind=_bind, empty=_empty)
-
-
-_DISPATCH = {n: _dispatcher(n) for n in NORMS}
-
-
-def _plan(norm, tensors, backend, exact):
-    d = _DISPATCH.get(norm)
-    if d is None:  # describe() names the problem
-        d = _DISPATCH["layer"]
-        select_impl(OP, describe_gated_residual_norm_modulate(*tensors[:5], norm=norm), backend=backend, exact=exact)
-    return d.plan(tensors, backend, exact)
+GATED_RESIDUAL_NORM_MODULATE = Op(
+    "norm.gated_residual_norm_modulate",
+    distribution=R.DISTRIBUTION,
+    summary="new = residual + gate * update (bit-exact); out = norm(new) * (scale_offset + scale) + shift",
+    describe=describe_gated_residual_norm_modulate,
+    n_tensors=7,
+    reference=".gated_residual_norm_modulate_torch:gated_residual_norm_modulate",
+    backends=[
+        Backend("triton", "._row_norm_triton:prepare_gated", R.TRITON_CAPS, Contract.close(R.MOD_TOL), priority=10,
+                notes="new_residual bit-exact to eager (rounded per op, no FMA); out close (fp32 statistics, "
+                "one rounding)", aot="aot_variants_gated", executed_on=R.EXECUTED_TRITON),
+        Backend("torch", ".gated_residual_norm_modulate_torch", R.TORCH_CAPS, Contract.exact(),
+                notes="the eager chain itself: gated_residual, then the norm + modulate chain",
+                executed_on=R.EXECUTED_TORCH),
+    ],
+    default_exact=False,
+    empty=empty_result,
+    bench=f"{R.BENCH}:gated_residual_norm_modulate_cases",
+)
 
 
+@GATED_RESIDUAL_NORM_MODULATE.entry
 def gated_residual_norm_modulate(
     residual: torch.Tensor,
     update: torch.Tensor,
@@ -154,46 +149,24 @@ def gated_residual_norm_modulate(
         return _custom_op(residual, update, gate, scale, shift, weight, bias, norm, float(eps), float(scale_offset),
                           backend, exact)
     tensors = (residual, update, gate, scale, shift, weight, bias)
-    return _plan(norm, tensors, backend, exact)(*tensors, eps, scale_offset)
+    run = GATED_RESIDUAL_NORM_MODULATE.plan(tensors, backend, exact, (("norm", norm),))
+    return run(residual, update, gate, scale, shift, weight, bias, norm, eps, scale_offset)
 
 
-def can_use_gated_residual_norm_modulate(residual, update, gate, scale, shift=None, *, norm="layer", weight=None,
-                                         bias=None, eps=1e-6, scale_offset=1.0, exact=None, backend=None) -> bool:
-    """Whether ``gated_residual_norm_modulate`` can serve these arguments (never raises, never allocates)."""
-    try:
-        desc = describe_gated_residual_norm_modulate(residual, update, gate, scale, shift, norm=norm, weight=weight,
-                                                     bias=bias)
-        select_impl(OP, desc, backend=backend, exact=exact)
-        return True
-    except Exception:
-        return False
+can_use_gated_residual_norm_modulate = GATED_RESIDUAL_NORM_MODULATE.can_use
+gated_residual_norm_modulate_reference = GATED_RESIDUAL_NORM_MODULATE.reference
 
 
-def gated_residual_norm_modulate_reference(residual, update, gate, scale, shift=None, *, norm="layer", weight=None,
-                                           bias=None, eps=1e-6, scale_offset=1.0):
-    """The eager chain (the ``torch`` backend): the definition of the exact contract."""
-    fn = resolve_target("sgl_diffusion_norm.row_norm_torch:gated_residual_norm_modulate")
-    return fn(residual, update, gate, scale, shift, norm=norm, weight=weight, bias=bias, eps=eps,
-              scale_offset=scale_offset)
-
-
-def _op_impl(residual, update, gate, scale, shift, weight, bias, norm, eps, scale_offset, backend=None, exact=None):
-    tensors = (residual, update, gate, scale, shift, weight, bias)
-    out, new = _plan(norm, tensors, backend, exact)(*tensors, eps, scale_offset)
-    return out, new
-
-
-def _op_fake(residual, update, gate, scale, shift, weight, bias, norm, eps, scale_offset, backend=None, exact=None):
-    if norm in _DISPATCH:
-        _DISPATCH[norm].validate(residual, update, gate, scale, shift, weight, bias)
+def _fake(residual, update, gate, scale, shift, weight, bias, norm, eps, scale_offset, backend=None, exact=None):
+    if norm in NORMS:
+        GATED_RESIDUAL_NORM_MODULATE.validate(residual, update, gate, scale, shift, weight, bias,
+                                              options=(("norm", norm),))
     mk = lambda: torch.empty(residual.shape, dtype=residual.dtype, device=residual.device)  # noqa: E731
     return mk(), mk()
 
 
-_custom_op = register_custom_op(
-    "gated_residual_norm_modulate",
-    _op_impl,
-    _op_fake,
+_custom_op = GATED_RESIDUAL_NORM_MODULATE.custom_op(
+    "gated_residual_norm_modulate", fake=_fake, keyed=("norm",),
     schema="(Tensor residual, Tensor update, Tensor? gate, Tensor scale, Tensor? shift, Tensor? weight, "
     "Tensor? bias, str norm, float eps, float scale_offset, str? backend=None, bool? exact=None) -> (Tensor, Tensor)",
 )

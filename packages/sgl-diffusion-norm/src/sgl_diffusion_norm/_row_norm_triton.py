@@ -1,4 +1,6 @@
 """Triton kernel of the row-norm family, contract ``close`` (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``).
+The ``triton`` backend of the four norms (``prepare``, ``prepare_norm``) and of
+``gated_residual_norm_modulate`` (``prepare_gated``).
 
 One kernel serves ``layer_norm``, ``rms_norm``, ``ln_modulate``, ``rms_modulate`` and
 ``gated_residual_norm_modulate``: ``NORM`` picks LayerNorm (0) or RMSNorm (1), ``HAS_SCALE``
@@ -27,9 +29,9 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import RowConfig, device_arch, tensor_platform, triton_math
+from sgl_diffusion_core import PreparedLaunch, RowConfig, device_arch, tensor_platform, triton_math
 
-TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
+TL_DTYPES = triton_math.TL_DTYPES
 
 
 @triton.jit
@@ -105,6 +107,12 @@ def _row_norm_kernel(
     T1R: tl.constexpr, SUM_DT: tl.constexpr, NR_DT: tl.constexpr,
     BLOCK: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
 ):
+    """One row of any of the five row norms (fp32 statistics, one rounding: the close contract).
+
+    It is long because one kernel serves every norm and both row shapes (held in one block,
+    or streamed in ``CHUNKS`` chunks); the constexpr branches compile away, so each build is
+    short, and the shared helpers carry the arithmetic.
+    """
     row = tl.program_id(0).to(tl.int64)
     b = row // S
     s = row - b * S
@@ -176,6 +184,9 @@ def _row_norm_kernel(
 
 
 def config_for(D: int, rows: int, dtype: torch.dtype, device: torch.device) -> RowConfig:
+    """Launch rule of the four norms: the core row rule (``RowConfig.from_heuristic``: one block per
+    row up to 8192 columns, chunks above, few warps per row; it holds the measurements,
+    docs/benchmarks/ln_modulate_tune_h200.json) at x's element size and row count."""
     plat = tensor_platform(device)
     arch = device_arch(plat, device.index) if plat in ("cuda", "hip") else None
     return RowConfig.from_heuristic(D, dtype.itemsize, plat, arch, n_rows=rows)
@@ -188,11 +199,12 @@ def gated_config(D: int, elem_bytes: int, platform: str, n_rows: int | None = No
     The gated pass holds residual, update and gate per element, so the row rule's launch (2
     warps, 1024-wide chunks, at D=5120 unrolled under an 80-register cap) spills on sm_90: 284 B
     (LayerNorm) / 2850 B (RMSNorm) per thread at D=5120, 28 B at D=3072. Measured on one H200,
-    bf16 (docs/benchmarks/gated_norm_sweep_h200.json, % of a same-run copy): Wan (75600 x 5120)
+    bf16 (% of a same-run copy): Wan (75600 x 5120)
     2048 x 3 with 4 warps and unroll 3 93.7% (row rule 81.7%, 1024 x 5 with 4 warps 89.2%, 8
     warps 81.8%); HunyuanVideo (118800 x 3072) 1024 x 3 with 4 warps 98.0% (row rule 96.4%, 8
     warps 74.0%). A whole row in registers (FLUX, few rows) keeps the row rule (100.1%). ROCm
-    keeps the row rule (compiled, not measured).
+    keeps the row rule (compiled, not measured). The op at these shapes with this rule:
+    docs/benchmarks/gated_residual_norm_modulate_bench_h200.json.
     """
     base = RowConfig.from_heuristic(D, elem_bytes, platform, n_rows=n_rows)
     if platform != "cuda" or base.chunks == 1:
@@ -207,8 +219,6 @@ def _mod_scalars(lay) -> tuple[int, int, int]:
 
 
 def _launch(g, x, cfg, constexprs, fp_fusion):
-    from sgl_diffusion_core import PreparedLaunch
-
     return PreparedLaunch(
         _row_norm_kernel,
         (g.rows,),
@@ -220,9 +230,7 @@ def _launch(g, x, cfg, constexprs, fp_fusion):
     )
 
 
-def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None):
-    """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for one call signature
-    of ``layer_norm`` / ``rms_norm`` / ``ln_modulate`` / ``rms_modulate``."""
+def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
     g = geom.x
     cfg = config or config_for(g.D, g.rows, x.dtype, x.device)
     scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), 0, 0, 0, 0, 1)
@@ -231,30 +239,43 @@ def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": False, "HAS_GATE": False,
         "T1R": tl.float32, "SUM_DT": tl.float32, "NR_DT": tl.float32,
     }, fp_fusion=True)
-    shape, dtype, device = g.shape, geom.chain.out, x.device
+    return launch, scalars
+
+
+def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None):
+    """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for one call signature
+    of ``ln_modulate`` / ``rms_modulate``. ``config``: a launch other than the rule's (tuning)."""
+    launch, scalars = _norm_launch(geom, x, scale, shift, weight, bias, config)
+    shape, dtype, device = geom.x.shape, geom.chain.out, x.device
 
     def run(x, scale, shift, weight, bias, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)
-        launch(x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
+        launch(x, scale, x if shift is None else shift, x if weight is None else weight,
                x if bias is None else bias, out, x, x, x, *scalars, eps, scale_offset)
         return out
 
     return run
 
 
-def row_norm(x, scale=None, shift=None, weight=None, bias=None, *, eps=1e-6, scale_offset=1.0, geom,
-             config: RowConfig | None = None) -> torch.Tensor:
-    """Launch the kernel once. ``geom`` comes from ``describe_row_norm`` (validated inputs)."""
-    return prepare(geom, x, scale, shift, weight, bias, config)(x, scale, shift, weight, bias, eps, scale_offset)
+def prepare_norm(geom, x, weight, bias, config: RowConfig | None = None):
+    """A runner ``(x, weight, bias, eps, scale_offset) -> out`` for one call signature of
+    ``layer_norm`` / ``rms_norm`` (``scale_offset`` unused)."""
+    launch, scalars = _norm_launch(geom, x, None, None, weight, bias, config)
+    shape, dtype, device = geom.x.shape, geom.chain.out, x.device
 
+    def run(x, weight, bias, eps, scale_offset):
+        out = torch.empty(shape, dtype=dtype, device=device)
+        launch(x, x, x, x if weight is None else weight, x if bias is None else bias, out, x, x, x, *scalars, eps,
+               scale_offset)
+        return out
 
-row_norm.prepare = prepare
+    return run
 
 
 def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, config: RowConfig | None = None):
-    """A runner ``(residual, update, gate, scale, shift, weight, bias, eps, scale_offset) -> (out, new_residual)``
-    for one call signature of ``gated_residual_norm_modulate``. Built without FMA contraction
-    (the residual sum must match eager bit for bit)."""
+    """A runner ``(residual, update, gate, scale, shift, weight, bias, norm, eps, scale_offset) -> (out,
+    new_residual)`` for one call signature of ``gated_residual_norm_modulate`` (``norm`` is the
+    plan's, in ``geom``). Built without FMA contraction (the residual sum must match eager bit for bit)."""
     g, u = geom.residual, geom.update
     cfg = config or gated_config(g.D, residual.element_size(), tensor_platform(residual.device), g.rows)
     gl = geom.gate
@@ -267,7 +288,7 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
     }, fp_fusion=False)
     shape, dtype, device = g.shape, residual.dtype, residual.device
 
-    def run(residual, update, gate, scale, shift, weight, bias, eps, scale_offset):
+    def run(residual, update, gate, scale, shift, weight, bias, _norm, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)
         new = torch.empty(shape, dtype=dtype, device=device)
         x = residual
@@ -276,16 +297,6 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
         return out, new
 
     return run
-
-
-def gated_residual_norm_modulate(residual, update, gate, scale, shift=None, *, norm="layer", weight=None, bias=None,
-                                 eps=1e-6, scale_offset=1.0, geom, config: RowConfig | None = None):
-    """Launch once. ``geom`` comes from ``describe_gated_residual_norm_modulate``."""
-    run = prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, config)
-    return run(residual, update, gate, scale, shift, weight, bias, eps, scale_offset)
-
-
-gated_residual_norm_modulate.prepare = prepare_gated
 
 
 # --- ahead-of-time compile variants ----------------------------------------------------------------

@@ -1,8 +1,7 @@
-"""``qk_norm``: per-head RMSNorm or LayerNorm of q and k in one launch. Public entry points.
+"""``qk_norm``: per-head RMSNorm or LayerNorm of q and k over the head dim, in one launch.
 
-Validation, the predicate, backend selection (through ``sgl_diffusion_core.select_impl``)
-and the custom-op registration live here; the kernel lives in ``qk_norm_triton.py``, the
-executable spec (the eager chain) in ``qk_norm_torch.py``.
+Backends: ``qk_norm_triton`` (one launch for q and k, contract ``close``) and ``qk_norm_torch``
+(the eager chain, the definition of the exact contract).
 """
 
 from __future__ import annotations
@@ -12,20 +11,19 @@ from dataclasses import dataclass
 import torch
 
 from sgl_diffusion_core import (
-    Dispatcher,
+    Backend,
+    Capabilities,
+    Contract,
     InputDesc,
+    Op,
     check_tensors,
     device_arch,
     is_compiling,
-    register_custom_op,
-    resolve_target,
     same_memory,
-    select_impl,
     tensor_platform,
     writable_problem,
 )
 
-OP = "norm.qk_norm"
 NORMS = ("rms", "layer")
 
 
@@ -110,7 +108,7 @@ def describe_qk_norm(
             why = writable_problem(name, t)
             if why:
                 problems.append(f"inplace=True: {why}; pass inplace=False")
-        why = _aliasing(q, k)
+        why = _aliasing(q, k, inplace=True)
         if why:
             problems.append(why)
     desc.info = {"geom": None if problems else Geometry(gq, gk, D, norm, bool(inplace)),
@@ -118,54 +116,53 @@ def describe_qk_norm(
     return desc
 
 
-def _empty_runner(geom: Geometry):
+def _aliasing(q: torch.Tensor, k: torch.Tensor, *_: object, inplace: bool = False, **__: object) -> str | None:
+    """In place, q and k must not start at the same address: checked on every call (the plan
+    cache keys on shapes and strides, not addresses)."""
+    if inplace and same_memory(q, k):
+        return "inplace=True: q and k start at the same address; they must be distinct tensors"
+    return None
+
+
+def empty_result(geom: Geometry):
+    """The runner of empty q and k: q and k themselves in place, else new empty tensors."""
     if geom.inplace:
-        def run(q, k, q_weight, k_weight, eps):
+        def run(q, k, *_):
             return q, k
     else:
-        def run(q, k, q_weight, k_weight, eps):
+        def run(q, k, *_):
             return (torch.empty(geom.q.shape, dtype=q.dtype, device=q.device),
                     torch.empty(geom.k.shape, dtype=k.dtype, device=k.device))
     return run
 
 
-def _bind(fn, geom: Geometry):
-    def run(q, k, q_weight, k_weight, eps):
-        return fn(q, k, q_weight, k_weight, norm=geom.norm, eps=eps, inplace=geom.inplace, geom=geom)
+_GPU = dict(platforms=("cuda", "hip"), min_arch=(("cuda", 80), ("hip", "gfx942"), ("hip", "gfx950")),
+            interpretable=True, requires=("triton",))
 
-    return run
-
-
-def _aliasing(q: torch.Tensor, k: torch.Tensor, *_: object) -> str | None:
-    """In place, q and k must not start at the same address: checked on every call (the plan
-    cache keys on shapes and strides, not addresses) through the Dispatcher's ``per_call``."""
-    if same_memory(q, k):
-        return "inplace=True: q and k start at the same address; they must be distinct tensors"
-    return None
-
-
-def _make_dispatcher(norm: str, inplace: bool) -> Dispatcher:
-    return Dispatcher(
-        OP,
-        lambda q, k, qw, kw: describe_qk_norm(q, k, qw, kw, norm=norm, inplace=inplace),
-        bind=_bind,
-        empty=_empty_runner,
-        per_call=_aliasing if inplace else None,
-    )
-
-
-# one plan cache per (norm, inplace): both change the kernel, neither is a tensor
-_DISPATCH = {(n, ip): _make_dispatcher(n, ip) for n in NORMS for ip in (False, True)}
+QK_NORM = Op(
+    "norm.qk_norm",
+    distribution="sgl-diffusion-norm",
+    summary="per-head RMSNorm / LayerNorm of q and k over head_dim (one launch, optional in place)",
+    describe=describe_qk_norm,
+    n_tensors=4,
+    reference=".qk_norm_torch:qk_norm",
+    backends=[
+        Backend("triton", ".qk_norm_triton", Capabilities(**_GPU, max_last_dim=4096), Contract.close(), priority=10,
+                notes="one launch for q and k; 2-D tiles of ~4 KB (heads x Dh) per program, fp32 statistics",
+                aot="aot_variants", executed_on=("sm_90", "cpu-interpreter")),
+        Backend("torch", ".qk_norm_torch", Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu")),
+                Contract.exact(),
+                notes="the eager chain (diffusers RMSNorm / F.layer_norm) op by op: the definition of exact",
+                executed_on=("cpu",)),
+    ],
+    default_exact=False,
+    empty=empty_result,
+    per_call=_aliasing,
+    bench="benchmarks/qk_norm_bench.py:qk_norm_cases",
+)
 
 
-def _plan(q, k, q_weight, k_weight, norm, inplace, backend, exact):
-    d = _DISPATCH.get((norm, bool(inplace))) if isinstance(norm, str) else None
-    if d is None:  # an invalid norm: select_impl raises with the problem spelled out
-        select_impl(OP, describe_qk_norm(q, k, q_weight, k_weight, norm=norm, inplace=inplace),
-                    backend=backend, exact=exact)
-    return d.plan((q, k, q_weight, k_weight), backend, exact)
-
-
+@QK_NORM.entry
 def qk_norm(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -204,83 +201,31 @@ def qk_norm(
             _custom_op_inplace(q, k, q_weight, k_weight, norm, float(eps), exact, backend)
             return q, k
         return _custom_op(q, k, q_weight, k_weight, norm, float(eps), exact, backend)
-    return _plan(q, k, q_weight, k_weight, norm, inplace, backend, exact)(q, k, q_weight, k_weight, eps)
+    opts = (("inplace", True), ("norm", norm)) if inplace else (("norm", norm),)
+    return QK_NORM.plan((q, k, q_weight, k_weight), backend, exact, opts)(q, k, q_weight, k_weight, norm, eps)
 
 
-def can_use_qk_norm(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    q_weight: torch.Tensor | None = None,
-    k_weight: torch.Tensor | None = None,
-    *,
-    norm: str = "rms",
-    eps: float = 1e-6,
-    inplace: bool = False,
-    exact: bool | None = None,
-    backend: str | None = None,
-) -> bool:
-    """Whether ``qk_norm`` can serve these arguments (never raises, never allocates)."""
-    try:
-        desc = describe_qk_norm(q, k, q_weight, k_weight, norm=norm, inplace=inplace)
-        select_impl(OP, desc, backend=backend, exact=exact)
-        return True
-    except Exception:
-        return False
+can_use_qk_norm = QK_NORM.can_use
+qk_norm_reference = QK_NORM.reference
 
 
-def qk_norm_reference(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    q_weight: torch.Tensor | None = None,
-    k_weight: torch.Tensor | None = None,
-    *,
-    norm: str = "rms",
-    eps: float = 1e-6,
-    inplace: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
-    fn = resolve_target("sgl_diffusion_norm.qk_norm_torch:qk_norm")
-    return fn(q, k, q_weight, k_weight, norm=norm, eps=eps, inplace=inplace)
-
-
-# --- custom ops: the path torch.compile traces ------------------------------------------------
-
-def _op_impl(q, k, q_weight, k_weight, norm, eps, exact, backend):
-    return _plan(q, k, q_weight, k_weight, norm, False, backend, exact)(q, k, q_weight, k_weight, eps)
-
-
-def _op_fake(q, k, q_weight, k_weight, norm, eps, exact, backend):
-    d = _DISPATCH.get((norm, False))
-    if d is None:
-        raise ValueError(f"qk_norm: norm must be 'rms' or 'layer', got {norm!r}")
-    d.validate(q, k, q_weight, k_weight)
+def _fake(q, k, q_weight, k_weight, norm, eps, exact, backend):
+    QK_NORM.validate(q, k, q_weight, k_weight, options=(("norm", norm),))
     return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
             torch.empty(k.shape, dtype=k.dtype, device=k.device))
 
 
-def _op_impl_inplace(q, k, q_weight, k_weight, norm, eps, exact, backend):
-    _plan(q, k, q_weight, k_weight, norm, True, backend, exact)(q, k, q_weight, k_weight, eps)
+def _fake_inplace(q, k, q_weight, k_weight, norm, eps, exact, backend):
+    QK_NORM.validate(q, k, q_weight, k_weight, options=(("inplace", True), ("norm", norm)))
 
 
-def _op_fake_inplace(q, k, q_weight, k_weight, norm, eps, exact, backend):
-    d = _DISPATCH.get((norm, True))
-    if d is None:
-        raise ValueError(f"qk_norm: norm must be 'rms' or 'layer', got {norm!r}")
-    d.validate(q, k, q_weight, k_weight)
-
-
-_custom_op = register_custom_op(
-    "qk_norm",
-    _op_impl,
-    _op_fake,
+_custom_op = QK_NORM.custom_op(
+    "qk_norm", fake=_fake, keyed=("norm",),
     schema="(Tensor q, Tensor k, Tensor? q_weight, Tensor? k_weight, str norm, float eps, bool? exact, "
     "str? backend) -> (Tensor, Tensor)",
 )
-_custom_op_inplace = register_custom_op(
-    "qk_norm_",
-    _op_impl_inplace,
-    _op_fake_inplace,
+_custom_op_inplace = QK_NORM.custom_op(
+    "qk_norm_", fake=_fake_inplace, keyed=("norm",), options={"inplace": True}, mutates_args=("q", "k"),
     schema="(Tensor(a!) q, Tensor(b!) k, Tensor? q_weight, Tensor? k_weight, str norm, float eps, bool? exact, "
     "str? backend) -> ()",
-    mutates_args=("q", "k"),
 )
