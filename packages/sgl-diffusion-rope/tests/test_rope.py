@@ -15,7 +15,6 @@ import torch
 
 import sgl_diffusion_rope as rope
 from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing
-from sgl_diffusion_rope.rope_api import inv_freq
 
 OP = "rope.apply_rope"
 
@@ -326,7 +325,8 @@ def test_opcheck_and_compile(backend, device):
 
 def test_inv_freq_matches_diffusers_formula():
     axes, theta = (16, 56, 56), 10000.0
-    got = torch.tensor(inv_freq(axes, theta), dtype=torch.float64)
+    x = torch.zeros(1, 4, 1, 128)
+    got = torch.tensor(testing.geometry(rope.rope_3d, x, (1, 2, 2), axes, theta=theta).inv_freq, dtype=torch.float64)
     want = torch.cat([1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64)[: d // 2] / d) for d in axes])
     assert torch.equal(got, want)
     assert math.isclose(float(got[8]), 1.0)

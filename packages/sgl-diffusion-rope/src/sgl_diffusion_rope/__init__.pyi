@@ -1,3 +1,5 @@
+# Generated from the op definitions by `python tools/gen_exports.py`; do not edit.
+
 import torch
 
 from .__about__ import __version__ as __version__
@@ -10,10 +12,11 @@ def apply_rope(
     interleaved: bool | None = None,
     rotary_dim: int | None = None,
     inplace: bool = False,
-    layout: str = "bshd",
+    layout: str = 'bshd',
     exact: bool | None = None,
     backend: str | None = None,
 ) -> torch.Tensor: ...
+
 def apply_rope_qk(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -23,10 +26,11 @@ def apply_rope_qk(
     interleaved: bool | None = None,
     rotary_dim: int | None = None,
     inplace: bool = False,
-    layout: str = "bshd",
+    layout: str = 'bshd',
     exact: bool | None = None,
     backend: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
 def rope_3d(
     x: torch.Tensor,
     grid_thw: tuple[int, int, int] | None = None,
@@ -37,9 +41,10 @@ def rope_3d(
     interleaved: bool = True,
     rotary_dim: int | None = None,
     inplace: bool = False,
-    layout: str = "bshd",
+    layout: str = 'bshd',
     backend: str | None = None,
 ) -> torch.Tensor: ...
+
 def qk_norm_rope(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -48,23 +53,94 @@ def qk_norm_rope(
     cos: torch.Tensor,
     sin: torch.Tensor | None = None,
     *,
-    norm: str = "rms",
-    eps: float = 1e-6,
+    norm: str = 'rms',
+    eps: float = 1e-06,
     interleaved: bool | None = None,
     rotary_dim: int | None = None,
     inplace: bool | None = None,
-    layout: str = "bshd",
+    layout: str = 'bshd',
     out_layout: str | None = None,
     exact: bool | None = None,
     backend: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
 def can_use_apply_rope(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None = None, **kwargs: object
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    *,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = 'bshd',
+    exact: bool | None = None,
+    backend: str | None = None,
 ) -> bool: ...
+
+def apply_rope_reference(
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    *,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = 'bshd',
+) -> torch.Tensor: ...
+
 def can_use_apply_rope_qk(
-    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None = None, **kwargs: object
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    *,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = 'bshd',
+    exact: bool | None = None,
+    backend: str | None = None,
 ) -> bool: ...
-def can_use_rope_3d(x: torch.Tensor, grid_thw: tuple[int, int, int] | None = None, **kwargs: object) -> bool: ...
+
+def apply_rope_qk_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor | None = None,
+    *,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = 'bshd',
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+def can_use_rope_3d(
+    x: torch.Tensor,
+    grid_thw: tuple[int, int, int] | None = None,
+    axes_dim: tuple[int, int, int] = (44, 42, 42),
+    *,
+    theta: float = 10000.0,
+    pos_ids: torch.Tensor | None = None,
+    interleaved: bool = True,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = 'bshd',
+    backend: str | None = None,
+) -> bool: ...
+
+def rope_3d_reference(
+    x: torch.Tensor,
+    grid_thw: tuple[int, int, int] | None = None,
+    axes_dim: tuple[int, int, int] = (44, 42, 42),
+    *,
+    theta: float = 10000.0,
+    pos_ids: torch.Tensor | None = None,
+    interleaved: bool = True,
+    rotary_dim: int | None = None,
+    inplace: bool = False,
+    layout: str = 'bshd',
+) -> torch.Tensor: ...
+
 def can_use_qk_norm_rope(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -72,17 +148,18 @@ def can_use_qk_norm_rope(
     k_weight: torch.Tensor | None,
     cos: torch.Tensor,
     sin: torch.Tensor | None = None,
-    **kwargs: object,
+    *,
+    norm: str = 'rms',
+    eps: float = 1e-06,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool | None = None,
+    layout: str = 'bshd',
+    out_layout: str | None = None,
+    exact: bool | None = None,
+    backend: str | None = None,
 ) -> bool: ...
-def apply_rope_reference(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None = None, **kwargs: object
-) -> torch.Tensor: ...
-def apply_rope_qk_reference(
-    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor | None = None, **kwargs: object
-) -> tuple[torch.Tensor, torch.Tensor]: ...
-def rope_3d_reference(
-    x: torch.Tensor, grid_thw: tuple[int, int, int] | None = None, **kwargs: object
-) -> torch.Tensor: ...
+
 def qk_norm_rope_reference(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -90,5 +167,28 @@ def qk_norm_rope_reference(
     k_weight: torch.Tensor | None,
     cos: torch.Tensor,
     sin: torch.Tensor | None = None,
-    **kwargs: object,
+    *,
+    norm: str = 'rms',
+    eps: float = 1e-06,
+    interleaved: bool | None = None,
+    rotary_dim: int | None = None,
+    inplace: bool | None = None,
+    layout: str = 'bshd',
+    out_layout: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+__all__ = [
+    "__version__",
+    "apply_rope",
+    "apply_rope_qk",
+    "apply_rope_qk_reference",
+    "apply_rope_reference",
+    "can_use_apply_rope",
+    "can_use_apply_rope_qk",
+    "can_use_qk_norm_rope",
+    "can_use_rope_3d",
+    "qk_norm_rope",
+    "qk_norm_rope_reference",
+    "rope_3d",
+    "rope_3d_reference",
+]

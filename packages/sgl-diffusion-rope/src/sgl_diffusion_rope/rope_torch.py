@@ -1,4 +1,8 @@
-"""The eager chains of the rope family (the definition of the exact contracts; also the CPU backend).
+"""The eager chains of the rope family (the definition of the exact contracts); also the ``torch`` backend.
+
+``apply_rope``, ``apply_rope_qk``, ``rope_3d`` and ``qk_norm_rope`` here are the ops'
+references (``<op>_reference``), with the ops' own arguments; :func:`prepare` is the
+backend. All four run one chain, :func:`rope`:
 
 * norm (``qk_norm_rope``): RMS as diffusers' ``RMSNorm`` computes it — variance of the
   fp32 values, ``x * rsqrt(var + eps)`` (fp32), cast to the weight's dtype when the weight
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from ._geometry import checked_geometry, describe_rope, runner, union
 
 
 def _norm(x: torch.Tensor, w: torch.Tensor | None, norm: int, eps: float) -> torch.Tensor:
@@ -97,8 +103,52 @@ def _one(x, w, cos, sin, eps, geom, out_heads):
 
 
 def rope(q, k, cos, sin, pos, q_weight, k_weight, eps, *, geom):
+    """The chain on the rope family's whole argument set; ``(q_out, k_out)`` (k_out None without k)."""
     if geom.angles != 0:
         cos, sin = angle_table(geom, pos, q.device)
     qo = _one(q, q_weight, cos, sin, eps, geom, geom.q_out)
     ko = None if k is None else _one(k, k_weight, cos, sin, eps, geom, geom.k_out)
     return qo, ko
+
+
+def prepare(geom, *tensors):
+    """The ``torch`` backend's runner: the eager chain itself, with the op's own arguments."""
+
+    def run(q, k, cos, sin, pos, q_weight, k_weight, eps):
+        return rope(q, k, cos, sin, pos, q_weight, k_weight, eps, geom=geom)
+
+    return runner(geom.op, run)
+
+
+def _reference(op: str, tensors: tuple, eps: float, **options):
+    geom = checked_geometry(f"rope.{op}", describe_rope(*union(op, tensors), op=op, **options))
+    return rope(*union(op, tensors), eps, geom=geom)
+
+
+def apply_rope(x, cos, sin=None, *, interleaved=None, rotary_dim=None, inplace=False, layout="bshd"):
+    """``apply_rope``'s eager chain (its reference)."""
+    return _reference("apply_rope", (x, cos, sin), 0.0, interleaved=interleaved, rotary_dim=rotary_dim,
+                      inplace=bool(inplace), layout=layout)[0]
+
+
+def apply_rope_qk(q, k, cos, sin=None, *, interleaved=None, rotary_dim=None, inplace=False, layout="bshd"):
+    """``apply_rope_qk``'s eager chain (its reference)."""
+    return _reference("apply_rope_qk", (q, k, cos, sin), 0.0, interleaved=interleaved, rotary_dim=rotary_dim,
+                      inplace=bool(inplace), layout=layout)
+
+
+def rope_3d(x, grid_thw=None, axes_dim=(44, 42, 42), *, theta=10000.0, pos_ids=None, interleaved=True,
+            rotary_dim=None, inplace=False, layout="bshd"):
+    """The chain diffusers runs for ``rope_3d`` (fp64 angle table cast to fp32, then the real-table chain)."""
+    return _reference("rope_3d", (x, pos_ids), 0.0, interleaved=interleaved, rotary_dim=rotary_dim,
+                      inplace=bool(inplace), layout=layout, grid_thw=grid_thw, axes_dim=axes_dim,
+                      theta=float(theta), angles="grid" if pos_ids is None else "pos")[0]
+
+
+def qk_norm_rope(q, k, q_weight, k_weight, cos, sin=None, *, norm="rms", eps=1e-6, interleaved=None,
+                 rotary_dim=None, inplace=None, layout="bshd", out_layout=None):
+    """``qk_norm_rope``'s eager chain (its reference): diffusers' RMSNorm / F.layer_norm, then RoPE."""
+    if inplace is None:
+        inplace = out_layout is None or out_layout == layout
+    return _reference("qk_norm_rope", (q, k, q_weight, k_weight, cos, sin), float(eps), interleaved=interleaved,
+                      rotary_dim=rotary_dim, inplace=bool(inplace), layout=layout, out_layout=out_layout, norm=norm)

@@ -1,4 +1,5 @@
-"""Benchmark cases of the rope family at production shapes (../shared/SHAPES.md).
+"""Benchmark cases of the rope family at production shapes (../shared/SHAPES.md); run by
+``sgl-diffusion bench --op rope.<op>`` from a checkout (benchmarks do not ship in the wheel).
 
 q/k per model: Wan2.1-14B 720p ``[1, 75600, 40, 128]`` (grid 21 x 45 x 80, axes 44/42/42,
 theta 1e4) and HunyuanVideo 720p ``[1, 118800, 24, 128]`` (grid 33 x 45 x 80, axes
@@ -24,13 +25,13 @@ MODELS = {
 
 
 def _table(grid, axes, theta, device):
-    from .rope_api import inv_freq
-
+    """diffusers' fp64 angle table of the grid, cast to fp32 (the values ``rope_3d`` computes in the kernel)."""
     T, H, W = grid
     s = torch.arange(T * H * W, device=device)
     pos = torch.stack((s // (H * W), (s // W) % H, s % W), -1).double()
     axis = torch.tensor([a for a, d in enumerate(axes) for _ in range(d // 2)], device=device)
-    ang = pos[:, axis] * torch.tensor(inv_freq(axes, theta), dtype=torch.float64, device=device)
+    inv_freq = [1.0 / theta ** (2 * j / d) for d in axes for j in range(d // 2)]  # fp64, per pair
+    ang = pos[:, axis] * torch.tensor(inv_freq, dtype=torch.float64, device=device)
     return ang.cos().float(), ang.sin().float()  # [S, 64]
 
 
@@ -73,7 +74,7 @@ def _case(name, shape, nbytes, ours, eager, check, extra_providers=None):
 
 
 def apply_rope_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names=None) -> Iterator:
-    from . import apply_rope
+    from sgl_diffusion_rope import apply_rope
 
     for name in _names(names, MODELS):
         q, _, cos, sin, cf, sf, *_ = _inputs(name, dtype, device)
@@ -91,7 +92,7 @@ def apply_rope_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, 
 
 
 def apply_rope_qk_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names=None) -> Iterator:
-    from . import apply_rope_qk
+    from sgl_diffusion_rope import apply_rope_qk
 
     for name in _names(names, MODELS):
         q, k, cos, sin, cf, sf, *_ = _inputs(name, dtype, device)
@@ -107,7 +108,7 @@ def apply_rope_qk_cases(device: torch.device, dtype: torch.dtype = torch.bfloat1
 
 
 def rope_3d_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names=None) -> Iterator:
-    from . import apply_rope, rope_3d
+    from sgl_diffusion_rope import apply_rope, rope_3d
 
     for name in _names(names, MODELS):
         q, _, cos, sin, cf, sf, grid, axes, theta = _inputs(name, dtype, device)
@@ -123,7 +124,7 @@ def rope_3d_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, nam
 
 
 def qk_norm_rope_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names=None) -> Iterator:
-    from . import qk_norm_rope
+    from sgl_diffusion_rope import qk_norm_rope
 
     for name in _names(names, MODELS):
         q, k, cos, sin, cf, sf, *_ = _inputs(name, dtype, device)

@@ -1,7 +1,7 @@
-"""Triton kernel of the rope family (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``).
+"""Triton kernel of the rope family (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``); private
+because ``apply_rope``, ``apply_rope_qk``, ``rope_3d`` and ``qk_norm_rope`` share it.
 
-One kernel serves ``apply_rope``, ``apply_rope_qk``, ``rope_3d`` and ``qk_norm_rope``:
-one program per (token, block of ``HB`` heads) of q or of k (q's head blocks first, then
+One program per (token, block of ``HB`` heads) of q or of k (q's head blocks first, then
 k's, so q and k go in one launch), on a flat grid where a token's blocks are adjacent.
 The angles of a token are read or computed once per program and reused for its ``HB``
 heads:
@@ -18,21 +18,27 @@ Pairs: rotate-half (``INTERLEAVED=False``) rotates element ``j`` with ``j + r/2`
 interleaved rotates ``2j`` with ``2j + 1``. The rotary part is read as two ``[HB, r/2]``
 tiles; the tail ``r .. Dh`` is copied (out of place), normalized (qk_norm_rope) or left
 alone (in place). ``NORM`` (1 = RMS, 2 = LayerNorm over Dh, fp32 statistics) runs before
-the rotation. ``EXACT`` reproduces the eager chain ``x * cos + rotate(x) * sin`` with
-every product and the sum rounded to ``T`` (the promoted dtype of x and the table) and no
-FMA (the launch sets ``enable_fp_fusion=False``); otherwise fp32 math and one rounding.
-Token and head offsets are int64 (tensors over 2^31 elements).
+the rotation. ``EXACT`` (the ``triton_exact`` backend, :func:`prepare_exact`) reproduces
+the eager chain ``x * cos + rotate(x) * sin`` with every product and the sum rounded to
+``T`` (the promoted dtype of x and the table) and no FMA (the launch sets
+``enable_fp_fusion=False``); otherwise fp32 math and one rounding. Token and head offsets
+are int64 (tensors over 2^31 elements).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 import triton
 import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, triton_math, warps_for
+from sgl_diffusion_core.vendor import warp_size
 
-TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
+from ._geometry import runner, union
+
+TL = triton_math.TL_DTYPES
 
 
 @triton.jit
@@ -187,28 +193,29 @@ def _rope_kernel(
 
 
 def heads_per_program(Dh: int, H: int, elem_bytes: int) -> int:
-    """Heads per program: about 2 KB of x (8 heads of 128 bf16 values), at most the head count."""
+    """Launch rule: heads per program, about 2 KB of x (8 heads of 128 bf16 values), at most the
+    head count; a token's angles are then read or computed once for that many heads while a
+    program stays small enough to keep the grid full (``apply_rope`` 96-100% and ``rope_3d``
+    99-100% of copy at Wan and HunyuanVideo: docs/benchmarks/apply_rope_bench_h200.json,
+    docs/benchmarks/rope_3d_bench_h200.json)."""
     return max(1, min(next_pow2(H), 2048 // (next_pow2(Dh) * elem_bytes) or 1))
 
 
 def _num_warps(HB: int, half: int, platform: str) -> int:
-    """8 values of each half-tile per thread (two 16-byte accesses per half at bf16)."""
-    warp = 64 if platform == "hip" else 32
-    return warps_for(HB * half, 8, warp)
+    """Launch rule: 8 values of each half-tile per thread (two 16-byte accesses per half at bf16),
+    so every load is a full vector access (measured with :func:`heads_per_program`:
+    docs/benchmarks/apply_rope_bench_h200.json)."""
+    return warps_for(HB * half, 8, warp_size(platform))
 
 
-def prepare(geom, q, k, cos, sin, pos, q_weight, k_weight, *, config: tuple[int, int] | None = None):
-    """A runner ``(q, k, cos, sin, pos, q_weight, k_weight, eps) -> (q_out, k_out)`` for one signature.
-
-    ``config``: ``(heads per program, num_warps)`` instead of the heuristic (tuning sweeps)."""
+def _prepare(geom, q, k, cos, sin, pos, q_weight, k_weight):
+    """A runner ``(q, k, cos, sin, pos, q_weight, k_weight, eps) -> (q_out, k_out)`` for one signature."""
     g = geom
     plat = tensor_platform(q.device)
     half = next_pow2(g.r // 2)
     tailb = next_pow2(g.Dh - g.r) if g.Dh > g.r else 1
     HB = heads_per_program(g.Dh, max(g.q.H, g.k.H if g.k else 1), q.element_size())
     warps = _num_warps(HB, half, plat)
-    if config is not None:
-        HB, warps = config
     nqb = triton.cdiv(g.q.H, HB)
     nkb = triton.cdiv(g.k.H, HB) if g.k is not None else 0
     freq = None
@@ -218,7 +225,7 @@ def prepare(geom, q, k, cos, sin, pos, q_weight, k_weight, *, config: tuple[int,
         "DH": g.Dh, "R2": g.r // 2, "HALF": half, "TAIL": g.Dh - g.r, "TAILB": tailb, "HB": HB,
         "INTERLEAVED": g.interleaved, "FULL": g.full_table, "ANGLES": g.angles, "NORM": g.norm,
         "HAS_QW": q_weight is not None, "HAS_KW": k_weight is not None, "WRITE_TAIL": not g.inplace,
-        "EXACT": g.exact, "T": TL_DTYPES[g.t], "OUT": TL_DTYPES[g.out],
+        "EXACT": g.exact, "T": TL[g.t], "OUT": TL[g.out],
     }
     launch = PreparedLaunch(
         _rope_kernel, (g.B * g.S * (nqb + nkb),), const, device=q.device, n_ptrs=10,
@@ -254,26 +261,17 @@ def prepare(geom, q, k, cos, sin, pos, q_weight, k_weight, *, config: tuple[int,
     return run
 
 
-def rope(q, k, cos, sin, pos, q_weight, k_weight, eps, *, geom):
-    """Launch once. ``geom`` comes from the rope describe (validated inputs)."""
-    return prepare(geom, q, k, cos, sin, pos, q_weight, k_weight)(q, k, cos, sin, pos, q_weight, k_weight, eps)
+def prepare(geom, *tensors):
+    """The ``triton`` backend (contract ``close``: fp32 math, one rounding): a runner taking the
+    op's own tensors (and ``eps`` for ``qk_norm_rope``), for one call signature."""
+    return runner(geom.op, _prepare(geom, *union(geom.op, tensors)))
 
 
-rope.prepare = prepare
-
-
-def prepare_exact(geom, *tensors, config: tuple[int, int] | None = None):
-    """The same kernel in its exact mode: every product and sum rounded to the eager dtype, no FMA."""
-    import dataclasses
-
-    return prepare(dataclasses.replace(geom, exact=True), *tensors, config=config)
-
-
-def rope_exact(q, k, cos, sin, pos, q_weight, k_weight, eps, *, geom):
-    return prepare_exact(geom, q, k, cos, sin, pos, q_weight, k_weight)(q, k, cos, sin, pos, q_weight, k_weight, eps)
-
-
-rope_exact.prepare = prepare_exact
+def prepare_exact(geom, *tensors):
+    """The ``triton_exact`` backend: the same kernel in its exact mode (every product and sum
+    rounded to the eager dtype, no FMA); real tables only (its capabilities)."""
+    g = dataclasses.replace(geom, exact=True)
+    return runner(g.op, _prepare(g, *union(g.op, tensors)))
 
 
 def _variants(platform: str, op: str, combos):
