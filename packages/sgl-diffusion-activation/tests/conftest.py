@@ -9,6 +9,7 @@ def device():
 
 
 def pytest_generate_tests(metafunc):
-    # every activation op has the same backends (triton and torch); silu stands for all of them
+    # every activation op has the same backends (triton and torch); each test module names one op in OP
     if "backend" in metafunc.fixturenames:
-        metafunc.parametrize("backend", testing.runnable_backends("activation.silu", testing.default_test_device()))
+        op = metafunc.module.OP
+        metafunc.parametrize("backend", testing.runnable_backends(op, testing.default_test_device()))

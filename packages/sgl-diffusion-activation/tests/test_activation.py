@@ -1,9 +1,10 @@
-"""Unary activations and the GLU family, on every runnable backend (CPU lane: Triton interpreter).
+"""The pointwise activations (``activation.py``: silu, gelu_tanh, gelu) on every runnable backend
+(CPU lane: Triton interpreter), and what every activation op shares (``out=``, empty inputs,
+validation, custom ops, ``torch.compile``, bench cases).
 
 Each result is checked twice: against the eager chain (``*_reference``, the torch backend)
-within the backend's declared contract (exact: ``torch.equal``; close: the registry's
-tolerance), and, for the close backend, against the fp64 oracle of ``act_oracle.py``, a
-bound of about one output ulp that a sloppy formula cannot meet.
+within the backend's declared contract, and, for the close backend, against the fp64 oracle
+(``act_checks.py``), a bound of about one output ulp that a sloppy formula cannot meet.
 
 Shape grid: D=1 (degenerate), 7 and 1000 (masked tails), 96, 3000 (several column tiles at
 every dtype, the last one masked: bf16 unary tiles are 2048 wide, GLU tiles 1024).
@@ -13,62 +14,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from act_checks import DTYPES, UNARY, contract_check, packed, rnd, spec, split, unary
 from act_oracle import check_fp64, every_value, tail_values
 
 import sgl_diffusion_activation as act
-from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing, triton_interpret
+from sgl_diffusion_core import UnsupportedInputError, explain, testing, triton_interpret
 
-DTYPES = [torch.bfloat16, torch.float16, torch.float32]
-UNARY = ["silu", "gelu_tanh", "gelu"]
-rnd = testing.log_uniform
-
-
-def spec(op: str, backend: str):
-    return next(s for s in REGISTRY.specs(f"activation.{op}") if s.backend == backend)
-
-
-def contract_check(op: str, backend: str, out: torch.Tensor, ref: torch.Tensor) -> None:
-    c = spec(op, backend).contract
-    if c.kind == "exact":
-        testing.assert_exact(out, ref)
-    else:
-        atol, rtol = c.tolerance(ref.dtype)
-        testing.assert_close(out, ref, atol=atol, rtol=rtol)
-
-
-def unary(name, backend, x, bias=None, **kw):
-    out = getattr(act, name)(x, bias=bias, backend=backend, **kw)
-    ref = getattr(act, f"{name}_reference")(x, bias=bias)
-    assert out.shape == x.shape and out.dtype == ref.dtype
-    contract_check(name, backend, out, ref)
-    if spec(name, backend).contract.kind == "close":
-        s = x.double() if bias is None else x.double() + bias.double()
-        check_fp64(out, name, s)
-    return out
-
-
-def packed(name, backend, x, bias=None, **kw):
-    op = f"{name}_and_mul"
-    out = getattr(act, op)(x, bias=bias, backend=backend, **kw)
-    ref = getattr(act, f"{op}_reference")(x, bias=bias)
-    D = x.shape[-1] // 2
-    assert out.shape == (*x.shape[:-1], D) and out.dtype == ref.dtype
-    contract_check(op, backend, out, ref)
-    if spec(op, backend).contract.kind == "close":
-        h = x.double() if bias is None else x.double() + bias.double()
-        check_fp64(out, name, h[..., :D], h[..., D:])
-    return out
-
-
-def split(name, backend, a, b, **kw):
-    op = f"{name}_mul"
-    out = getattr(act, op)(a, b, backend=backend, **kw)
-    ref = getattr(act, f"{op}_reference")(a, b)
-    assert out.shape == a.shape and out.dtype == ref.dtype
-    contract_check(op, backend, out, ref)
-    if spec(op, backend).contract.kind == "close":
-        check_fp64(out, name, a, b)
-    return out
+OP = "activation.silu"
 
 
 def test_cpu_lane_runs_triton_in_interpreter(device):
@@ -78,7 +30,6 @@ def test_cpu_lane_runs_triton_in_interpreter(device):
     if device.type == "cpu" and importlib.util.find_spec("triton") is not None:
         assert triton_interpret(), "CPU lane without TRITON_INTERPRET=1: Triton kernels would not be tested"
 
-
 @pytest.mark.parametrize("name", UNARY)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("D", [1, 7, 1000, 3000])
@@ -87,7 +38,6 @@ def test_unary(backend, device, name, dtype, D):
     x = rnd(2, 3, D, dtype=dtype, device=device)
     unary(name, backend, x)
     unary(name, backend, x, bias=rnd(D, dtype=dtype, device=device, scale=0.5))
-
 
 @pytest.mark.parametrize("name", UNARY)
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -102,56 +52,15 @@ def test_unary_tails_and_specials(backend, device, name, dtype):
     if spec(name, backend).contract.kind == "close":
         check_fp64(out, name, x)
 
-
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gelu_every_16_bit_value(backend, device, dtype):
     """gelu (erf) of every finite bf16 / fp16 value against the fp64 oracle: the 16-bit outputs'
-    own erfc formula (``math_triton._gelu_fast``), over its whole range, subnormals included."""
+    own erfc formula (``_math_triton._gelu_fast``), over its whole range, subnormals included."""
     x = every_value(dtype, device)
     out = act.gelu(x, backend=backend)
     if spec("gelu", backend).contract.kind == "close":
         check_fp64(out, "gelu", x)
     contract_check("gelu", backend, out, act.gelu_reference(x))
-
-
-@pytest.mark.parametrize("name", UNARY)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("D", [1, 7, 96, 1000, 3000])
-def test_packed(backend, device, name, dtype, D):
-    torch.manual_seed(D)
-    x = rnd(3, 2 * D, dtype=dtype, device=device)
-    packed(name, backend, x)
-    split(name, backend, x[:, :D], x[:, D:])  # two strided views: each with its own row stride
-
-
-@pytest.mark.parametrize("name", UNARY)
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_glu_bias(backend, device, name, dtype):
-    """The linear's bias fused in fp32. The eager chain rounds x + bias first; the declared tolerance
-    covers that for gates |b| up to ~30 (README, contracts), so the gates here are randn-sized."""
-    torch.manual_seed(5)
-    D = 200
-    x = (torch.randn(2, 3, 2 * D, device=device) * 3).to(dtype)
-    packed(name, backend, x, bias=torch.randn(2 * D, device=device).to(dtype))
-    packed(name, backend, x, bias=torch.randn(2 * D, device=device))  # fp32 bias: the result promotes
-
-
-@pytest.mark.parametrize("name", UNARY)
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_glu_tails(backend, device, name, dtype):
-    """Tail and special pre-activations. Against eager, gates are randn-sized: eager's own error in
-    its cancelling tails (1 + tanh, 1 + erf) is ~|a * b| * 2**-22, past the fp32 tolerance once
-    |a * b| > ~50, where the kernel is the accurate one. The fp64 oracle also gets gates up to e**4."""
-    torch.manual_seed(6)
-    a = tail_values(dtype, device)
-    a = a[a.isinf().logical_not()].reshape(1, -1)  # +-inf: see test_unary_tails_and_specials
-    b = torch.randn(*a.shape, device=device).to(dtype)
-    split(name, backend, a, b)
-    packed(name, backend, torch.cat([a, b], dim=-1))
-    if spec(f"{name}_mul", backend).contract.kind == "close":
-        big = rnd(*a.shape, dtype=dtype, device=device)
-        check_fp64(getattr(act, f"{name}_mul")(a, big, backend=backend), name, a, big)
-
 
 def test_mixed_dtypes(backend, device):
     """A wider bias promotes the result (eager adds it first, then everything is in the wide dtype)."""
@@ -160,7 +69,6 @@ def test_mixed_dtypes(backend, device):
     assert packed("silu", backend, x, bias=rnd(128, dtype=torch.float32, device=device)).dtype == torch.float32
     x = rnd(4, 64, dtype=torch.float16, device=device)
     assert unary("gelu", backend, x, bias=rnd(64, dtype=torch.float32, device=device)).dtype == torch.float32
-
 
 def test_views_and_leading_dims(backend, device):
     """Any leading strides: slices, a [B, H, W, C] view whose dims do not coalesce (2 and 3 row dims),
@@ -177,7 +85,6 @@ def test_views_and_leading_dims(backend, device):
     unary("silu", backend, rnd(77, dtype=torch.bfloat16, device=device))
     packed("gelu_tanh", backend, rnd(20, dtype=torch.bfloat16, device=device))
 
-
 def test_irregular_rows_served_by_torch_only(device):
     """Four leading dims that do not coalesce: the kernel cannot index them; auto selection uses torch
     and an explicit triton request raises."""
@@ -188,7 +95,6 @@ def test_irregular_rows_served_by_torch_only(device):
     with pytest.raises(UnsupportedInputError, match="layout 'irregular-rows'"):
         act.silu(x, backend="triton")
     assert not act.can_use_silu(x, backend="triton")
-
 
 @pytest.mark.parametrize("op", ["silu", "gelu_tanh_and_mul", "gelu_mul"])
 def test_out(backend, device, op):
@@ -223,7 +129,6 @@ def test_out(backend, device, op):
     with pytest.raises(UnsupportedInputError, match="last dim must be contiguous"):
         fn(*args, out=torch.empty(5, 2 * D, dtype=dt, device=device)[:, ::2], backend=backend)
 
-
 def test_out_in_place(backend, device):
     """out may be the input itself (each element is read before it is written, by the same program)."""
     x = rnd(4, 300, dtype=torch.bfloat16, device=device)
@@ -235,7 +140,6 @@ def test_out_in_place(backend, device):
     act.silu_and_mul(h, out=h[:, :300], backend=backend)
     testing.assert_exact(h[:, :300], expect)
 
-
 @pytest.mark.parametrize("shape", [(0, 64), (2, 0, 64), (3, 0)])
 def test_empty(backend, device, shape):
     x = torch.randn(shape, device=device).to(torch.bfloat16)
@@ -246,33 +150,17 @@ def test_empty(backend, device, shape):
     out = torch.empty(shape, dtype=torch.bfloat16, device=device)
     assert act.gelu(x, out=out, backend=backend) is out
 
-
-def test_exact_request(device):
-    """exact=True is served by the eager chain (torch); the close triton backend refuses it."""
-    x = rnd(3, 64, dtype=torch.bfloat16, device=device)
-    testing.assert_exact(act.silu_and_mul(x, exact=True), act.silu_and_mul_reference(x))
-    e = explain("activation.silu_and_mul", x, exact=True)
-    assert e.chosen == "torch"
-    verdicts = {v.backend: v for v in e.verdicts}
-    assert not verdicts["triton"].ok and any("exact" in r for r in verdicts["triton"].reasons)
-    if device.type == "cuda" or triton_interpret():
-        with pytest.raises(UnsupportedInputError, match="exact=True was requested"):
-            act.silu_and_mul(x, backend="triton", exact=True)
-
-
 def test_close_by_default(device):
     x = torch.randn(2, 64, device=device)
     e = explain("activation.gelu_tanh", x)
     assert e.chosen == ("triton" if device.type == "cuda" else "torch")
     assert {v.backend: v.contract.split()[0] for v in e.verdicts} == {"triton": "close", "torch": "exact"}
 
-
 def _unsupported(fragment, fn, *args, **kw):
     with pytest.raises(UnsupportedInputError) as info:
         fn(*args, **kw)
     assert fragment in str(info.value), str(info.value)
     assert not getattr(act, f"can_use_{fn.__name__}")(*args, **kw)
-
 
 def test_unsupported(device):
     x = torch.randn(4, 32, device=device)
@@ -292,7 +180,6 @@ def test_unsupported(device):
     _unsupported("dtype float64 is not supported", act.silu, x.double())
     assert act.can_use_silu(x) and act.can_use_silu_mul(x, x) and act.can_use_gelu_and_mul(x)
 
-
 def test_explicit_backend_never_falls_back(device):
     if device.type == "cpu" and not triton_interpret():
         pytest.skip("the triton backend is not runnable on this lane")
@@ -300,26 +187,6 @@ def test_explicit_backend_never_falls_back(device):
     x = torch.empty(1, D, device="meta")  # describe only: no data is touched
     verdicts = {v.backend: v for v in explain("activation.silu", x).verdicts}
     assert any("limit" in r for r in verdicts["triton"].reasons)
-
-
-def test_same_signature_different_alignment(backend, device):
-    """Equal shapes and strides, one view 16-byte aligned and one not, share a cached plan."""
-    D = 256
-    big = rnd(5, 2 * D + 8, dtype=torch.bfloat16, device=device)
-    aligned, shifted = big[:, :2 * D], big[:, 1:2 * D + 1]
-    assert aligned.stride() == shifted.stride() and shifted.data_ptr() % 16 != 0
-    for x in (aligned, shifted, aligned, shifted):
-        packed("silu", backend, x)
-
-
-def test_eager_call_skips_custom_op_dispatch(device, monkeypatch):
-    x = torch.randn(2, 16, device=device)
-    calls = []
-    op = torch.ops.sgl_diffusion.silu_and_mul
-    monkeypatch.setattr(torch.ops.sgl_diffusion, "silu_and_mul", lambda *a: calls.append(a) or op(*a), raising=False)
-    act.silu_and_mul(x)
-    assert calls == []
-
 
 def test_opcheck(backend, device):
     x = rnd(3, 80, dtype=torch.bfloat16, device=device)
@@ -331,7 +198,6 @@ def test_opcheck(backend, device):
     out = torch.empty(3, 40, dtype=torch.bfloat16, device=device)
     torch.library.opcheck(ops.silu_and_mul_out.default, (x, bias, out, backend, None))
     torch.library.opcheck(ops.silu_out.default, (x, None, torch.empty_like(x), backend, None))
-
 
 def test_compile_fullgraph(backend, device):
     """Functional and out= forms under torch.compile(fullgraph=True): no graph break, same result.
@@ -355,15 +221,18 @@ def test_compile_fullgraph(backend, device):
     testing.assert_exact(buf_comp, buf_eager)  # the compiled graph wrote through the view into the caller's buffer
     assert buf_out is buf_comp
 
-
 @pytest.mark.parametrize("op", ["silu", "gelu_tanh_and_mul", "silu_mul"])
 def test_bench_cases_build(device, monkeypatch, op):
     """The GPU bench cases at a tiny shape: built, checked, every provider but torch.compile runs, and
     the bytes are the input read once plus the output written once."""
-    from sgl_diffusion_activation import activation_bench
+    import sys
 
-    monkeypatch.setattr(activation_bench, "SHAPES", {"tiny": (4, 64)})
-    (case,) = list(getattr(activation_bench, f"{op}_cases")(device))
+    from sgl_diffusion_core import REGISTRY, bench
+
+    cases = bench.load_cases(REGISTRY.op(f"activation.{op}"))
+    module = sys.modules[cases.__module__]
+    monkeypatch.setattr(module, "SHAPES", {"tiny": (4, 64)})
+    (case,) = list(cases(device))
     case.check()
     in_cols = 128 if op.endswith("_mul") else 64
     assert case.bytes == (4 * in_cols + 4 * 64) * 2
@@ -371,40 +240,4 @@ def test_bench_cases_build(device, monkeypatch, op):
     for name in ("sgl_diffusion", "eager"):
         assert case.providers[name]().shape == (4, 64)
     with pytest.raises(ValueError, match="unknown activation bench case"):
-        list(activation_bench.silu_cases(device, names=["nope"]))
-
-
-@pytest.mark.parametrize("D", [1, 7, 24, 96, 1000])
-def test_glu_flat_and_tile_kernels_agree(device, D):
-    """Contiguous rows take the flat kernel (one flat output index, programs spanning rows);
-    strided rows the (row, column tile) one. Forced onto the same input, both give the same bits,
-    including when a flat program covers the end of one row and the start of the next."""
-    if not triton_interpret() and device.type == "cpu":
-        pytest.skip("the Triton backend runs on CPU only under TRITON_INTERPRET=1")
-    from sgl_diffusion_core import describe, resolve_target
-
-    torch.manual_seed(D)
-    launch = resolve_target("sgl_diffusion_activation.glu_triton:silu_and_mul")
-    for x in (rnd(37, 2 * D, dtype=torch.bfloat16, device=device),
-              rnd(5, 2 * D + 3, dtype=torch.float32, device=device)[:, 1:2 * D + 1]):
-        geom = describe("activation.silu_and_mul", x).info["geom"]
-        assert geom.rows.ndim == 1
-        flat = launch(x, geom=geom, kernel="flat")
-        tiles = launch(x, geom=geom, kernel="tiles")
-        testing.assert_exact(flat, tiles)
-        contract_check("silu_and_mul", "triton", flat, act.silu_and_mul_reference(x))
-    rows3 = rnd(2, 3, 4, 2 * D, dtype=torch.bfloat16, device=device)[:, ::2]
-    with pytest.raises(ValueError, match="coalesce to one dim"):
-        launch(rows3, geom=describe("activation.silu_and_mul", rows3).info["geom"], kernel="flat")
-
-
-def test_glu_flat_kernel_offsets_widen_at_2_pow_31():
-    """The flat kernel indexes in int32 while every offset it forms stays below 2**31, in int64
-    from there (Wan's FFN input, 75600 x 27648, is 2.09e9 elements: just under)."""
-    from sgl_diffusion_core import resolve_target
-
-    wide = resolve_target("sgl_diffusion_activation.glu_triton:_flat_wide")
-    assert not wide(75600, 13824, (27648, 27648, 13824), 13824, 1024)
-    assert wide(80000, 13824, (27648, 27648, 13824), 13824, 1024)
-    assert wide(2**31 // 64, 64, (64, 64, 64), 0, 1024)  # the output index itself
-    assert not wide(1000, 64, (128, 128, 64), 64, 1024)
+        list(module.silu_cases(device, names=["nope"]))

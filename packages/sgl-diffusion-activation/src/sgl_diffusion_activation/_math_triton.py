@@ -1,4 +1,5 @@
-"""Triton device functions shared by the activation kernels (imports Triton: backends only).
+"""Triton device functions and launch rules shared by the activation kernels (``_activation_triton``,
+``_glu_triton``; imports Triton: backends only).
 
 Formulas (fp32 throughout, chosen to stay accurate where eager's forms cancel):
 
@@ -26,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import TileConfig, next_pow2, triton_interpret, triton_math, warps_for
+from sgl_diffusion_core import TileConfig, next_pow2, triton_interpret, triton_math, warp_size, warps_for
 
 INTERPRET = triton_interpret()
 
@@ -44,15 +45,13 @@ def tile_config(D: int, elem_bytes: int, n_inputs: int, platform: str) -> TileCo
     ``gelu_tanh`` best at 1024 x 2 warps (95.5-96.2%; 2048 x 2: 91.5-93.2%). ROCm keeps the
     bytes per lane with 64-wide wavefronts (compiled, not measured).
     """
-    warp = 64 if platform == "hip" else 32
     block = min(next_pow2(max(D, 1)), max(2048 // elem_bytes, 16))
-    warps = warps_for(n_inputs * block * elem_bytes, 32, warp)
+    warps = warps_for(n_inputs * block * elem_bytes, 32, warp_size(platform))
     return TileConfig(block=block, num_warps=warps)
 
 
 def launch_options(cfg: TileConfig, platform: str) -> dict:
-    """Launch options of a tile configuration (:func:`tile_config`; ``activation_bench.tune``
-    sweeps them on a GPU)."""
+    """Launch options of a tile configuration (:func:`tile_config`), libdevice's subnormals kept on CUDA."""
     opts = cfg.launch_options(platform)
     if platform == "cuda":
         opts["enable_reflect_ftz"] = False  # libdevice keeps subnormals (as nvcc's default does)
@@ -168,19 +167,15 @@ def _sigmoid(v, FAST: tl.constexpr):
 
 
 @triton.jit
-def load_stream(ptr, mask, EVICT: tl.constexpr):
-    """A streamed input (read once): ``evict_first`` in L2 when ``EVICT``, the default policy otherwise.
+def load_stream(ptr, mask):
+    """A streamed input (read once), widened to fp32, with the default L2 policy.
 
-    The activation kernels use the default policy: on one H200 (bf16,
-    docs/benchmarks/activation_tune_glu_evict_h200.json)
-    ``evict_first`` held the GLU at 97.4-98.1% of copy bandwidth, the default policy reached
-    100.8-103.3% (``torch.compile``: 99.4-101.8%). Both halves of a packed row are read by the
-    same program, so nothing is lost by keeping them; the hint seems to cost the L2's own
-    streaming (measured, not explained)."""
-    if EVICT:
-        return triton_math.widen(tl.load(ptr, mask=mask, other=0.0, eviction_policy="evict_first"))
-    else:
-        return triton_math.widen(tl.load(ptr, mask=mask, other=0.0))
+    On one H200 (bf16, docs/benchmarks/activation_tune_glu_evict_h200.json) ``evict_first``
+    held the GLU at 97.4-98.1% of copy bandwidth, the default policy reached 100.8-103.3%
+    (``torch.compile``: 99.4-101.8%). Both halves of a packed row are read by the same program,
+    so nothing is lost by keeping them; the hint seems to cost the L2's own streaming
+    (measured, not explained)."""
+    return triton_math.widen(tl.load(ptr, mask=mask, other=0.0))
 
 
 @triton.jit
@@ -210,21 +205,24 @@ def activate(s, ACT: tl.constexpr, FAST: tl.constexpr):
 program_tile = triton_math.program_tile
 
 
-def math_flags(dtype: torch.dtype, fast: bool | None = None, platform: str = "cuda") -> dict:
-    """Constexpr ``FAST``: 0, the math library (fp32 outputs); 1, approximate ``exp`` and gelu's
-    :func:`_gelu_fast` (16-bit outputs); 2, the same with PTX's ``rcp.approx.ftz`` /
-    ``ex2.approx.ftz`` in :func:`_gelu_fast` (16-bit outputs on CUDA). ``fast`` overrides the
-    dtype's choice (tuning only); ``platform`` is ``tensor_platform`` of the launch's device."""
-    # the interpreter cannot run inline PTX, whatever device the tensors are on
-    return {"FAST": triton_math.fast_level(dtype, platform, fast)}
+def math_flags(dtype: torch.dtype, platform: str = "cuda") -> dict:
+    """The math rule, constexpr ``FAST``: 0, the math library (fp32 outputs); 1, approximate
+    ``exp`` and gelu's :func:`_gelu_fast` (16-bit outputs); 2, the same with PTX's
+    ``rcp.approx.ftz`` / ``ex2.approx.ftz`` in :func:`_gelu_fast` (16-bit outputs on CUDA; the
+    interpreter cannot run inline PTX, whatever device the tensors are on). The approximate
+    forms' error vanishes in a 16-bit output's one rounding, and they keep the erf gelu
+    memory-bound (one H200, bf16: ``gelu`` 97.6% of copy at FLUX's FFN shape,
+    docs/benchmarks/gelu_bench_h200.json; the math library's ``erfcf`` is compute-bound, see
+    :func:`_gelu_fast`). ``platform`` is ``tensor_platform`` of the launch's device."""
+    return {"FAST": triton_math.fast_level(dtype, platform)}
 
 
 def grid_and_flags(rows: int, D: int, cfg: TileConfig, dtype: torch.dtype,
-                   fast: bool | None, platform: str) -> tuple[tuple[int, ...], int, dict]:
+                   platform: str) -> tuple[tuple[int, ...], int, dict]:
     """(grid, tiles per row, constexprs) of one launch (``TileConfig.grid``: ``UnsupportedInputError``
     past the grid's 2**31 limit)."""
     grid, n_tiles = cfg.grid(rows, D)
-    return grid, n_tiles, math_flags(dtype, fast, platform)
+    return grid, n_tiles, math_flags(dtype, platform)
 
 
 @triton.jit

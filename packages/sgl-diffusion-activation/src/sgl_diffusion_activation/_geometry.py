@@ -1,5 +1,8 @@
 """Input validation and row geometry shared by every activation op (no backend, no Triton).
 
+Each op's ``describe_<op>`` (``activation.py``, ``glu.py``) is :func:`describe_elementwise`
+with its activation; the :class:`Geometry` it returns is what the backends get as ``geom``.
+
 Activations are elementwise over ``[..., D]`` tensors whose last dim is contiguous and whose
 leading dims may have any strides (views of a fused projection, slices of a bigger
 buffer). Kernels index one row per program; :func:`coalesce` merges the leading dims of all
@@ -84,16 +87,20 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 class Geometry:
     """What backends need beyond the tensors, computed once per call signature.
 
-    ``D``: output columns (for the packed GLU forms, half of x's last dim). ``rows``: leading
-    dims of the operands (inputs first, the output last), or None when a kernel cannot
-    index them (then only the torch backend serves). ``shape``/``dtype``: of the result.
+    ``act``: the activation (``"silu"``, ``"gelu_tanh"``, ``"gelu"``); ``packed``: a packed GLU
+    form (x holds ``a`` and ``b``). ``D``: output columns (for the packed GLU forms, half of
+    x's last dim). ``rows``: leading dims of the operands (inputs first, the output last), or
+    None when a kernel cannot index them (then only the torch backend serves).
+    ``shape``/``dtype``: of the result.
     """
 
+    act: str
     D: int
     shape: tuple[int, ...]
     dtype: torch.dtype
     rows: Rows | None
     has_bias: bool
+    packed: bool = False
 
 
 def _last_dim_ok(name: str, t: torch.Tensor, problems: list[str]) -> bool:
@@ -107,6 +114,7 @@ def _last_dim_ok(name: str, t: torch.Tensor, problems: list[str]) -> bool:
 
 
 def describe_elementwise(
+    act: str,
     inputs: dict[str, object],
     *,
     bias: object = None,
@@ -115,6 +123,7 @@ def describe_elementwise(
 ) -> InputDesc:
     """Validate an activation call and describe it for backend selection.
 
+    act: the activation the op applies (carried in the geometry for the backends).
     inputs: the full-size operands by name (``{"x": x}`` or ``{"a": a, "b": b}``; the first
         one is the main input, the others must have its shape). packed: x is ``[..., 2D]``
         holding ``a = x[..., :D]`` and ``b = x[..., D:]``. bias: ``[D]`` (``[2D]`` packed),
@@ -175,5 +184,14 @@ def describe_elementwise(
             rows = None
     desc.layouts = (LAYOUT_ROWS if rows is not None or empty else LAYOUT_IRREGULAR,)
     desc.last_dim = D
-    desc.info = {"geom": Geometry(D, out_shape, dtype, rows, bias is not None), "empty": empty}
+    desc.info = {"geom": Geometry(act, D, out_shape, dtype, rows, bias is not None, packed), "empty": empty}
     return desc
+
+
+def empty_result(geom: Geometry):
+    """The runner of an empty result: ``out`` itself when given, else a new empty tensor."""
+
+    def run(first, second, out):
+        return torch.empty(geom.shape, dtype=geom.dtype, device=first.device) if out is None else out
+
+    return run
