@@ -15,7 +15,9 @@ import pytest
 import torch
 
 import sgl_diffusion_layout as lay
-from sgl_diffusion_core import UnsupportedInputError, describe, resolve_target, testing
+from sgl_diffusion_core import UnsupportedInputError, describe, testing
+from sgl_diffusion_layout import _copy_triton as C
+from sgl_diffusion_layout import joint_triton as K
 
 OP = "layout.joint_qkv_cat"
 
@@ -88,13 +90,19 @@ def test_compile_fullgraph(backend, device):
         testing.assert_exact(g, w)
 
 
-_TRITON = "sgl_diffusion_layout.joint_triton"
-_COPY = "sgl_diffusion_layout.copy_triton"
-
-
 def _launch_configs():
-    rows, copy = resolve_target(f"{_COPY}:RowsConfig"), resolve_target(f"{_COPY}:CopyConfig")
+    rows, copy = C.RowsConfig, C.CopyConfig
     return [None, rows(br=4, bk=32, num_warps=2), rows(br=2, bk=64, num_warps=1), copy(bm=4, bn=64, num_warps=2)]
+
+
+def cat(*args, geom, config):
+    """The Triton backend's ``joint_qkv_cat`` with a launch of the test's choice."""
+    return K.prepare_joint_qkv_cat(geom, *args[:6], config=config)(*args)
+
+
+def split(*args, geom, config):
+    """The Triton backend's ``joint_split`` with a launch of the test's choice."""
+    return K.prepare_joint_split(geom, args[0], config=config)(*args)
 
 
 @pytest.mark.parametrize("H,Dh", [(3, 40), (6, 64), (1, 16)])
@@ -102,7 +110,6 @@ def _launch_configs():
 def test_cat_launch_choices(backend, device, H, Dh, img_view, txt_view):
     if backend != "triton":
         pytest.skip("launch choices of the Triton backend")
-    cat = resolve_target(f"{_TRITON}:joint_qkv_cat")
     torch.manual_seed(H * Dh)
     B, Si, St = 2, 11, 5
 
@@ -131,7 +138,6 @@ def test_cat_launch_choices(backend, device, H, Dh, img_view, txt_view):
 def test_split_launch_choices(backend, device, H, Dh, view):
     if backend != "triton":
         pytest.skip("launch choices of the Triton backend")
-    split = resolve_target(f"{_TRITON}:joint_split")
     torch.manual_seed(Dh)
     out = rnd(2, 13, 2, H, Dh, device=device)[:, :, 1] if view else rnd(2, 13, H, Dh, device=device)
     for text_first in (True, False):
@@ -155,7 +161,6 @@ def test_device_copy_launch(backend, device, B):
     ``DEVICE_COPY_MIN_BYTES`` on): exact, ``B == 1`` contiguous parts only, a clear error otherwise."""
     if backend != "triton":
         pytest.skip("launch choices of the Triton backend")
-    cat, split = resolve_target(f"{_TRITON}:joint_qkv_cat"), resolve_target(f"{_TRITON}:joint_split")
     torch.manual_seed(B)
     H, Dh, Si, St = 3, 40, 11, 5
     img = tuple(rnd(B, Si, H, Dh, device=device) for _ in range(3))

@@ -1,5 +1,5 @@
-"""Geometry of the two copy kernels as plain data (no Triton import): built by the ``*_api``
-modules' ``describe_*`` functions, consumed by ``copy_triton``."""
+"""Geometry of the layout ops as plain data (no Triton import): built by the op modules'
+``describe_*`` functions, consumed by the backends (the two copy kernels of ``_copy_triton``)."""
 
 from __future__ import annotations
 
@@ -53,3 +53,13 @@ class GatherGeom:
     @property
     def empty(self) -> bool:
         return self.rows == 0 or self.M == 0 or self.N == 0
+
+
+@dataclass(frozen=True)
+class MetaGeom:
+    """``build_varlen_meta``'s mask ``[B, S]``; ``max_as_tensor``: ``max_seqlen`` returned as a 0-d
+    int64 tensor (the custom op's schema) instead of a Python int."""
+
+    B: int
+    S: int
+    max_as_tensor: bool = False

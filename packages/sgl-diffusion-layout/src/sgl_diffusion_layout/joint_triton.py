@@ -10,9 +10,8 @@ arguments). Other strides take the strided permutation copy (one launch per part
 Large single-sample copies of contiguous parts (``B == 1``, at least ``DEVICE_COPY_MIN_BYTES``
 moved in all: video sizes) go as one device copy per part instead (``Tensor.copy_`` of contiguous
 blocks, the same copy the benchmarks' reference runs): at HunyuanVideo 720p (118800 image
-tokens, 24 x 128) the rows kernel measured 83.5% (``joint_qkv_cat``) and 84.7%
-(``joint_split``) of copy bandwidth on the H200, eager's ``cat`` 92.6% and slices 98.6%; the
-device copies 97.9% and 98.6%.
+tokens, 24 x 128) the device copies move 98.8% (``joint_qkv_cat``) and 98.4% (``joint_split``)
+of copy bandwidth on the H200 (docs/benchmarks/hint_ab_h200.json), as eager's own copies do.
 
 A ``config`` argument picks the launch (a sweep compares them): ``None`` (the default rule
 above), ``"device_copy"`` (the per-part device copies wherever the parts allow them), a
@@ -24,8 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from ._plumbing import backend_from_prepare
-from .copy_triton import (
+from ._copy_triton import (
     CopyConfig,
     RowsConfig,
     RowsPart,
@@ -35,8 +33,9 @@ from .copy_triton import (
     rows_launch,
 )
 
-# below it the rows kernel's one launch: at Qwen-Image (273 MB moved) the six copies measured
-# 50.5% of copy, host-bound (177 us of Python per call), the rows kernel 85.8%
+# below it the rows kernel's one launch: at Qwen-Image (273 MB moved) six device copies are
+# host-bound (177 us of Python per call), the rows kernel moves 85.7% of copy
+# (docs/benchmarks/hint_ab_h200.json)
 DEVICE_COPY_MIN_BYTES = 1 << 30
 
 
@@ -62,7 +61,8 @@ def _rows_cat(geom, device, dtype, cfg):
     return rows_launch(tuple(rparts), B, K, B * S * K, 3, device, dtype, cfg)
 
 
-def _prep_cat(geom, img_q, img_k, img_v, txt_q, txt_k, txt_v, config=None):
+def prepare_joint_qkv_cat(geom, img_q, img_k, img_v, txt_q, txt_k, txt_v, config=None):
+    """A runner for one call signature of ``joint_qkv_cat`` (``config``: see the module docstring)."""
     shape, parts = geom  # parts: (PermuteGeom, which ("txt" | "img"), sequence offset): txt, then img
     device, dtype = img_q.device, img_q.dtype
     srcs = (img_q, img_k, img_v, txt_q, txt_k, txt_v)
@@ -116,7 +116,8 @@ def _rows_split(parts, device, dtype, cfg):
     return rows_launch(rparts, B, K, 0, 1, device, dtype, cfg)
 
 
-def _prep_split(geom, out, config=None):
+def prepare_joint_split(geom, out, config=None):
+    """A runner for one call signature of ``joint_split`` (``config``: see the module docstring)."""
     parts = geom  # ((PermuteGeom, offset, shape), ...) in memory order; () for copy=False
     if not parts:
         from .joint_torch import joint_split as views
@@ -158,10 +159,6 @@ def _prep_split(geom, out, config=None):
         return tuple(res) if text_first else (res[1], res[0])
 
     return run
-
-
-joint_qkv_cat = backend_from_prepare(_prep_cat, 6)
-joint_split = backend_from_prepare(_prep_split, 1)
 
 
 def aot_joint_qkv_cat(platform: str = "cuda"):

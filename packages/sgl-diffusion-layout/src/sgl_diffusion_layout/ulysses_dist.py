@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from .ulysses_api import ulysses_pack_out, ulysses_pack_qkv, ulysses_unpack_out, ulysses_unpack_qkv
+from .ulysses import ulysses_pack_out, ulysses_pack_qkv, ulysses_unpack_out, ulysses_unpack_qkv
+
+# public names of this module (no op of its own: the exchange is two layout ops around a collective)
+ALSO_EXPORTS = ("ulysses_all_to_all", "ulysses_all_to_all_out")
 
 
 def _world(group) -> int:

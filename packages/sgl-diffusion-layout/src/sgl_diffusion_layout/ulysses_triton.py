@@ -1,16 +1,17 @@
 """Triton backend of the Ulysses / USP layout ops: each one is a strided permutation copy
-(``copy_triton._permute_kernel``) with the geometry computed once per call signature by
-``ulysses_api.describe_*`` (``geom`` is a ``copy_triton.PermuteGeom``)."""
+(``_copy_triton._permute_kernel``) with the geometry computed once per call signature by
+``ulysses.describe_*`` (``geom``: a ``_geometry.PermuteGeom`` and the result's shape)."""
 
 from __future__ import annotations
 
 import torch
 
-from ._plumbing import backend_from_prepare
-from .copy_triton import copy_aot_variants, permute_launches
+from ._copy_triton import copy_aot_variants, permute_launches
 
 
-def _prep_pack_qkv(geom, q, k, v):
+def prepare_pack_qkv(geom, q, k, v):
+    """``ulysses_pack_qkv``: q, k, v into the three ``Dh`` slices of one buffer (one launch when
+    they share strides)."""
     g, (W, R, hl, D3) = geom
     launch = permute_launches(g, q.device, q.dtype)
     Dh = D3 // 3
@@ -24,7 +25,8 @@ def _prep_pack_qkv(geom, q, k, v):
     return run
 
 
-def _prep_unpack_qkv(geom, buf):
+def prepare_unpack_qkv(geom, buf):
+    """``ulysses_unpack_qkv``: the three ``Dh`` slices of the received buffer into q, k, v."""
     g, shape = geom
     launch = permute_launches(g, buf.device, buf.dtype)
     Dh = shape[-1]
@@ -38,7 +40,9 @@ def _prep_unpack_qkv(geom, buf):
     return run
 
 
-def _prep_single(geom, x):
+def prepare_permute(geom, x):
+    """``ulysses_pack_out``, ``ulysses_unpack_out``, ``usp_merge_heads``, ``usp_split_heads``: one
+    tensor permuted into a new contiguous one."""
     g, shape = geom
     launch = permute_launches(g, x.device, x.dtype)
     dtype, device = x.dtype, x.device
@@ -49,14 +53,6 @@ def _prep_single(geom, x):
         return out
 
     return run
-
-
-ulysses_pack_qkv = backend_from_prepare(_prep_pack_qkv, 3)
-ulysses_unpack_qkv = backend_from_prepare(_prep_unpack_qkv, 1)
-ulysses_pack_out = backend_from_prepare(_prep_single, 1)
-ulysses_unpack_out = backend_from_prepare(_prep_single, 1)
-usp_merge_heads = backend_from_prepare(_prep_single, 1)
-usp_split_heads = backend_from_prepare(_prep_single, 1)
 
 
 _HEADS_SPLIT = {"wan-w1": (40, 128), "wan-w8": (5, 128), "hunyuan-w4": (6, 128)}

@@ -1,10 +1,11 @@
-"""The eager chains of the varlen layout ops (the definition of their exact contract); also the CPU backend.
+"""The eager chains of the varlen layout ops (the definition of their exact contract); also their
+``torch`` backend (``prepare_<op>``).
 
-``guard=True`` (the registered backend) serves unchecked calls (``check_index=False``,
-``torch.compile``, CUDA graph capture) as the Triton backend does: an out-of-range index
-reads nothing and gives NaN rows, no host sync. ``guard=False`` is the bare chain (the
-``*_reference`` functions; eager indexing raises on a bad index on CPU). With valid
-indices both give the same bits.
+The chains are bare (``guard=False``, the ``*_reference`` functions: eager indexing raises on a
+bad index on CPU). The backend runs them with ``guard=True``, serving unchecked calls
+(``check_index=False``, ``torch.compile``, CUDA graph capture) as the Triton backend does: an
+out-of-range index reads nothing and gives NaN rows, no host sync. With valid indices both give
+the same bits.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import torch
 _NAN = float("nan")
 
 
-def build_varlen_meta(mask: torch.Tensor, *, geom: object = None):
+def build_varlen_meta(mask: torch.Tensor):
     B, S = mask.shape
     indices = torch.nonzero(mask.reshape(-1), as_tuple=False).flatten()
     seqlens = mask.sum(dim=1, dtype=torch.int32)
@@ -27,7 +28,7 @@ def build_varlen_meta(mask: torch.Tensor, *, geom: object = None):
 
 
 def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: torch.Tensor,
-                    *, geom: object = None, guard: bool = True):
+                    *, guard: bool = False):
     B, S, H, Dh = q.shape
     ok = None
     if guard:  # an index outside [0, B*S) reads row 0 and its rows become NaN
@@ -54,7 +55,7 @@ def inverse_map(indices: torch.Tensor, rows: int) -> torch.Tensor:
 
 
 def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: int, seqlen: int,
-                   *, geom: object = None, guard: bool = True) -> torch.Tensor:
+                   *, guard: bool = False) -> torch.Tensor:
     n, H, Dh = out.shape
     idx = inverse_or_indices
     rows = batch * seqlen
@@ -74,3 +75,29 @@ def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: i
     if ok is not None:
         res.masked_fill_(~ok[:, None, None], _NAN)
     return res.view(batch, seqlen, H, Dh)
+
+
+def prepare_build_varlen_meta(geom, mask):
+    """The runner: the chain (``max_seqlen`` as a 0-d int64 tensor for the custom op, ``geom.max_as_tensor``)."""
+    if not geom.max_as_tensor:
+        return build_varlen_meta
+
+    def run(mask):
+        idx, cu, mx, inv = build_varlen_meta(mask)
+        return idx, cu, torch.tensor(mx, dtype=torch.int64), inv
+
+    return run
+
+
+def prepare_varlen_pack_qkv(geom, q, k, v, indices):
+    def run(q, k, v, indices):
+        return varlen_pack_qkv(q, k, v, indices, guard=True)
+
+    return run
+
+
+def prepare_varlen_scatter(geom, out, inverse_or_indices):
+    def run(out, inverse_or_indices, batch, seqlen):
+        return varlen_scatter(out, inverse_or_indices, batch, seqlen, guard=True)
+
+    return run

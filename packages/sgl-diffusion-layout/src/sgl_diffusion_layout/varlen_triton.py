@@ -9,7 +9,7 @@ vector load: a few hundred values at video sizes), then writes its tokens' flatt
 and inverse map with a prefix sum (``tl.cumsum``), and the last chunk of each sample its
 ``cu_seqlens`` entry. (Chunks, because one program per sample walking its whole mask took
 234 us for a ``[2, 75600]`` mask on the H200, eager 142 us: two programs, 74 steps each.)
-``varlen_pack_qkv`` / ``varlen_scatter``: the row gather of ``copy_triton`` (the index is
+``varlen_pack_qkv`` / ``varlen_scatter``: the row gather of ``_copy_triton`` (the index is
 read once per program; padding rows are written as zeros in the same pass, and the rows of
 an out-of-range index, which only an unchecked call lets through, as NaN).
 """
@@ -22,8 +22,7 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch
 
-from ._plumbing import backend_from_prepare
-from .copy_triton import copy_aot_variants, gather_launches
+from ._copy_triton import copy_aot_variants, gather_launches
 from .varlen_torch import inverse_map
 
 _META_BLOCK = 1024  # tokens per program (a [2, 75600] mask: 148 programs)
@@ -65,8 +64,10 @@ def _varlen_meta_kernel(MASK, COUNTS, CU, IDX, INV, S, NC, sb, ss, BLOCK: tl.con
         tl.store(CU, 0)
 
 
-def _prep_meta(geom, mask):
-    B, S = geom
+def prepare_build_varlen_meta(geom, mask):
+    """The runner of ``build_varlen_meta`` for one mask signature (``max_seqlen`` a 0-d int64
+    tensor where ``geom.max_as_tensor``: the custom op's form)."""
+    B, S, as_tensor = geom.B, geom.S, geom.max_as_tensor
     device = mask.device
     nc = triton.cdiv(S, _META_BLOCK)
     opts = {"num_warps": 4, "num_stages": 1}
@@ -86,12 +87,9 @@ def _prep_meta(geom, mask):
     def run(mask):
         inverse = torch.empty(B * S, dtype=torch.int64, device=device)
         if not B * S:  # no tokens: no launch, no device read
-            return (
-                torch.empty(0, dtype=torch.int64, device=device),
-                torch.zeros(B + 1, dtype=torch.int32, device=device),
-                0,
-                inverse,
-            )
+            mx = torch.tensor(0, dtype=torch.int64) if as_tensor else 0
+            return (torch.empty(0, dtype=torch.int64, device=device),
+                    torch.zeros(B + 1, dtype=torch.int32, device=device), mx, inverse)
         m8 = mask.view(torch.uint8)
         counts = torch.empty(B * nc, dtype=torch.int32, device=device)
         seqlens = torch.zeros(B, dtype=torch.int32, device=device)
@@ -100,12 +98,13 @@ def _prep_meta(geom, mask):
         cu = torch.empty(B + 1, dtype=torch.int32, device=device)
         indices = torch.empty(sum(lens), dtype=torch.int64, device=device)
         meta(m8, counts, cu, indices, inverse, S, nc, sb, ss)
-        return indices, cu, max(lens), inverse
+        mx = max(lens)
+        return indices, cu, torch.tensor(mx, dtype=torch.int64) if as_tensor else mx, inverse
 
     return run
 
 
-def _prep_pack(geom, q, k, v, indices):
+def prepare_varlen_pack_qkv(geom, q, k, v, indices):
     g, shape_tail = geom
     launch = gather_launches(g, q.device, q.dtype)
     dtype, device = q.dtype, q.device
@@ -119,7 +118,7 @@ def _prep_pack(geom, q, k, v, indices):
     return run
 
 
-def _prep_scatter(geom, out, idx):
+def prepare_varlen_scatter(geom, out, idx):
     g, shape, from_indices = geom
     launch = gather_launches(g, out.device, out.dtype)
     dtype, device = out.dtype, out.device
@@ -133,11 +132,6 @@ def _prep_scatter(geom, out, idx):
         return res
 
     return run
-
-
-build_varlen_meta = backend_from_prepare(_prep_meta, 1)
-varlen_pack_qkv = backend_from_prepare(_prep_pack, 4)
-varlen_scatter = backend_from_prepare(_prep_scatter, 2)
 
 
 def aot_build_varlen_meta(platform: str = "cuda"):

@@ -1,7 +1,10 @@
-"""Ulysses / USP sequence-parallel layouts: pack q, k, v for one ``all_to_all_single`` and
-unpack after it; the inverse pair for the attention output; USP head merge/split.
+"""The Ulysses / USP sequence-parallel layouts, one family of permutations around
+``all_to_all_single`` (each op below is defined in this file, ``ulysses.py``):
+``ulysses_pack_qkv`` / ``ulysses_unpack_qkv`` (q, k, v), ``ulysses_pack_out`` /
+``ulysses_unpack_out`` (the attention output) and ``usp_merge_heads`` / ``usp_split_heads``.
 Contract ``exact`` (pure data movement: ``torch.equal`` to the eager chains in
-``ulysses_torch``). Public entry points.
+``ulysses_torch``). Backends: ``ulysses_triton`` (the strided permutation copy of
+``_copy_triton``) and ``ulysses_torch``.
 
 Layout of the exchange (``W`` = world size, ``Sl`` = local sequence length, ``Hl = H / W``):
 
@@ -23,14 +26,11 @@ from __future__ import annotations
 
 import torch
 
-from sgl_diffusion_core import is_compiling, resolve_target
+from sgl_diffusion_core import Op, is_compiling
 
+from . import _specs as S
+from ._common import check_dims, check_int, check_last_contiguous, fake_outputs, new_desc
 from ._geometry import PermuteGeom, contiguous_strides
-from ._plumbing import LayoutOp, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
-
-# op -> number of tensor arguments (they come first; the rest are ints)
-OPS = {"ulysses_pack_qkv": 3, "ulysses_unpack_qkv": 1, "ulysses_pack_out": 1, "ulysses_unpack_out": 1,
-       "usp_merge_heads": 1, "usp_split_heads": 1}
 
 
 def _world(world_size, n, what, problems, unit="heads"):
@@ -176,33 +176,36 @@ def describe_usp_split_heads(y, world_size):
     return desc
 
 
-_dispatch = {name: LayoutOp(name, globals()[f"describe_{name}"], n) for name, n in OPS.items()}
-
-_ops = {
-    "ulysses_pack_qkv": register_layout_op(
-        "ulysses_pack_qkv", _dispatch["ulysses_pack_qkv"],
-        "(Tensor q, Tensor k, Tensor v, int world_size, str? backend) -> Tensor"),
-    "ulysses_unpack_qkv": register_layout_op(
-        "ulysses_unpack_qkv", _dispatch["ulysses_unpack_qkv"],
-        "(Tensor buf, int world_size, int batch, str? backend) -> (Tensor, Tensor, Tensor)"),
-    "ulysses_pack_out": register_layout_op(
-        "ulysses_pack_out", _dispatch["ulysses_pack_out"], "(Tensor o, int world_size, str? backend) -> Tensor"),
-    "ulysses_unpack_out": register_layout_op(
-        "ulysses_unpack_out", _dispatch["ulysses_unpack_out"],
-        "(Tensor buf, int world_size, int batch, str? backend) -> Tensor"),
-    "usp_merge_heads": register_layout_op(
-        "usp_merge_heads", _dispatch["usp_merge_heads"], "(Tensor x, str? backend) -> Tensor"),
-    "usp_split_heads": register_layout_op(
-        "usp_split_heads", _dispatch["usp_split_heads"], "(Tensor y, int world_size, str? backend) -> Tensor"),
-}
+def _op(name: str, summary: str, describe, n_tensors: int, triton_prepare: str) -> Op:
+    return Op(
+        f"layout.{name}",
+        distribution=S.DISTRIBUTION,
+        summary=summary,
+        describe=describe,
+        n_tensors=n_tensors,
+        reference=f".ulysses_torch:{name}",
+        backends=S.backends(f".ulysses_triton:{triton_prepare}", f".ulysses_torch:prepare_{name}", S.PERMUTE_NOTE,
+                            aot=f"aot_{name}"),
+        default_exact=True,
+        bench=f"{S.BENCH}:{name}_cases",
+    )
 
 
-def _call(name, args, backend):
-    if is_compiling():
-        return _ops[name](*args, backend)
-    return _dispatch[name](args, backend)
+ULYSSES_PACK_QKV = _op("ulysses_pack_qkv", "q, k, v [B, S, H, Dh] -> one [W, B*S, H/W, 3*Dh] send buffer",
+                       describe_ulysses_pack_qkv, 3, "prepare_pack_qkv")
+ULYSSES_UNPACK_QKV = _op("ulysses_unpack_qkv", "received [W, B*Sl, Hl, 3*Dh] -> q, k, v [B, W*Sl, Hl, Dh]",
+                         describe_ulysses_unpack_qkv, 1, "prepare_unpack_qkv")
+ULYSSES_PACK_OUT = _op("ulysses_pack_out", "attention output [B, W*Sl, Hl, Dh] -> [W, B*Sl, Hl, Dh] send buffer",
+                       describe_ulysses_pack_out, 1, "prepare_permute")
+ULYSSES_UNPACK_OUT = _op("ulysses_unpack_out", "received [W, B*Sl, Hl, Dh] -> [B, Sl, W*Hl, Dh]",
+                         describe_ulysses_unpack_out, 1, "prepare_permute")
+USP_MERGE_HEADS = _op("usp_merge_heads", "x.permute(2, 1, 0, 3, 4).contiguous() of [W, Sl, B, Hl, Dh]",
+                      describe_usp_merge_heads, 1, "prepare_permute")
+USP_SPLIT_HEADS = _op("usp_split_heads", "[B, Sl, H, Dh] -> [W, Sl, B, H/W, Dh] (inverse of usp_merge_heads)",
+                      describe_usp_split_heads, 1, "prepare_permute")
 
 
+@ULYSSES_PACK_QKV.entry
 def ulysses_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, world_size: int, *,
                      backend: str | None = None) -> torch.Tensor:
     """``torch.cat([t.reshape(B, S, W, H/W, Dh).permute(2, 0, 1, 3, 4).reshape(W, B*S, H/W, Dh)
@@ -215,9 +218,12 @@ def ulysses_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, world_si
     Returns a new contiguous ``[W, B*S, H/W, 3*Dh]`` tensor, destination rank major:
     ``out[w, b*S + s, h] = cat(q, k, v)[b, s, w*H/W + h]``. Contract ``exact``.
     """
-    return _call("ulysses_pack_qkv", (q, k, v, world_size), backend)
+    if is_compiling():
+        return _pack_qkv_op(q, k, v, world_size, backend)
+    return ULYSSES_PACK_QKV.plan((q, k, v), backend, None, (("world_size", world_size),))(q, k, v, world_size)
 
 
+@ULYSSES_UNPACK_QKV.entry
 def ulysses_unpack_qkv(buf: torch.Tensor, world_size: int, batch: int = 1, *,
                        backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The received buffer of the q/k/v exchange -> ``(q, k, v)``, the full sequence of this rank's heads.
@@ -229,9 +235,13 @@ def ulysses_unpack_qkv(buf: torch.Tensor, world_size: int, batch: int = 1, *,
     Eager chain: ``buf.reshape(W, batch, Sl, Hl, 3, Dh)[..., j, :].permute(1, 0, 2, 3, 4)
     .reshape(batch, W*Sl, Hl, Dh)``. Contract ``exact``.
     """
-    return _call("ulysses_unpack_qkv", (buf, world_size, batch), backend)
+    if is_compiling():
+        return _unpack_qkv_op(buf, world_size, batch, backend)
+    opts = (("world_size", world_size), ("batch", batch))
+    return ULYSSES_UNPACK_QKV.plan((buf,), backend, None, opts)(buf, world_size, batch)
 
 
+@ULYSSES_PACK_OUT.entry
 def ulysses_pack_out(o: torch.Tensor, world_size: int, *, backend: str | None = None) -> torch.Tensor:
     """``o.reshape(B, W, Sl, Hl, Dh).transpose(0, 1).reshape(W, B*Sl, Hl, Dh)``: the attention
     output of this rank's heads, split by destination sequence shard.
@@ -239,9 +249,12 @@ def ulysses_pack_out(o: torch.Tensor, world_size: int, *, backend: str | None = 
     o: ``[B, W*Sl, Hl, Dh]``, last dim contiguous; the sequence length must divide by W.
     Returns a new contiguous ``[W, B*Sl, Hl, Dh]``. Contract ``exact``.
     """
-    return _call("ulysses_pack_out", (o, world_size), backend)
+    if is_compiling():
+        return _pack_out_op(o, world_size, backend)
+    return ULYSSES_PACK_OUT.plan((o,), backend, None, (("world_size", world_size),))(o, world_size)
 
 
+@ULYSSES_UNPACK_OUT.entry
 def ulysses_unpack_out(buf: torch.Tensor, world_size: int, batch: int = 1, *,
                        backend: str | None = None) -> torch.Tensor:
     """``buf.reshape(W, batch, Sl, Hl, Dh).permute(1, 2, 0, 3, 4).reshape(batch, Sl, W*Hl, Dh)``:
@@ -250,85 +263,64 @@ def ulysses_unpack_out(buf: torch.Tensor, world_size: int, batch: int = 1, *,
     buf: ``[W, batch*Sl, Hl, Dh]``, ``buf[w]`` = heads ``w*Hl ..`` from rank ``w``.
     Returns a new contiguous ``[batch, Sl, W*Hl, Dh]``. Contract ``exact``.
     """
-    return _call("ulysses_unpack_out", (buf, world_size, batch), backend)
+    if is_compiling():
+        return _unpack_out_op(buf, world_size, batch, backend)
+    opts = (("world_size", world_size), ("batch", batch))
+    return ULYSSES_UNPACK_OUT.plan((buf,), backend, None, opts)(buf, world_size, batch)
 
 
+@USP_MERGE_HEADS.entry
 def usp_merge_heads(x: torch.Tensor, *, backend: str | None = None) -> torch.Tensor:
     """``x.permute(2, 1, 0, 3, 4).contiguous()``: ``[W, Sl, B, Hl, Dh]`` -> ``[B, Sl, W, Hl, Dh]``
     (view the result as ``[B, Sl, W*Hl, Dh]`` for free). Last dim contiguous. Contract ``exact``."""
-    return _call("usp_merge_heads", (x,), backend)
+    if is_compiling():
+        return _merge_heads_op(x, backend)
+    return USP_MERGE_HEADS.plan((x,), backend)(x)
 
 
+@USP_SPLIT_HEADS.entry
 def usp_split_heads(y: torch.Tensor, world_size: int, *, backend: str | None = None) -> torch.Tensor:
     """``y.reshape(B, Sl, W, H/W, Dh).permute(2, 1, 0, 3, 4).contiguous()``: the inverse of
     ``usp_merge_heads``, ``[B, Sl, H, Dh]`` -> ``[W, Sl, B, H/W, Dh]``. W must divide H.
     Last dim contiguous, other strides free. Contract ``exact``."""
-    return _call("usp_split_heads", (y, world_size), backend)
+    if is_compiling():
+        return _split_heads_op(y, world_size, backend)
+    return USP_SPLIT_HEADS.plan((y,), backend, None, (("world_size", world_size),))(y, world_size)
 
 
-def _can(name, args, backend):
-    return _dispatch[name].can_use(args, backend)
+can_use_ulysses_pack_qkv = ULYSSES_PACK_QKV.can_use
+can_use_ulysses_unpack_qkv = ULYSSES_UNPACK_QKV.can_use
+can_use_ulysses_pack_out = ULYSSES_PACK_OUT.can_use
+can_use_ulysses_unpack_out = ULYSSES_UNPACK_OUT.can_use
+can_use_usp_merge_heads = USP_MERGE_HEADS.can_use
+can_use_usp_split_heads = USP_SPLIT_HEADS.can_use
+ulysses_pack_qkv_reference = ULYSSES_PACK_QKV.reference
+ulysses_unpack_qkv_reference = ULYSSES_UNPACK_QKV.reference
+ulysses_pack_out_reference = ULYSSES_PACK_OUT.reference
+ulysses_unpack_out_reference = ULYSSES_UNPACK_OUT.reference
+usp_merge_heads_reference = USP_MERGE_HEADS.reference
+usp_split_heads_reference = USP_SPLIT_HEADS.reference
 
 
-def can_use_ulysses_pack_qkv(q, k, v, world_size, *, backend=None) -> bool:
-    """Whether ``ulysses_pack_qkv`` can serve these arguments (never raises, never allocates)."""
-    return _can("ulysses_pack_qkv", (q, k, v, world_size), backend)
+def _custom_op(op: Op, name: str, keyed: tuple[str, ...], schema: str):
+    """``torch.ops.sgl_diffusion.<name>``: its scalars (``keyed``) shape the plan; the fake
+    allocates the described outputs."""
+
+    def fake(*args):
+        tensors, scalars = args[:op.n_tensors], args[op.n_tensors:-1]
+        return fake_outputs(op.checked(*tensors, options=tuple(zip(keyed, scalars))), tensors[0])
+
+    return op.custom_op(name, schema=schema, fake=fake, keyed=keyed)
 
 
-def can_use_ulysses_unpack_qkv(buf, world_size, batch=1, *, backend=None) -> bool:
-    """Whether ``ulysses_unpack_qkv`` can serve these arguments (never raises, never allocates)."""
-    return _can("ulysses_unpack_qkv", (buf, world_size, batch), backend)
-
-
-def can_use_ulysses_pack_out(o, world_size, *, backend=None) -> bool:
-    """Whether ``ulysses_pack_out`` can serve these arguments (never raises, never allocates)."""
-    return _can("ulysses_pack_out", (o, world_size), backend)
-
-
-def can_use_ulysses_unpack_out(buf, world_size, batch=1, *, backend=None) -> bool:
-    """Whether ``ulysses_unpack_out`` can serve these arguments (never raises, never allocates)."""
-    return _can("ulysses_unpack_out", (buf, world_size, batch), backend)
-
-
-def can_use_usp_merge_heads(x, *, backend=None) -> bool:
-    """Whether ``usp_merge_heads`` can serve these arguments (never raises, never allocates)."""
-    return _can("usp_merge_heads", (x,), backend)
-
-
-def can_use_usp_split_heads(y, world_size, *, backend=None) -> bool:
-    """Whether ``usp_split_heads`` can serve these arguments (never raises, never allocates)."""
-    return _can("usp_split_heads", (y, world_size), backend)
-
-
-def _ref(name):
-    return resolve_target(f"sgl_diffusion_layout.ulysses_torch:{name}")
-
-
-def ulysses_pack_qkv_reference(q, k, v, world_size):
-    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
-    return _ref("ulysses_pack_qkv")(q, k, v, world_size)
-
-
-def ulysses_unpack_qkv_reference(buf, world_size, batch=1):
-    """The eager chain itself (the ``torch`` backend)."""
-    return _ref("ulysses_unpack_qkv")(buf, world_size, batch)
-
-
-def ulysses_pack_out_reference(o, world_size):
-    """The eager chain itself (the ``torch`` backend)."""
-    return _ref("ulysses_pack_out")(o, world_size)
-
-
-def ulysses_unpack_out_reference(buf, world_size, batch=1):
-    """The eager chain itself (the ``torch`` backend)."""
-    return _ref("ulysses_unpack_out")(buf, world_size, batch)
-
-
-def usp_merge_heads_reference(x):
-    """The eager chain itself (the ``torch`` backend)."""
-    return _ref("usp_merge_heads")(x)
-
-
-def usp_split_heads_reference(y, world_size):
-    """The eager chain itself (the ``torch`` backend)."""
-    return _ref("usp_split_heads")(y, world_size)
+_pack_qkv_op = _custom_op(ULYSSES_PACK_QKV, "ulysses_pack_qkv", ("world_size",),
+                          "(Tensor q, Tensor k, Tensor v, int world_size, str? backend) -> Tensor")
+_unpack_qkv_op = _custom_op(ULYSSES_UNPACK_QKV, "ulysses_unpack_qkv", ("world_size", "batch"),
+                            "(Tensor buf, int world_size, int batch, str? backend) -> (Tensor, Tensor, Tensor)")
+_pack_out_op = _custom_op(ULYSSES_PACK_OUT, "ulysses_pack_out", ("world_size",),
+                          "(Tensor o, int world_size, str? backend) -> Tensor")
+_unpack_out_op = _custom_op(ULYSSES_UNPACK_OUT, "ulysses_unpack_out", ("world_size", "batch"),
+                            "(Tensor buf, int world_size, int batch, str? backend) -> Tensor")
+_merge_heads_op = _custom_op(USP_MERGE_HEADS, "usp_merge_heads", (), "(Tensor x, str? backend) -> Tensor")
+_split_heads_op = _custom_op(USP_SPLIT_HEADS, "usp_split_heads", ("world_size",),
+                             "(Tensor y, int world_size, str? backend) -> Tensor")

@@ -1,6 +1,8 @@
-"""Varlen attention layouts: padding mask -> packed-token metadata, q/k/v packing, and the
-scatter of the packed attention output back to ``[B, S, H, Dh]``. Contract ``exact``
-(``torch.equal`` to the eager chains in ``varlen_torch``). Public entry points.
+"""Varlen attention layouts, one family defined in this file (``varlen.py``):
+``build_varlen_meta`` (padding mask -> packed-token metadata), ``varlen_pack_qkv`` (q/k/v
+packing) and ``varlen_scatter`` (the packed attention output back to ``[B, S, H, Dh]``).
+Contract ``exact`` (``torch.equal`` to the eager chains in ``varlen_torch``). Backends:
+``varlen_triton`` and ``varlen_torch``.
 
 Index values, the one data-dependent input problem, follow the indexed modulation ops:
 eager calls check them (``check_index_range``: one ``aminmax`` and one host sync the first
@@ -17,23 +19,25 @@ import torch
 
 from sgl_diffusion_core import (
     InputDesc,
+    Op,
     check_index_range,
     device_arch,
     index_check_mode,
     is_compiling,
-    resolve_target,
     tensor_platform,
 )
 
-from ._geometry import GatherGeom, contiguous_strides
-from ._plumbing import LayoutOp, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
+from . import _specs as S
+from ._common import check_dims, check_int, check_last_contiguous, fake_outputs, new_desc
+from ._geometry import GatherGeom, MetaGeom, contiguous_strides
 
 OP_PACK = "layout.varlen_pack_qkv"
 OP_SCATTER = "layout.varlen_scatter"
 
 
-def describe_build_varlen_meta(mask):
-    """Validate ``build_varlen_meta``'s argument: a ``[B, S]`` bool mask."""
+def describe_build_varlen_meta(mask, max_as_tensor=False):
+    """Validate ``build_varlen_meta``'s argument: a ``[B, S]`` bool mask (``max_as_tensor``: the
+    custom op's form, ``max_seqlen`` as a tensor)."""
     problems: list[str] = []
     if not isinstance(mask, torch.Tensor):
         return InputDesc(platform=None, problems=[f"mask must be a torch.Tensor, got {type(mask).__name__}"])
@@ -47,11 +51,12 @@ def describe_build_varlen_meta(mask):
     if problems:
         return desc
     B, S = mask.shape
-    desc.info = {"geom": (B, S)}
+    desc.info = {"geom": MetaGeom(B, S, max_as_tensor)}
     return desc
 
 
 def describe_varlen_pack_qkv(q, k, v, indices):
+    """Validate the arguments of ``varlen_pack_qkv``; ``info["geom"]``: (GatherGeom, (H, Dh))."""
     problems: list[str] = []
     desc, device = new_desc({"q": q, "k": k, "v": v}, problems)
     if problems:
@@ -91,6 +96,7 @@ def _check_index(name, idx, device, problems):
 
 
 def describe_varlen_scatter(out, inverse_or_indices, batch, seqlen):
+    """Validate the arguments of ``varlen_scatter``; ``info["geom"]``: (GatherGeom, shape, from_indices)."""
     problems: list[str] = []
     desc, device = new_desc({"out": out}, problems)
     if problems or not check_dims("out", out, 3, "[nnz, H, Dh]", problems):
@@ -117,8 +123,27 @@ def describe_varlen_scatter(out, inverse_or_indices, batch, seqlen):
     return desc
 
 
-_dispatch = {name: LayoutOp(name, globals()[f"describe_{name}"], n)
-             for name, n in (("build_varlen_meta", 1), ("varlen_pack_qkv", 4), ("varlen_scatter", 2))}
+def _op(name: str, summary: str, describe, n_tensors: int, note: str) -> Op:
+    return Op(
+        f"layout.{name}",
+        distribution=S.DISTRIBUTION,
+        summary=summary,
+        describe=describe,
+        n_tensors=n_tensors,
+        reference=f".varlen_torch:{name}",
+        backends=S.backends(f".varlen_triton:prepare_{name}", f".varlen_torch:prepare_{name}", note,
+                            aot=f"aot_{name}"),
+        default_exact=True,
+        bench=f"{S.BENCH}:{name}_cases",
+    )
+
+
+BUILD_VARLEN_META = _op("build_varlen_meta", "[B, S] bool mask -> (indices, cu_seqlens, max_seqlen, inverse)",
+                        describe_build_varlen_meta, 1, S.META_NOTE)
+VARLEN_PACK_QKV = _op("varlen_pack_qkv", "t.reshape(B*S, H, Dh).index_select(0, indices) for q, k, v",
+                      describe_varlen_pack_qkv, 4, S.GATHER_NOTE)
+VARLEN_SCATTER = _op("varlen_scatter", "packed [nnz, H, Dh] -> [B, S, H, Dh], zeros at padding",
+                     describe_varlen_scatter, 2, S.GATHER_NOTE)
 
 
 def _check_scatter_index(out, idx, rows, mode):
@@ -130,38 +155,10 @@ def _check_scatter_index(out, idx, rows, mode):
                           bound="batch*seqlen", meaning="tokens of the result", cache=mode == "cached")
 
 
-def _meta_impl(mask, backend):
-    idx, cu, mx, inv = _dispatch["build_varlen_meta"]((mask,), backend)
-    return idx, cu, torch.tensor(mx, dtype=torch.int64), inv
 
-
-def _meta_fake(mask, backend):
-    _dispatch["build_varlen_meta"].checked((mask,))
-    B, S = mask.shape
-    nnz = torch.library.get_ctx().new_dynamic_size()
-    return (mask.new_empty(nnz, dtype=torch.int64), mask.new_empty(B + 1, dtype=torch.int32),
-            torch.empty((), dtype=torch.int64), mask.new_empty(B * S, dtype=torch.int64))
-
-
-def _register_meta():
-    from sgl_diffusion_core import register_custom_op
-
-    return register_custom_op("build_varlen_meta", _meta_impl, _meta_fake,
-                              schema="(Tensor mask, str? backend) -> (Tensor, Tensor, Tensor, Tensor)")
-
-
-_ops = {
-    "build_varlen_meta": _register_meta(),
-    "varlen_pack_qkv": register_layout_op(
-        "varlen_pack_qkv", _dispatch["varlen_pack_qkv"],
-        "(Tensor q, Tensor k, Tensor v, Tensor indices, str? backend) -> (Tensor, Tensor, Tensor)"),
-    "varlen_scatter": register_layout_op(
-        "varlen_scatter", _dispatch["varlen_scatter"],
-        "(Tensor out, Tensor inverse_or_indices, int batch, int seqlen, str? backend) -> Tensor"),
-}
-
-
-def build_varlen_meta(mask: torch.Tensor, *, backend: str | None = None):
+@BUILD_VARLEN_META.entry
+def build_varlen_meta(mask: torch.Tensor, *,
+                      backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor]:
     """``(indices, cu_seqlens, max_seqlen, inverse)`` of a padding mask, for varlen attention.
 
     mask: ``[B, S]`` bool, True = a valid token (any strides).
@@ -177,11 +174,12 @@ def build_varlen_meta(mask: torch.Tensor, *, backend: str | None = None):
     Contract ``exact``.
     """
     if is_compiling():
-        idx, cu, mx, inv = _ops["build_varlen_meta"](mask, backend)
+        idx, cu, mx, inv = _meta_op(mask, backend)
         return idx, cu, mx.item(), inv
-    return _dispatch["build_varlen_meta"]((mask,), backend)
+    return BUILD_VARLEN_META.plan((mask,), backend)(mask)
 
 
+@VARLEN_PACK_QKV.entry
 def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: torch.Tensor, *,
                     check_index: bool | str = True,
                     backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -206,14 +204,15 @@ def varlen_pack_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, indices: 
     """
     mode = index_check_mode(check_index, OP_PACK)
     if is_compiling():
-        return _ops["varlen_pack_qkv"](q, k, v, indices, backend)
-    plan = _dispatch["varlen_pack_qkv"].plan((q, k, v, indices), backend)
+        return _pack_op(q, k, v, indices, backend)
+    plan = VARLEN_PACK_QKV.plan((q, k, v, indices), backend)
     if mode is not None:
         check_index_range(indices, 0, q.shape[0] * q.shape[1], OP_PACK, name="indices", bound="B*S",
                           meaning="tokens of q, k, v", cache=mode == "cached")
     return plan(q, k, v, indices)
 
 
+@VARLEN_SCATTER.entry
 def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: int, seqlen: int, *,
                    check_index: bool | str = True, backend: str | None = None) -> torch.Tensor:
     """The packed attention output back to ``[batch, seqlen, H, Dh]``, zeros at padding.
@@ -236,39 +235,49 @@ def varlen_scatter(out: torch.Tensor, inverse_or_indices: torch.Tensor, batch: i
     """
     mode = index_check_mode(check_index, OP_SCATTER)
     if is_compiling():
-        return _ops["varlen_scatter"](out, inverse_or_indices, batch, seqlen, backend)
-    plan = _dispatch["varlen_scatter"].plan((out, inverse_or_indices, batch, seqlen), backend)
+        return _scatter_op(out, inverse_or_indices, batch, seqlen, backend)
+    plan = VARLEN_SCATTER.plan((out, inverse_or_indices), backend, None, (("batch", batch), ("seqlen", seqlen)))
     if mode is not None:
         _check_scatter_index(out, inverse_or_indices, batch * seqlen, mode)
     return plan(out, inverse_or_indices, batch, seqlen)
 
 
-def can_use_build_varlen_meta(mask, *, backend=None) -> bool:
-    """Whether ``build_varlen_meta`` can serve this mask (never raises, never allocates)."""
-    return _dispatch["build_varlen_meta"].can_use((mask,), backend)
+# the predicates describe shapes only: they never read index values (no sync)
+can_use_build_varlen_meta = BUILD_VARLEN_META.can_use
+can_use_varlen_pack_qkv = VARLEN_PACK_QKV.can_use
+can_use_varlen_scatter = VARLEN_SCATTER.can_use
+build_varlen_meta_reference = BUILD_VARLEN_META.reference
+# the chains unguarded: they raise on a bad index on CPU
+varlen_pack_qkv_reference = VARLEN_PACK_QKV.reference
+varlen_scatter_reference = VARLEN_SCATTER.reference
 
 
-def can_use_varlen_pack_qkv(q, k, v, indices, *, backend=None) -> bool:
-    """Whether ``varlen_pack_qkv`` can serve these arguments (never raises, never allocates)."""
-    return _dispatch["varlen_pack_qkv"].can_use((q, k, v, indices), backend)
+def _meta_fake(mask, backend):
+    BUILD_VARLEN_META.checked(mask)
+    B, S = mask.shape
+    nnz = torch.library.get_ctx().new_dynamic_size()
+    return (mask.new_empty(nnz, dtype=torch.int64), mask.new_empty(B + 1, dtype=torch.int32),
+            torch.empty((), dtype=torch.int64), mask.new_empty(B * S, dtype=torch.int64))
 
 
-def can_use_varlen_scatter(out, inverse_or_indices, batch, seqlen, *, backend=None) -> bool:
-    """Whether ``varlen_scatter`` can serve these arguments (never raises, never allocates)."""
-    return _dispatch["varlen_scatter"].can_use((out, inverse_or_indices, batch, seqlen), backend)
+def _pack_fake(q, k, v, indices, backend):
+    return fake_outputs(VARLEN_PACK_QKV.checked(q, k, v, indices), q)
 
 
-def build_varlen_meta_reference(mask):
-    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
-    return resolve_target("sgl_diffusion_layout.varlen_torch:build_varlen_meta")(mask)
+def _scatter_fake(out, inverse_or_indices, batch, seqlen, backend):
+    desc = VARLEN_SCATTER.checked(out, inverse_or_indices, options=(("batch", batch), ("seqlen", seqlen)))
+    return fake_outputs(desc, out)
 
 
-def varlen_pack_qkv_reference(q, k, v, indices):
-    """The eager chain itself, unguarded (raises on a bad index on CPU)."""
-    return resolve_target("sgl_diffusion_layout.varlen_torch:varlen_pack_qkv")(q, k, v, indices, guard=False)
-
-
-def varlen_scatter_reference(out, inverse_or_indices, batch, seqlen):
-    """The eager chain itself, unguarded (raises on a bad index on CPU)."""
-    fn = resolve_target("sgl_diffusion_layout.varlen_torch:varlen_scatter")
-    return fn(out, inverse_or_indices, batch, seqlen, guard=False)
+_meta_op = BUILD_VARLEN_META.custom_op(
+    "build_varlen_meta", fake=_meta_fake, options={"max_as_tensor": True},
+    schema="(Tensor mask, str? backend) -> (Tensor, Tensor, Tensor, Tensor)",
+)
+_pack_op = VARLEN_PACK_QKV.custom_op(
+    "varlen_pack_qkv", fake=_pack_fake,
+    schema="(Tensor q, Tensor k, Tensor v, Tensor indices, str? backend) -> (Tensor, Tensor, Tensor)",
+)
+_scatter_op = VARLEN_SCATTER.custom_op(
+    "varlen_scatter", fake=_scatter_fake, keyed=("batch", "seqlen"),
+    schema="(Tensor out, Tensor inverse_or_indices, int batch, int seqlen, str? backend) -> Tensor",
+)

@@ -1,5 +1,6 @@
 """``nearest_upsample``: ``F.interpolate(x, scale_factor=..., mode="nearest" | "nearest-exact")``
-for integer factors, 4-D and 5-D, any memory format. Contract ``exact``. Public entry point."""
+for integer factors, 4-D and 5-D, any memory format. Contract ``exact``. Backends:
+``nearest_upsample_triton`` and ``nearest_upsample_torch`` (the eager chain)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import struct
 
 import torch
 
-from sgl_diffusion_core import is_compiling, resolve_target
+from sgl_diffusion_core import Op, is_compiling
 
-from ._plumbing import LayoutOp, new_desc
+from . import _specs as S
+from ._common import new_desc
 
 MODES = ("nearest", "nearest-exact")
 
@@ -74,6 +76,8 @@ def _out_format(x: torch.Tensor):
 
 
 def describe_nearest_upsample(x, scale_factor, mode="nearest"):
+    """Validate the arguments of ``nearest_upsample``; ``info["geom"]``: (shape, memory format,
+    rows and tile sizes, their strides, factors)."""
     problems: list[str] = []
     desc, _ = new_desc({"x": x}, problems)
     if problems:
@@ -115,30 +119,21 @@ def describe_nearest_upsample(x, scale_factor, mode="nearest"):
     return desc
 
 
-_dispatch = LayoutOp("nearest_upsample", describe_nearest_upsample, 1)
+NEAREST_UPSAMPLE = Op(
+    "layout.nearest_upsample",
+    distribution=S.DISTRIBUTION,
+    summary="F.interpolate(x, scale_factor=f, mode='nearest'|'nearest-exact'), integer f",
+    describe=describe_nearest_upsample,
+    n_tensors=1,
+    reference=".nearest_upsample_torch:nearest_upsample",
+    backends=S.backends(".nearest_upsample_triton:prepare", ".nearest_upsample_torch:prepare", S.UPSAMPLE_NOTE,
+                        aot="aot_nearest_upsample", caps=S.UPSAMPLE_TRITON_CAPS),
+    default_exact=True,
+    bench=f"{S.BENCH}:nearest_upsample_cases",
+)
 
 
-def _impl(x, scale_factor, mode, backend):
-    sf = scale_factor[0] if len(scale_factor) == 1 else tuple(scale_factor)
-    return _dispatch((x, sf, mode), backend)
-
-
-def _fake(x, scale_factor, mode, backend):
-    sf = scale_factor[0] if len(scale_factor) == 1 else tuple(scale_factor)
-    desc = _dispatch.checked((x, sf, mode))
-    return torch.empty(desc.info["shapes"], dtype=x.dtype, device=x.device, memory_format=desc.info["geom"][1])
-
-
-def _register():
-    from sgl_diffusion_core import register_custom_op
-
-    return register_custom_op("nearest_upsample", _impl, _fake,
-                              schema="(Tensor x, float[] scale_factor, str mode, str? backend) -> Tensor")
-
-
-_op = _register()
-
-
+@NEAREST_UPSAMPLE.entry
 def nearest_upsample(x: torch.Tensor, scale_factor, *, mode: str = "nearest",
                      backend: str | None = None) -> torch.Tensor:
     """``F.interpolate(x, scale_factor=scale_factor, mode=mode)`` for integer factors.
@@ -154,16 +149,24 @@ def nearest_upsample(x: torch.Tensor, scale_factor, *, mode: str = "nearest",
     Contract ``exact``.
     """
     if is_compiling():
-        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor]
-        return _op(x, [float(f) for f in sf], mode, backend)
-    return _dispatch((x, scale_factor, mode), backend)
+        # one factor per spatial dim (the schema's float[]), as the plan describes it
+        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * (x.dim() - 2)
+        return _custom_op(x, [float(f) for f in sf], mode, backend)
+    sf = tuple(scale_factor) if isinstance(scale_factor, list) else scale_factor
+    opts = (("scale_factor", sf), ("mode", mode))
+    return NEAREST_UPSAMPLE.plan((x,), backend, None, opts)(x, scale_factor, mode)
 
 
-def can_use_nearest_upsample(x, scale_factor, *, mode="nearest", backend=None) -> bool:
-    """Whether ``nearest_upsample`` can serve these arguments (never raises, never allocates)."""
-    return _dispatch.can_use((x, scale_factor, mode), backend)
+can_use_nearest_upsample = NEAREST_UPSAMPLE.can_use
+nearest_upsample_reference = NEAREST_UPSAMPLE.reference
 
 
-def nearest_upsample_reference(x, scale_factor, *, mode="nearest"):
-    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
-    return resolve_target("sgl_diffusion_layout.upsample_torch:nearest_upsample")(x, scale_factor, mode)
+def _fake(x, scale_factor, mode, backend):
+    desc = NEAREST_UPSAMPLE.checked(x, options=(("scale_factor", tuple(scale_factor)), ("mode", mode)))
+    return torch.empty(desc.info["shapes"], dtype=x.dtype, device=x.device, memory_format=desc.info["geom"][1])
+
+
+_custom_op = NEAREST_UPSAMPLE.custom_op(
+    "nearest_upsample", fake=_fake, keyed=("scale_factor", "mode"),
+    schema="(Tensor x, float[] scale_factor, str mode, str? backend) -> Tensor",
+)

@@ -1,14 +1,16 @@
 """``causal_conv3d_cat_pad``: the input of a causal 3-D convolution of a video VAE (Wan,
 HunyuanVideo), ``F.pad(torch.cat([cache_x, x], dim=2), padding)``, in one pass.
-Contract ``exact``. Public entry point."""
+Contract ``exact``. Backends: ``causal_conv3d_cat_pad_triton`` and ``causal_conv3d_cat_pad_torch``
+(the eager chain)."""
 
 from __future__ import annotations
 
 import torch
 
-from sgl_diffusion_core import is_compiling, resolve_target
+from sgl_diffusion_core import Op, is_compiling
 
-from ._plumbing import LayoutOp, check_dims, new_desc
+from . import _specs as S
+from ._common import check_dims, new_desc
 
 
 def _channels_last(x: torch.Tensor) -> bool:
@@ -16,6 +18,8 @@ def _channels_last(x: torch.Tensor) -> bool:
 
 
 def describe_causal_conv3d_cat_pad(x, cache_x, padding):
+    """Validate the arguments of ``causal_conv3d_cat_pad``; ``info["geom"]``: (channels_last, shape,
+    kernel scalars, (R1, R2, A, N))."""
     problems: list[str] = []
     desc, _ = new_desc({"x": x, "cache_x": cache_x}, problems)
     if problems or not check_dims("x", x, 5, "[B, C, T, H, W]", problems):
@@ -50,29 +54,21 @@ def describe_causal_conv3d_cat_pad(x, cache_x, padding):
     return desc
 
 
-_dispatch = LayoutOp("causal_conv3d_cat_pad", describe_causal_conv3d_cat_pad, 2)
+CAUSAL_CONV3D_CAT_PAD = Op(
+    "layout.causal_conv3d_cat_pad",
+    distribution=S.DISTRIBUTION,
+    summary="F.pad(torch.cat([cache_x, x], dim=2), padding) of [B, C, T, H, W]",
+    describe=describe_causal_conv3d_cat_pad,
+    n_tensors=2,
+    reference=".causal_conv3d_cat_pad_torch:causal_conv3d_cat_pad",
+    backends=S.backends(".causal_conv3d_cat_pad_triton:prepare", ".causal_conv3d_cat_pad_torch:prepare",
+                        S.CAT_PAD_NOTE, aot="aot_causal_conv3d_cat_pad"),
+    default_exact=True,
+    bench=f"{S.BENCH}:causal_conv3d_cat_pad_cases",
+)
 
 
-def _impl(x, cache_x, padding, backend):
-    return _dispatch((x, cache_x, padding), backend)
-
-
-def _fake(x, cache_x, padding, backend):
-    desc = _dispatch.checked((x, cache_x, padding))
-    fmt = torch.channels_last_3d if desc.info["geom"][0] else torch.contiguous_format
-    return torch.empty(desc.info["shapes"], dtype=x.dtype, device=x.device, memory_format=fmt)
-
-
-def _register():
-    from sgl_diffusion_core import register_custom_op
-
-    return register_custom_op("causal_conv3d_cat_pad", _impl, _fake,
-                              schema="(Tensor x, Tensor? cache_x, int[] padding, str? backend) -> Tensor")
-
-
-_op = _register()
-
-
+@CAUSAL_CONV3D_CAT_PAD.entry
 def causal_conv3d_cat_pad(x: torch.Tensor, cache_x: torch.Tensor | None, padding, *,
                           backend: str | None = None) -> torch.Tensor:
     """``F.pad(torch.cat([cache_x, x], dim=2), padding)`` (``cache_x=None``: ``F.pad(x, padding)``).
@@ -88,15 +84,22 @@ def causal_conv3d_cat_pad(x: torch.Tensor, cache_x: torch.Tensor | None, padding
     Contract ``exact``.
     """
     if is_compiling():
-        return _op(x, cache_x, list(padding), backend)
-    return _dispatch((x, cache_x, padding), backend)
+        return _custom_op(x, cache_x, list(padding), backend)
+    pad = tuple(padding) if isinstance(padding, list) else padding
+    return CAUSAL_CONV3D_CAT_PAD.plan((x, cache_x), backend, None, (("padding", pad),))(x, cache_x, padding)
 
 
-def can_use_causal_conv3d_cat_pad(x, cache_x, padding, *, backend=None) -> bool:
-    """Whether ``causal_conv3d_cat_pad`` can serve these arguments (never raises, never allocates)."""
-    return _dispatch.can_use((x, cache_x, padding), backend)
+can_use_causal_conv3d_cat_pad = CAUSAL_CONV3D_CAT_PAD.can_use
+causal_conv3d_cat_pad_reference = CAUSAL_CONV3D_CAT_PAD.reference
 
 
-def causal_conv3d_cat_pad_reference(x, cache_x, padding):
-    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
-    return resolve_target("sgl_diffusion_layout.conv_pad_torch:causal_conv3d_cat_pad")(x, cache_x, padding)
+def _fake(x, cache_x, padding, backend):
+    desc = CAUSAL_CONV3D_CAT_PAD.checked(x, cache_x, options=(("padding", tuple(padding)),))
+    fmt = torch.channels_last_3d if desc.info["geom"][0] else torch.contiguous_format
+    return torch.empty(desc.info["shapes"], dtype=x.dtype, device=x.device, memory_format=fmt)
+
+
+_custom_op = CAUSAL_CONV3D_CAT_PAD.custom_op(
+    "causal_conv3d_cat_pad", fake=_fake, keyed=("padding",),
+    schema="(Tensor x, Tensor? cache_x, int[] padding, str? backend) -> Tensor",
+)

@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 
 import sgl_diffusion_layout as lay
-from sgl_diffusion_core import UnsupportedInputError, describe, resolve_target, testing
+from sgl_diffusion_core import UnsupportedInputError, describe, testing
+from sgl_diffusion_layout import causal_conv3d_cat_pad_triton as K
 
 OP = "layout.causal_conv3d_cat_pad"
 CL = torch.channels_last_3d
@@ -110,9 +111,8 @@ def test_channels_last_row_path(backend, device, case, C, dtype):
     out = lay.causal_conv3d_cat_pad(x, cache, padding, backend=backend)
     testing.assert_exact(out, ref(x, cache, padding))
     assert out.is_contiguous(memory_format=CL)
-    geom = lay.conv_pad_api.describe_causal_conv3d_cat_pad(x, cache, padding).info["geom"]
-    row_launch = resolve_target("sgl_diffusion_layout.conv_pad_triton:_row_launch")  # the backend's launch rule
-    fast = row_launch(geom[0], geom[1], geom[2], x.element_size(), "cuda")
+    geom = describe(OP, x, cache, padding).info["geom"]
+    fast = K._row_launch(geom[0], geom[1], geom[2], x.element_size(), "cuda")  # the backend's launch rule
     assert fast is not None
     assert fast[1]["VEC"] == min(16 // x.element_size(), C & -C)  # 16 bytes, or C's power of 2
 
@@ -131,7 +131,12 @@ def test_contiguous_wide_stores(backend, device, case, W, dtype):
     testing.assert_exact(out, ref(x, cache, padding))
 
 
-_BACKEND = "sgl_diffusion_layout.conv_pad_triton"
+def chosen(geom, x, cache):
+    """``(preferred launch, element launch)`` of the Triton backend's rule for one signature."""
+    word, _, element, _ = K.launches(geom, x, cache)
+    return word or element, element
+
+
 FLAT_PADS = {
     "none": (0, 0, 0, 0, 0, 0),
     "wan": (1, 1, 1, 1, 2, 0),
@@ -166,7 +171,7 @@ def test_contiguous_flat_path(backend, device, pads, tc, W, dtype):
     testing.assert_exact(out, lay.causal_conv3d_cat_pad_reference(x, cache, padding))
     assert torch.equal(out, ref(x, cache, padding)) and out.is_contiguous()
     geom = describe(OP, x, cache, padding).info["geom"]
-    flat = resolve_target(f"{_BACKEND}:_flat_launch")(geom[0], geom[1], geom[2], x.element_size(), "cuda")
+    flat = K._flat_launch(geom[0], geom[1], geom[2], x.element_size(), "cuda")
     assert flat is not None and flat[1]["VEC"] == 16 // x.element_size()
 
 
@@ -179,17 +184,16 @@ def test_contiguous_flat_small_tiles(backend, device, monkeypatch, pads, tc, dty
     so that the patched launch rule is read)."""
     if backend != "triton":
         pytest.skip("launch rule of the Triton backend")
-    monkeypatch.setitem(resolve_target(f"{_BACKEND}:_FLAT_RULE"), "tile_bytes", 512)
+    monkeypatch.setitem(K._FLAT_RULE, "tile_bytes", 512)
     torch.manual_seed(len(pads))
     padding = FLAT_PADS[pads]
     x, cache = _flat_inputs(37, tc, dtype, device, H=16, T=2)
     geom = describe(OP, x, cache, padding).info["geom"]
-    fn = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad")
-    runner = fn.prepare(geom, x, cache)
-    assert runner.launch.kernel is resolve_target(f"{_BACKEND}:_cat_pad_flat_kernel")
-    assert runner.launch.constexprs["S"] == 512 // x.element_size()
-    assert runner.launch.grid[0] > 1  # several chunks per frame
-    testing.assert_exact(runner(x, cache, padding), ref(x, cache, padding))
+    launch = chosen(geom, x, cache)[0]
+    assert launch.kernel is K._cat_pad_flat_kernel
+    assert launch.constexprs["S"] == 512 // x.element_size()
+    assert launch.grid[0] > 1  # several chunks per frame
+    testing.assert_exact(K.prepare(geom, x, cache)(x, cache, padding), ref(x, cache, padding))
 
 
 def test_contiguous_launch_choice(backend, device):
@@ -199,7 +203,6 @@ def test_contiguous_launch_choice(backend, device):
     flat row kernel."""
     if backend != "triton":
         pytest.skip("launch choices of the Triton backend")
-    fn = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad")
     x, cache = _flat_inputs(13, 2, torch.bfloat16, device)
     view = rnd(2, 4, 2, 8, 15, device=device)[..., 1:-1]
     last = rnd(2, 4, 5, 8, 13, device=device)[:, :, 3:]  # a previous chunk's last frames: packed planes
@@ -210,9 +213,8 @@ def test_contiguous_launch_choice(backend, device):
                        ((x, last), "_cat_pad_flat_kernel"), ((x, view), "_cat_pad_kernel"),
                        (cl, "_cat_pad_rows_kernel")):
         geom = describe(OP, *args, (1, 1, 1, 1, 0, 0)).info["geom"]
-        runner = fn.prepare(geom, *args)
-        assert runner.launch.kernel is resolve_target(f"{_BACKEND}:{name}"), name
-        testing.assert_exact(runner(*args, (1, 1, 1, 1, 0, 0)), ref(*args, (1, 1, 1, 1, 0, 0)))
+        assert chosen(geom, *args)[0].kernel is getattr(K, name), name
+        testing.assert_exact(K.prepare(geom, *args)(*args, (1, 1, 1, 1, 0, 0)), ref(*args, (1, 1, 1, 1, 0, 0)))
 
 
 # W pads with even sums (word kernel: odd and even left pads, crops) and one odd sum (flat kernel)
@@ -245,25 +247,22 @@ def test_contiguous_word_path(backend, device, pads, tc, W, dtype, monkeypatch):
     assert torch.equal(out, ref(x, cache, padding)) and out.is_contiguous()
     if backend == "triton":
         geom = describe(OP, x, cache, padding).info["geom"]
-        runner = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad").prepare(geom, x, cache)
+        launch = chosen(geom, x, cache)[0]
         even_row = (W + padding[0] + padding[1]) % 2 == 0
-        name = "_cat_pad_words_kernel" if even_row else "_cat_pad_flat_kernel"
-        assert runner.launch.kernel is resolve_target(f"{_BACKEND}:{name}")
+        assert launch.kernel is (K._cat_pad_words_kernel if even_row else K._cat_pad_flat_kernel)
         if even_row:
-            assert runner.launch.constexprs["SPAN"]
+            assert launch.constexprs["SPAN"]
             _word_variants(monkeypatch, geom, x, cache, padding, ((True, 1), (False, 4)))
 
 
 def _word_variants(monkeypatch, geom, x, cache, padding, variants):
     """The word kernel at other rows per program, with ``span`` on or off: ``torch.equal`` to eager."""
-    rule = resolve_target(f"{_BACKEND}:_WORDS_RULE")
-    prepare = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad").prepare
     for span, rows in variants:
-        monkeypatch.setitem(rule, "span", span)
-        monkeypatch.setitem(rule, "rows", rows)
-        run = prepare(geom, x, cache)
-        assert (run.launch.constexprs["SPAN"], run.launch.constexprs["ROWS"]) == (span, rows)
-        assert torch.equal(run(x, cache, padding), ref(x, cache, padding)), (span, rows)
+        monkeypatch.setitem(K._WORDS_RULE, "span", span)
+        monkeypatch.setitem(K._WORDS_RULE, "rows", rows)
+        launch = chosen(geom, x, cache)[0]
+        assert (launch.constexprs["SPAN"], launch.constexprs["ROWS"]) == (span, rows)
+        assert torch.equal(K.prepare(geom, x, cache)(x, cache, padding), ref(x, cache, padding)), (span, rows)
 
 
 @pytest.mark.parametrize("H", [1, 2])
@@ -286,13 +285,13 @@ def test_word_path_unaligned_falls_back(backend, device):
     exact."""
     if backend != "triton":
         pytest.skip("launch choices of the Triton backend")
-    fn = resolve_target(f"{_BACKEND}:causal_conv3d_cat_pad")
     padding = FLAT_PADS["wan"]
     x, cache = _flat_inputs(12, 2, torch.bfloat16, device)
     geom = describe(OP, x, cache, padding).info["geom"]
-    runner = fn.prepare(geom, x, cache)
-    assert runner.launch.kernel is resolve_target(f"{_BACKEND}:_cat_pad_words_kernel")
-    assert runner.fallback.kernel is resolve_target(f"{_BACKEND}:_cat_pad_flat_kernel")
+    preferred, element = chosen(geom, x, cache)
+    assert preferred.kernel is K._cat_pad_words_kernel
+    assert element.kernel is K._cat_pad_flat_kernel
+    runner = K.prepare(geom, x, cache)
     odd = torch.empty(cache.numel() + 1, dtype=cache.dtype, device=device)[1:].view(cache.shape)
     odd.copy_(cache)
     assert odd.data_ptr() % 4 == 2 and odd.stride() == cache.stride()

@@ -2,7 +2,7 @@
 in one pass, written in x's memory format.
 
 Four kernels, their launch rules (``_ROW_RULE``, ``_WORDS_RULE``, ``_FLAT_RULE``, ``_TILE_BYTES``)
-in data:
+in data; ``launches`` applies them, in this order:
 
 ``_cat_pad_rows_kernel`` (channels_last_3d x and a cache whose ``(w, c)`` rows are packed,
 the Wan VAE case): every output row ``(b, t, h)`` is ``[LO_W*C zeros] + one packed input
@@ -13,14 +13,10 @@ when ``C`` and every row stride allow it) so that loads and stores are 16-byte v
 
 ``_cat_pad_words_kernel`` (16-bit contiguous x and a cache whose ``(h, w)`` planes are packed,
 even ``W`` and even output rows, 4-byte aligned tensors, checked per call; the Wan VAE case):
-x, cache and output read as 32-bit words. With an odd left pad (Wan's 1) each output word takes
-its two halves from two neighbouring source words (a funnel shift of two 4-byte loads; the second
-is the neighbour lane's first, an L1 hit); every access is 4 bytes wide so loads and stores share
-one register layout. sm_90 SASS: 344 instructions for 16 words per thread, no shared memory. A
-program writes 8 consecutive output rows of one channel, across frame boundaries (each row's frame
-and source tensor per row). One H200 (bf16, Wan-VAE C 96 / 384, ``cat_pad_sweep_s12_span_h200.json``):
-93.7 / 89.9% of copy at the rule, where the flat kernel below measured 77.1 / 79.8%. Unaligned
-tensors take the flat kernel.
+x, cache and output read as 32-bit words (details in its docstring); a program writes 8
+consecutive output rows of one channel, across frame boundaries. One H200 (bf16, Wan-VAE C 96 /
+384, ``docs/benchmarks/cat_pad_sweep_h200.json``): 90.3 / 87.9% of copy at the rule, where the
+flat kernel below measured 77.1 / 79.8%. Unaligned tensors take the flat kernel.
 
 ``_cat_pad_flat_kernel`` (contiguous x and a cache whose ``(h, w)`` planes are packed, the
 frame strides, ``H*W`` and the output size multiples of a vector of at least
@@ -34,13 +30,9 @@ and of frame ``r + 1``'s first row) with 16-byte vector loads into one register 
 ``S`` lanes, computes each output element's lane (one fp32 row division per output vector,
 exact for rows below 2**20 elements; a bit test per element; padding reads a lane that is
 always 0) and rearranges with ``tl.gather`` (through shared memory), then writes the chunk
-with 16-byte vector stores. sm_90 SASS for the Wan case (bf16, S = 8192, 4 warps):
-LDG.E.128 and STG.E.128 only, 72 registers, no spills, 16 KB shared memory. Measured on one
-H200 (bf16, docs/benchmarks/cat_pad_sweep_h200.json, % of a same-run copy, Wan-VAE C 96 /
-384): 16 KB per program 77.0 / 77.1% (the tile kernel: 52.7 / 51.5%); 8 KB per
-program, 128 B per thread (2 warps) 77.0 / 80.2%, the rule; smaller threads or 32 KB
-programs 57-76%. Still short of the 90% target: about 18 instructions per element and a
-shared-memory round trip per element (the gather) for a copy.
+with 16-byte vector stores (sm_90 SASS: LDG.E.128 and STG.E.128 only, no spills). One H200
+(bf16, Wan-VAE C 96 / 384, docs/benchmarks/cat_pad_sweep_h200.json): 77.1 / 79.8% of copy,
+held back by about 18 instructions and a shared-memory round trip (the gather) per element.
 
 ``_cat_pad_kernel`` (everything else: strided views, narrow vectors): one program per
 output row tile (contiguous: row ``(b, c, t)``, a ``[BA, BN]`` tile of ``(h, w)``;
@@ -50,7 +42,7 @@ adjacent, the row decomposed once per program.
 In all of them the source frame (cache or x, or padding) is a per-program scalar choice;
 padded positions are written as zeros in the same pass. Negative padding crops, as in ``F.pad``.
 The source loads take the default L2 policy: with ``evict_first`` the four Wan-VAE bench cases ran
-2.2-3.5 points of copy slower (H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
+2.2-3.5 points of copy slower (H200, bf16: docs/benchmarks/hint_ab_h200.json).
 """
 
 from __future__ import annotations
@@ -59,15 +51,15 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, warps_for
+from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, warp_size, warps_for
 
-from .copy_triton import CopyConfig
+from ._copy_triton import CopyConfig
 
 _TILE_BYTES = 8192  # 16 KB tiles spilled registers on sm_90 (two address tensors per element)
-# the flat row kernel: bytes per program and per thread (the activation kernels' H200 sweep:
-# 2 KB per program, 32 B per thread streamed at 96-98% of copy where 16 KB tiles reached 90%)
+# the flat row kernel: bytes per program and per thread; small programs keep the row's tiles
+# streaming side by side (Wan-VAE channels_last_3d at 100% of copy: docs/benchmarks/hint_ab_h200.json)
 _ROW_RULE = {"tile_bytes": 2048, "thread_bytes": 32}
-# the contiguous flat kernel (H200 sweep in the module docstring): bytes per program and per
+# the contiguous flat kernel (docs/benchmarks/cat_pad_sweep_h200.json): bytes per program and per
 # thread; taken when its vectors reach ``min_vec_bytes``, a chunk keeps at least
 # ``min_fill`` of the lanes after the span margin, and the output row is at most ``max_row``
 # elements (the fp32 row division is exact while row + lanes < 2**21)
@@ -138,6 +130,7 @@ def _cat_pad_flat_kernel(
     xc_v, xt_v, cc_v, ct_v,
     BLOCK: tl.constexpr, S: tl.constexpr, VEC: tl.constexpr,
 ):
+    """The flat kernel of the module docstring; long: its sources and straddling vector resolve in one pass."""
     # grid (chunk j, t_o, b*C + c): output frame r = (b*C + c)*TO + t_o owns the output vectors
     # [ceil(r*L), ceil((r+1)*L)) (ceil to VEC elements), so its last vector may end with up to
     # VEC-1 elements of frame r + 1 (row 0)
@@ -243,14 +236,12 @@ def _cat_pad_words_kernel(
     output rows (``WOW`` odd at Wan's 418 elements) allow no wider stores, and ``zero`` (a runtime
     0 added to every base offset) hides the source rows' 16-byte alignment from the compiler, so
     loads and stores share one register layout (with a vectorized load, sm_90 SASS moved the
-    whole tile through shared memory between them). Padding rows and frames read nothing.
-    Strides in words.
+    whole tile through shared memory between them; without it, 344 instructions for 16 words per
+    thread and no shared memory). Padding rows and frames read nothing. Strides in words.
 
-    ``SPAN``: program ``(block, b*C + c)`` writes ``ROWS`` consecutive rows of the ``(t, h)`` rows of
-    one output channel (``TO * HO``, rows of neighbouring frames adjacent in memory), each row's
-    frame, source tensor and source row taken per row: no program is left with a frame's last
-    few rows (Wan-VAE C = 384: 122 output rows per frame in 16 programs of 8 rows, the last of
-    them 2 rows)."""
+    ``SPAN``: program ``(block, b*C + c)`` writes ``ROWS`` consecutive of the ``TO * HO`` rows of one
+    output channel, each row's frame, source tensor and source row taken per row: no program is
+    left with a frame's last few rows (Wan-VAE C = 384: 122 rows per frame, 16 programs of 8)."""
     x32 = X.to(tl.pointer_type(tl.uint32), bitcast=True)
     c32 = CACHE.to(tl.pointer_type(tl.uint32), bitcast=True)
     o32 = OUT.to(tl.pointer_type(tl.uint32), bitcast=True)
@@ -391,7 +382,7 @@ def _row_launch(cl, shape, scalars, elem_bytes, plat):
     if not TC:  # no cache: its strides are x's (never read)
         cb, ct, ch = xb, xt, xh
     vec = _row_vec(CI, (xb, xt, xh, cb, ct, ch), elem_bytes)
-    warp = 64 if plat == "hip" else 32
+    warp = warp_size(plat)
     block = _ROW_RULE["tile_bytes"] // elem_bytes
     L = A * N
     block = min(block, max(vec, next_pow2(L)))
@@ -451,7 +442,7 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
     if block < _FLAT_RULE["min_fill"] * S:
         return None
     nj = triton.cdiv(L + vec - 1, block)
-    warp = 64 if plat == "hip" else 32
+    warp = warp_size(plat)
     warps = warps_for(S * elem_bytes, _FLAT_RULE["thread_bytes"], warp)
     inv_wo = float(torch.tensor(1.0 / N, dtype=torch.float32).item())
     args = (R2, A, N, TC, TX, HI, WI, LO_T, LO_H, LO_W, L, seg1, inv_wo,
@@ -460,13 +451,11 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
 
 
 # the 16-bit word kernel: output rows per program (fewer where a tile would pass max_tile_words),
-# words per thread, and span (a program's rows run across frame boundaries). 8 rows on one warp
-# with span: a frame's 122 output rows at Wan-VAE C = 384 leave every 16th program of frame tiles 2
-# of its 8 rows, and spanning frames fills them. H200 sweeps (bf16, Wan-VAE C 96 / 384, % of copy):
-# span at 8 rows on one warp 93.7 / 89.9% against the frame tiles' 93.1 / 87.9%
-# (cat_pad_sweep_s12_span_h200.json); 2048 words x 64 per thread (8 rows at C = 96) 94.1 / 81.7%
-# (cat_pad_sweep_s10_h200.json); 1024 x 32 (one warp; 4 / 8 rows) 91.8 / 87.2%, 2048 x 32 88.5 /
-# 86.5%, 2048 x 16 84.0 / 84.1%, the flat kernel 77.1 / 80.1% (cat_pad_sweep_words_h200.json).
+# words per thread, and span (a program's rows run across frame boundaries): a frame's 122 output
+# rows at Wan-VAE C = 384 leave every 16th program of frame tiles 2 of its 8 rows, and spanning
+# frames fills them. H200 sweep (bf16, Wan-VAE C 96 / 384, % of copy,
+# docs/benchmarks/cat_pad_sweep_h200.json): the rule 90.3 / 87.9%, 1024 words x 32 per thread with
+# span 90.6 / 89.9%, 2048 x 64 93.7 / 83.4%, the flat kernel 77.1 / 79.8%.
 _WORDS_RULE = {"rows": 8, "max_tile_words": 4096, "thread_words": 64, "span": True}
 
 
@@ -485,7 +474,7 @@ def _words_launch(cl, shape, scalars, elem_bytes, plat, span=None):
     wow = N // 2
     block_w = next_pow2(wow)
     rows = max(1, min(_WORDS_RULE["rows"], _WORDS_RULE["max_tile_words"] // block_w))
-    warp = 64 if plat == "hip" else 32
+    warp = warp_size(plat)
     warps = warps_for(rows * block_w, _WORDS_RULE["thread_words"], warp)
     args = (R2, A, TC, TX, HI, LO_T, LO_H, xs[0] // 2, xs[1] // 2, cs[0] // 2, cs[1] // 2, 0)
     span = bool(_WORDS_RULE.get("span") if span is None else span) and R2 * A + rows < 2**31
@@ -495,38 +484,48 @@ def _words_launch(cl, shape, scalars, elem_bytes, plat, span=None):
     return (triton.cdiv(A, rows), R2, B * R1), const, warps, args
 
 
-def _prep(geom, x, cache_x, words: bool = True):
-    """The runner of one call signature. ``words=False`` leaves the 16-bit word kernel out (the
-    GPU sweep compares it with the flat kernel)."""
+def launches(geom, x, cache_x):
+    """``(preferred, preferred_args, element, element_args)`` of one call signature, by the rules
+    above: the flat row kernel, else the 16-bit word kernel (``preferred``, for 4-byte aligned
+    tensors) over the contiguous flat kernel or the tile kernel (``element``, which serves the
+    rest). ``None`` launches: nothing to write (or no word kernel)."""
     cl, shape, scalars, (R1, R2, A, N) = geom
     plat = tensor_platform(x.device)
-    rows = shape[0] * R1 * R2
-    launch = word_launch = None
-    args = word_args = scalars
-    if rows and A and N:
-        fast = _row_launch(cl, shape, scalars, x.element_size(), plat)
-        flat = None if fast is not None else _flat_launch(cl, shape, scalars, x.element_size(), plat)
-        wl = None if fast is not None or not words else _words_launch(cl, shape, scalars, x.element_size(), plat)
-        if wl is not None:
-            grid, const, warps, word_args = wl
-            word_launch = PreparedLaunch(_cat_pad_words_kernel, grid, const, device=x.device, n_ptrs=3,
-                                         options={"num_warps": warps, "num_stages": 1}, fp_fusion=False)
-        if fast is not None:
-            grid, const, warps, args = fast
-            launch = PreparedLaunch(_cat_pad_rows_kernel, grid, const, device=x.device, n_ptrs=3,
-                                    options={"num_warps": warps, "num_stages": 1})
-        elif flat is not None:
-            grid, const, warps, args = flat
-            launch = PreparedLaunch(_cat_pad_flat_kernel, grid, const, device=x.device, n_ptrs=3,
-                                    options={"num_warps": warps, "num_stages": 1}, fp_fusion=False)
-        else:
-            cfg = CopyConfig.from_heuristic(A, N, x.element_size(), plat, _TILE_BYTES)
-            nta = triton.cdiv(A, cfg.bm)
-            sv = _store_vec(N, x.element_size())
-            args = (R1, R2, A, N // sv, nta, *scalars[4:])
-            launch = PreparedLaunch(_cat_pad_kernel, (rows * nta,),
-                                    {"BA": cfg.bm, "BN": cfg.bn, "CL": cl, "SV": sv}, device=x.device, n_ptrs=3,
-                                    options=cfg.launch_options())
+    es = x.element_size()
+    if not (shape[0] * R1 * R2 and A and N):
+        return None, scalars, None, scalars
+    word_launch = None
+    word_args = scalars
+    fast = _row_launch(cl, shape, scalars, es, plat)
+    if fast is not None:
+        grid, const, warps, args = fast
+        return None, scalars, PreparedLaunch(_cat_pad_rows_kernel, grid, const, device=x.device, n_ptrs=3,
+                                             options={"num_warps": warps, "num_stages": 1}), args
+    wl = _words_launch(cl, shape, scalars, es, plat)
+    if wl is not None:
+        grid, const, warps, word_args = wl
+        word_launch = PreparedLaunch(_cat_pad_words_kernel, grid, const, device=x.device, n_ptrs=3,
+                                     options={"num_warps": warps, "num_stages": 1}, fp_fusion=False)
+    flat = _flat_launch(cl, shape, scalars, es, plat)
+    if flat is not None:
+        grid, const, warps, args = flat
+        launch = PreparedLaunch(_cat_pad_flat_kernel, grid, const, device=x.device, n_ptrs=3,
+                                options={"num_warps": warps, "num_stages": 1}, fp_fusion=False)
+    else:
+        cfg = CopyConfig.from_heuristic(A, N, es, plat, _TILE_BYTES)
+        nta = triton.cdiv(A, cfg.bm)
+        sv = _store_vec(N, es)
+        args = (R1, R2, A, N // sv, nta, *scalars[4:])
+        launch = PreparedLaunch(_cat_pad_kernel, (shape[0] * R1 * R2 * nta,),
+                                {"BA": cfg.bm, "BN": cfg.bn, "CL": cl, "SV": sv}, device=x.device, n_ptrs=3,
+                                options=cfg.launch_options())
+    return word_launch, word_args, launch, args
+
+
+def prepare(geom, x, cache_x):
+    """A runner for one call signature: ``(x, cache_x, padding) -> out``."""
+    word_launch, word_args, launch, args = launches(geom, x, cache_x)
+    cl, shape = geom[0], geom[1]
     fmt = torch.channels_last_3d if cl else torch.contiguous_format
     dtype, device = x.dtype, x.device
     has_cache = cache_x is not None
@@ -542,94 +541,60 @@ def _prep(geom, x, cache_x, words: bool = True):
             launch(x, c, out, *args)
         return out
 
-    # the preferred launch (None: nothing to write; tests read its kernel) and the element kernel
-    # that serves unaligned tensors
-    run.launch = word_launch or launch
-    run.fallback = launch
     return run
 
 
-def causal_conv3d_cat_pad(x, cache_x, padding, *, geom):
-    return _prep(geom, x, cache_x)(x, cache_x, padding)
+def _aot(kernel, name, sig, const, warps, **kw):
+    from sgl_diffusion_core import AotVariant
+
+    sig = {n: sig.get(n, "constexpr" if n in const else "i32") for n in kernel.arg_names}
+    return AotVariant(name=name, kernel=kernel, signature=sig, constexprs=const, num_warps=warps,
+                      options={"enable_fp_fusion": False}, **kw)
 
 
-causal_conv3d_cat_pad.prepare = _prep
+def _wan_scalars(C, H, W, lo_w=1):
+    """The geometry scalars of Wan's contiguous [1, C, 21, H, W] with 2 cache frames and pads of 1."""
+    T, HW = 21, H * W
+    return (C, 2 + T, H + 2, W + 2, 2, T, H, W, C, 0, 1, lo_w,
+            C * T * HW, T * HW, HW, W, 1, C * 2 * HW, 2 * HW, HW, W, 1)
 
 
 def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
     """Wan VAE 3x3x3 causal conv at 720p: contiguous [1, C, 21, H, W] + 2 cache frames (the
-    contiguous flat kernel; the tile kernel for strided views) and channels_last_3d C 96..384
-    (the flat row kernel; the tile kernel for other strides)."""
-    from sgl_diffusion_core import AotVariant
-
+    word kernel, 16-bit; the contiguous flat kernel; the tile kernel for strided views) and
+    channels_last_3d C 96..384 (the flat row kernel; the tile kernel for other strides)."""
     names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
     out = []
     for dt, nm in names.items():
+        ptrs = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
         for cl, (A, N) in ((False, (242, 418)), (True, (418, 96)), (True, (210, 384))):
             cfg = CopyConfig.from_heuristic(A, N, dt.itemsize, platform, _TILE_BYTES)
-            sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
-            for n in ("R1", "R2", "A", "N_S", "NTA", "TC", "TX", "HI", "WI", "CI", "LO_T", "LO_H", "LO_W",
-                      "xc", "xt", "xh", "xw", "cc", "ct", "ch", "cw"):
-                sig[n] = "i32"
-            sig.update({"xb": "i64", "cb": "i64", "BA": "constexpr", "BN": "constexpr", "CL": "constexpr",
-                        "SV": "constexpr"})
-            sig = {n: sig[n] for n in _cat_pad_kernel.arg_names}
             sv = _store_vec(N, dt.itemsize)
-            out.append(AotVariant(
-                name=f"causal_conv3d_cat_pad[{nm},{'cl3d' if cl else 'contig'},A={A},N={N},ba={cfg.bm},"
-                     f"bn={cfg.bn},sv={sv},w={cfg.num_warps}]",
-                kernel=_cat_pad_kernel, signature=sig,
-                constexprs={"BA": cfg.bm, "BN": cfg.bn, "CL": cl, "SV": sv},
-                num_warps=cfg.num_warps, options={"enable_fp_fusion": False},
-            ))
+            const = {"BA": cfg.bm, "BN": cfg.bn, "CL": cl, "SV": sv}
+            out.append(_aot(_cat_pad_kernel, f"causal_conv3d_cat_pad[{nm},{'cl3d' if cl else 'contig'},A={A},N={N},"
+                            f"ba={cfg.bm},bn={cfg.bn},sv={sv},w={cfg.num_warps}]",
+                            {**ptrs, "xb": "i64", "cb": "i64"}, const, cfg.num_warps))
         for C, H, W in ((96, 240, 416), (384, 120, 208), (5, 6, 19)):
             geom_scalars = (2 + 1 + 0, H + 2, W + 2, C, 2, 1, H, W, C, 2, 1, 1,
                             H * W * C, 1, H * W * C, W * C, C, 2 * H * W * C, 1, H * W * C, W * C, C)
             _, const, warps, _ = _row_launch(True, (1, C, 3, H + 2, W + 2), geom_scalars, dt.itemsize, platform)
-            sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
-            for n in ("NT", "TO", "HO", "TC", "TX", "HI", "LO_T", "LO_H", "SHIFT_V", "WC_V", "L_V",
-                      "xt_v", "xh_v", "ct_v", "ch_v"):
-                sig[n] = "i32"
-            sig.update({"xb_v": "i64", "cb_v": "i64", "BLOCK": "constexpr", "VEC": "constexpr"})
-            sig = {n: sig[n] for n in _cat_pad_rows_kernel.arg_names}
-            out.append(AotVariant(
-                name=f"causal_conv3d_cat_pad_rows[{nm},cl3d,C={C},W={W},block={const['BLOCK']},"
-                     f"vec={const['VEC']},w={warps}]",
-                kernel=_cat_pad_rows_kernel, signature=sig, constexprs=const,
-                num_warps=warps, options={"enable_fp_fusion": False},
-            ))
+            out.append(_aot(_cat_pad_rows_kernel, f"causal_conv3d_cat_pad_rows[{nm},cl3d,C={C},W={W},"
+                            f"block={const['BLOCK']},vec={const['VEC']},w={warps}]",
+                            {**ptrs, "xb_v": "i64", "cb_v": "i64"}, const, warps))
         for C, H, W in ((96, 240, 416), (384, 120, 208)):
-            T, HW = 21, H * W
-            geom_scalars = (C, 2 + T, H + 2, W + 2, 2, T, H, W, C, 0, 1, 1,
-                            C * T * HW, T * HW, HW, W, 1, C * 2 * HW, 2 * HW, HW, W, 1)
-            _, const, warps, _ = _flat_launch(False, (1, C, 2 + T, H + 2, W + 2), geom_scalars, dt.itemsize, platform)
-            sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}", "INV_WO": "fp32"}
-            for n in _cat_pad_flat_kernel.arg_names:
-                sig.setdefault(n, "constexpr" if n in const else "i32")
-            sig = {n: sig[n] for n in _cat_pad_flat_kernel.arg_names}
-            out.append(AotVariant(
-                name=f"causal_conv3d_cat_pad_flat[{nm},contig,C={C},W={W},block={const['BLOCK']},"
-                     f"S={const['S']},vec={const['VEC']},w={warps}]",
-                kernel=_cat_pad_flat_kernel, signature=sig, constexprs=const,
-                num_warps=warps, options={"enable_fp_fusion": False}, divisible_by_16=("X", "CACHE", "OUT"),
-            ))
-        if dt.itemsize == 2:  # the 16-bit word kernel: Wan's 3x3x3 pads and a crop-and-pad case
-            # the rule's builds (span) at Wan's pads and an even left pad, one build of frame tiles
-            for C, H, W, lo_w, span in ((96, 240, 416, 1, True), (384, 120, 208, 1, True), (96, 240, 416, 2, True),
-                                        (384, 120, 208, 1, False)):
-                T, HW = 21, H * W
-                geom_scalars = (C, 2 + T, H + 2, W + 2, 2, T, H, W, C, 0, 1, lo_w,
-                                C * T * HW, T * HW, HW, W, 1, C * 2 * HW, 2 * HW, HW, W, 1)
-                _, const, warps, _ = _words_launch(False, (1, C, 2 + T, H + 2, W + 2), geom_scalars, 2, platform,
-                                                   span=span)
-                sig = {"X": f"*{nm}", "CACHE": f"*{nm}", "OUT": f"*{nm}"}
-                for n in _cat_pad_words_kernel.arg_names:
-                    sig.setdefault(n, "constexpr" if n in const else "i32")
-                out.append(AotVariant(
-                    name=f"causal_conv3d_cat_pad_words[{nm},contig,C={C},W={W},lo_w={lo_w},rows={const['ROWS']},"
-                         f"block_w={const['BLOCK_W']},span={int(span)},w={warps}]",
-                    kernel=_cat_pad_words_kernel, signature={n: sig[n] for n in _cat_pad_words_kernel.arg_names},
-                    constexprs=const, num_warps=warps, options={"enable_fp_fusion": False},
-                    divisible_by_16=("X", "CACHE", "OUT", "xc_w", "xt_w", "cc_w", "ct_w"),
-                ))
+            shape = (1, C, 23, H + 2, W + 2)
+            _, const, warps, _ = _flat_launch(False, shape, _wan_scalars(C, H, W), dt.itemsize, platform)
+            out.append(_aot(_cat_pad_flat_kernel, f"causal_conv3d_cat_pad_flat[{nm},contig,C={C},W={W},"
+                            f"block={const['BLOCK']},S={const['S']},vec={const['VEC']},w={warps}]",
+                            {**ptrs, "INV_WO": "fp32"}, const, warps, divisible_by_16=("X", "CACHE", "OUT")))
+        if dt.itemsize != 2:
+            continue
+        # the word kernel: the rule's builds (span) at Wan's pads and an even left pad, one of frame tiles
+        for C, H, W, lo_w, span in ((96, 240, 416, 1, True), (384, 120, 208, 1, True), (96, 240, 416, 2, True),
+                                    (384, 120, 208, 1, False)):
+            shape = (1, C, 23, H + 2, W + 2)
+            _, const, warps, _ = _words_launch(False, shape, _wan_scalars(C, H, W, lo_w), 2, platform, span=span)
+            out.append(_aot(_cat_pad_words_kernel, f"causal_conv3d_cat_pad_words[{nm},contig,C={C},W={W},"
+                            f"lo_w={lo_w},rows={const['ROWS']},block_w={const['BLOCK_W']},span={int(span)},w={warps}]",
+                            ptrs, const, warps, divisible_by_16=("X", "CACHE", "OUT", "xc_w", "xt_w", "cc_w", "ct_w")))
     return out

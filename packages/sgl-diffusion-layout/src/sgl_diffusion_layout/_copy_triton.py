@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, warps_for
+from sgl_diffusion_core import PreparedLaunch, next_pow2, tensor_platform, warp_size, warps_for
 
 from ._geometry import GatherGeom, PermuteGeom
 
@@ -50,7 +50,7 @@ class CopyConfig:
         at 16 KB they spilled registers on sm_90), at most 4 KB of a contiguous run per chunk,
         about two 16-byte accesses per thread. A rule, not a sweep's result: no launch sweep of it
         has run on hardware (``sgl-diffusion bench --op layout.<name>`` measures it)."""
-        warp = 64 if platform == "hip" else 32
+        warp = warp_size(platform)
         bn = min(next_pow2(max(N, 1)), max(16, 4096 // elem_bytes))
         bm = max(1, min(next_pow2(max(M, 1)), tile_bytes // (bn * elem_bytes)))
         warps = warps_for(bm * bn * elem_bytes, 16 * 2, warp)
@@ -62,7 +62,7 @@ class CopyConfig:
         """Like ``from_heuristic``, plus ``br`` consecutive rows per program when one row's
         ``[BM, BN]`` tile is small (Ulysses at world 8: 5 heads x 128 = 1.25 KB per row),
         so that every program still moves up to ``tile_bytes``."""
-        warp = 64 if platform == "hip" else 32
+        warp = warp_size(platform)
         base = cls.from_heuristic(M, N, elem_bytes, platform, tile_bytes)
         br = max(1, min(next_pow2(max(R2, 1)), tile_bytes // (base.bm * base.bn * elem_bytes)))
         warps = warps_for(br * base.bm * base.bn * elem_bytes, 16 * 2, warp)
@@ -227,7 +227,7 @@ class RowsConfig:
         unit works and it is 1 KB. ``br`` units fill ``tile_bytes`` (16 KB: 8 KB tiles per
         program were the ceiling of the per-row grid at SD3.5's 128-byte heads), about four
         16-byte accesses per thread."""
-        warp = 64 if platform == "hip" else 32
+        warp = warp_size(platform)
         cap = 2048 // elem_bytes
         bk = min(cap // 2, max(1, tile_bytes // elem_bytes)) if flat else min(cap, K & -K)
         br = max(1, tile_bytes // (bk * elem_bytes))

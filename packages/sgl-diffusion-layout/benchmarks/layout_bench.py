@@ -59,7 +59,7 @@ def _rand(shape, device, dtype, seed=0):
 
 
 def _ulysses(op, device, dtype, names, worlds=(1, 8)):
-    from . import ulysses_api as u
+    import sgl_diffusion_layout as u
 
     for name, (B, S, H, Dh) in _pick(QKV, names):
         for W in worlds:
@@ -153,7 +153,7 @@ def usp_split_heads_cases(device, dtype=torch.bfloat16, names=None):
 
 
 def _varlen(op, device, dtype, names):
-    from . import varlen_api as vl
+    import sgl_diffusion_layout as vl
 
     for name, (B, S, H, Dh) in _pick(QKV, names):
         B = 2  # two samples, the second 70% valid (bench of the ragged case)
@@ -219,7 +219,7 @@ JOINT = {
 
 
 def joint_qkv_cat_cases(device, dtype=torch.bfloat16, names=None):
-    from . import joint_api as jt
+    import sgl_diffusion_layout as jt
 
     for name, (B, Si, St, H, Dh, tf) in _pick(JOINT, names):
         ts = [_rand((B, S, H, Dh), device, dtype, seed) for seed, S in enumerate((Si, Si, Si, St, St, St))]
@@ -234,7 +234,7 @@ def joint_qkv_cat_cases(device, dtype=torch.bfloat16, names=None):
 
 
 def joint_split_cases(device, dtype=torch.bfloat16, names=None):
-    from . import joint_api as jt
+    import sgl_diffusion_layout as jt
 
     for name, (B, Si, St, H, Dh, tf) in _pick(JOINT, names):
         out = _rand((B, St + Si, H, Dh), device, dtype)
@@ -255,7 +255,7 @@ VAE = {"wan-vae-96": (1, 96, 21, 240, 416), "wan-vae-384": (1, 384, 21, 120, 208
 
 def causal_conv3d_cat_pad_cases(device, dtype=torch.bfloat16, names=None):
     """x [B, C, T, H, W] with a 2-frame cache and Wan's spatial padding (time padding taken by the cache)."""
-    from . import conv_pad_api as cp
+    import sgl_diffusion_layout as cp
 
     for name, (B, C, T, H, W) in _pick(VAE, names):
         for fmt in ("contiguous", "channels_last_3d"):
@@ -279,7 +279,7 @@ UPSAMPLE = {"wan-vae-2d": ((21, 384, 120, 208), 2), "video-3d": ((1, 192, 11, 12
 
 
 def nearest_upsample_cases(device, dtype=torch.bfloat16, names=None):
-    from . import upsample_api as up
+    import sgl_diffusion_layout as up
 
     for name, (shape, sf) in _pick(UPSAMPLE, names):
         for fmt in ("contiguous", "channels_last"):

@@ -1,20 +1,24 @@
-"""Joint attention (Flux, SD3, Qwen-Image) layouts: image and text q, k, v concatenated along
-the sequence into one allocation, and the attention output split back. Contract ``exact``
-(``torch.equal`` to the eager chains in ``joint_torch``). Public entry points."""
+"""Joint attention (Flux, SD3, Qwen-Image) layouts, one family defined in this file (``joint.py``):
+``joint_qkv_cat`` (image and text q, k, v concatenated along the sequence into one
+allocation) and ``joint_split`` (the attention output split back). Contract ``exact``
+(``torch.equal`` to the eager chains in ``joint_torch``). Backends: ``joint_triton`` and
+``joint_torch``."""
 
 from __future__ import annotations
 
 import torch
 
-from sgl_diffusion_core import is_compiling, resolve_target
+from sgl_diffusion_core import Op, is_compiling
 
+from . import _specs as S
+from ._common import check_dims, check_int, check_last_contiguous, fake_outputs, new_desc
 from ._geometry import PermuteGeom, contiguous_strides
-from ._plumbing import LayoutOp, check_dims, check_int, check_last_contiguous, new_desc, register_layout_op
 
 _NAMES = ("img_q", "img_k", "img_v", "txt_q", "txt_k", "txt_v")
 
 
 def describe_joint_qkv_cat(img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first=True):
+    """Validate the arguments of ``joint_qkv_cat``; ``info["geom"]``: (shape, parts)."""
     problems: list[str] = []
     ts = dict(zip(_NAMES, (img_q, img_k, img_v, txt_q, txt_k, txt_v)))
     desc, _ = new_desc(ts, problems)
@@ -36,9 +40,9 @@ def describe_joint_qkv_cat(img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first=
     shape = (3, B, St + Si, H, Dh)
     d = contiguous_strides(shape)
     parts = []
-    for which, S, off in (("txt", St, 0 if text_first else Si), ("img", Si, St if text_first else 0)):
+    for which, n_tok, off in (("txt", St, 0 if text_first else Si), ("img", Si, St if text_first else 0)):
         srcs = [(0, t.stride(0), t.stride(1), t.stride(2)) for n, t in ts.items() if n.startswith(which)]
-        g = PermuteGeom(1, B, S, H, Dh, tuple(srcs), ((0, d[1], d[2], d[3]),) * 3)
+        g = PermuteGeom(1, B, n_tok, H, Dh, tuple(srcs), ((0, d[1], d[2], d[3]),) * 3)
         parts.append((g, which, off))
     desc.last_dim = Dh
     desc.info = {"geom": (shape, tuple(parts)), "shapes": shape}
@@ -46,6 +50,7 @@ def describe_joint_qkv_cat(img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first=
 
 
 def describe_joint_split(out, s_txt, s_img, text_first=True, copy=False):
+    """Validate the arguments of ``joint_split``; ``info["geom"]``: the parts to copy (none for views)."""
     problems: list[str] = []
     desc, _ = new_desc({"out": out}, problems)
     if problems:
@@ -82,19 +87,33 @@ def describe_joint_split(out, s_txt, s_img, text_first=True, copy=False):
     return desc
 
 
-_dispatch = {"joint_qkv_cat": LayoutOp("joint_qkv_cat", describe_joint_qkv_cat, 6),
-             "joint_split": LayoutOp("joint_split", describe_joint_split, 1)}
-_ops = {
-    "joint_qkv_cat": register_layout_op(
-        "joint_qkv_cat", _dispatch["joint_qkv_cat"],
-        "(Tensor img_q, Tensor img_k, Tensor img_v, Tensor txt_q, Tensor txt_k, Tensor txt_v, bool text_first, "
-        "str? backend) -> Tensor"),
-    "joint_split_copy": register_layout_op(
-        "joint_split_copy", _dispatch["joint_split"],
-        "(Tensor out, int s_txt, int s_img, bool text_first, bool copy, str? backend) -> (Tensor, Tensor)"),
-}
+JOINT_QKV_CAT = Op(
+    "layout.joint_qkv_cat",
+    distribution=S.DISTRIBUTION,
+    summary="img/txt q, k, v -> one [3, B, S_txt+S_img, H, Dh] buffer (torch.cat along S)",
+    describe=describe_joint_qkv_cat,
+    n_tensors=6,
+    reference=".joint_torch:joint_qkv_cat",
+    backends=S.backends(".joint_triton:prepare_joint_qkv_cat", ".joint_torch:prepare_joint_qkv_cat", S.ROWS_NOTE,
+                        aot="aot_joint_qkv_cat"),
+    default_exact=True,
+    bench=f"{S.BENCH}:joint_qkv_cat_cases",
+)
+JOINT_SPLIT = Op(
+    "layout.joint_split",
+    distribution=S.DISTRIBUTION,
+    summary="(txt, img) of the joint attention output: views, or copies with copy=True",
+    describe=describe_joint_split,
+    n_tensors=1,
+    reference=".joint_torch:joint_split",
+    backends=S.backends(".joint_triton:prepare_joint_split", ".joint_torch:prepare_joint_split", S.ROWS_NOTE,
+                        aot="aot_joint_split"),
+    default_exact=True,
+    bench=f"{S.BENCH}:joint_split_cases",
+)
 
 
+@JOINT_QKV_CAT.entry
 def joint_qkv_cat(img_q: torch.Tensor, img_k: torch.Tensor, img_v: torch.Tensor, txt_q: torch.Tensor,
                   txt_k: torch.Tensor, txt_v: torch.Tensor, *, text_first: bool = True,
                   backend: str | None = None) -> torch.Tensor:
@@ -106,12 +125,13 @@ def joint_qkv_cat(img_q: torch.Tensor, img_k: torch.Tensor, img_v: torch.Tensor,
         one dtype, last dim contiguous, any other strides (views of fused projections).
     Returns a new contiguous tensor (``out[0]`` etc. are contiguous views). Contract ``exact``.
     """
-    args = (img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first)
+    ts = (img_q, img_k, img_v, txt_q, txt_k, txt_v)
     if is_compiling():
-        return _ops["joint_qkv_cat"](*args, backend)
-    return _dispatch["joint_qkv_cat"](args, backend)
+        return _cat_op(*ts, text_first, backend)
+    return JOINT_QKV_CAT.plan(ts, backend, None, (("text_first", text_first),))(*ts, text_first)
 
 
+@JOINT_SPLIT.entry
 def joint_split(out: torch.Tensor, s_txt: int, s_img: int, *, text_first: bool = True, copy: bool = False,
                 backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(txt, img) = (out[:, :s_txt], out[:, s_txt:])`` of the joint attention output
@@ -122,30 +142,36 @@ def joint_split(out: torch.Tensor, s_txt: int, s_img: int, *, text_first: bool =
     copy=True: new contiguous tensors (``out`` must be ``[B, S, H, Dh]``, last dim
         contiguous), equal to ``.contiguous()`` of the views. Contract ``exact``.
     """
-    args = (out, s_txt, s_img, text_first, copy)
-    if is_compiling() and copy:
-        return _ops["joint_split_copy"](*args, backend)
     if is_compiling():
-        return resolve_target("sgl_diffusion_layout.joint_torch:joint_split")(*args)
-    return _dispatch["joint_split"](args, backend)
+        if copy:
+            return _split_copy_op(out, s_txt, s_img, text_first, copy, backend)
+        return JOINT_SPLIT.reference(out, s_txt, s_img, text_first, copy)  # views: nothing to trace
+    opts = (("s_txt", s_txt), ("s_img", s_img), ("text_first", text_first), ("copy", copy))
+    return JOINT_SPLIT.plan((out,), backend, None, opts)(out, s_txt, s_img, text_first, copy)
 
 
-def can_use_joint_qkv_cat(img_q, img_k, img_v, txt_q, txt_k, txt_v, *, text_first=True, backend=None) -> bool:
-    """Whether ``joint_qkv_cat`` can serve these arguments (never raises, never allocates)."""
-    return _dispatch["joint_qkv_cat"].can_use((img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first), backend)
+can_use_joint_qkv_cat = JOINT_QKV_CAT.can_use
+joint_qkv_cat_reference = JOINT_QKV_CAT.reference
+can_use_joint_split = JOINT_SPLIT.can_use
+joint_split_reference = JOINT_SPLIT.reference
 
 
-def can_use_joint_split(out, s_txt, s_img, *, text_first=True, copy=False, backend=None) -> bool:
-    """Whether ``joint_split`` can serve these arguments (never raises, never allocates)."""
-    return _dispatch["joint_split"].can_use((out, s_txt, s_img, text_first, copy), backend)
+def _fake_cat(img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first, backend):
+    desc = JOINT_QKV_CAT.checked(img_q, img_k, img_v, txt_q, txt_k, txt_v, options=(("text_first", text_first),))
+    return fake_outputs(desc, img_q)
 
 
-def joint_qkv_cat_reference(img_q, img_k, img_v, txt_q, txt_k, txt_v, *, text_first=True):
-    """The eager chain itself (the ``torch`` backend): the definition of the exact contract."""
-    fn = resolve_target("sgl_diffusion_layout.joint_torch:joint_qkv_cat")
-    return fn(img_q, img_k, img_v, txt_q, txt_k, txt_v, text_first)
+def _fake_split(out, s_txt, s_img, text_first, copy, backend):
+    opts = (("s_txt", s_txt), ("s_img", s_img), ("text_first", text_first), ("copy", copy))
+    return fake_outputs(JOINT_SPLIT.checked(out, options=opts), out)
 
 
-def joint_split_reference(out, s_txt, s_img, *, text_first=True, copy=False):
-    """The eager chain itself (the ``torch`` backend)."""
-    return resolve_target("sgl_diffusion_layout.joint_torch:joint_split")(out, s_txt, s_img, text_first, copy)
+_cat_op = JOINT_QKV_CAT.custom_op(
+    "joint_qkv_cat", fake=_fake_cat, keyed=("text_first",),
+    schema="(Tensor img_q, Tensor img_k, Tensor img_v, Tensor txt_q, Tensor txt_k, Tensor txt_v, bool text_first, "
+           "str? backend) -> Tensor",
+)
+_split_copy_op = JOINT_SPLIT.custom_op(
+    "joint_split_copy", fake=_fake_split, keyed=("s_txt", "s_img", "text_first", "copy"),
+    schema="(Tensor out, int s_txt, int s_img, bool text_first, bool copy, str? backend) -> (Tensor, Tensor)",
+)

@@ -65,7 +65,7 @@ def test_bad_inputs(backend, device):
 
 def test_float_index_guard():
     """Where eager's float index departs from i // f, the triton backend declines (torch serves)."""
-    from sgl_diffusion_layout.upsample_api import _index_is_integer_division
+    from sgl_diffusion_layout.nearest_upsample import _index_is_integer_division
 
     assert _index_is_integer_division(4096, 2, "nearest") and _index_is_integer_division(1000, 3, "nearest-exact")
     assert _index_is_integer_division(10000, 5, "nearest") and _index_is_integer_division(20000, 3, "nearest-exact")
@@ -87,19 +87,18 @@ def test_compile_fullgraph(backend, device):
 @pytest.mark.parametrize("dim,sf", [(4, 2), (5, 2), (5, (2, 3, 1))])
 @pytest.mark.parametrize("fmt", ["contiguous", "channels_last"])
 def test_launch_choices(backend, device, dim, sf, fmt):
-    """The Triton backend's kernels (replicating input tiles, the default; per output row, the
-    previous one) and a tile that leaves partial tiles in both dims."""
+    """The Triton backend's kernel (replicating input tiles) at its rule's tile and at tiles that
+    leave partial tiles in both dims."""
     if backend != "triton":
         pytest.skip("launch choices of the Triton backend")
-    from sgl_diffusion_core import describe, resolve_target
+    from sgl_diffusion_core import describe
+    from sgl_diffusion_layout import nearest_upsample_triton as K
 
-    up = resolve_target("sgl_diffusion_layout.upsample_triton:nearest_upsample")
-    cfg = resolve_target("sgl_diffusion_layout.upsample_triton:UpsampleConfig")
     torch.manual_seed(dim)
     x = rnd(*((2, 5, 7, 13) if dim == 4 else (1, 5, 3, 5, 13)), device=device)
     if fmt == "channels_last":
         x = x.contiguous(memory_format=FMT[dim])
     want = F.interpolate(x, scale_factor=sf, mode="nearest")
     geom = describe(OP, x, sf, "nearest").info["geom"]
-    for c in (None, cfg(ba=2, bn=8, num_warps=1), cfg(ba=4, bn=16, num_warps=2, replicate=False)):
-        testing.assert_exact(up(x, sf, "nearest", geom=geom, config=c), want)
+    for c in (None, K.UpsampleConfig(ba=2, bn=8, num_warps=1), K.UpsampleConfig(ba=4, bn=16, num_warps=2)):
+        testing.assert_exact(K.prepare(geom, x, c)(x, sf, "nearest"), want)
