@@ -17,6 +17,7 @@ import torch
 
 from sgl_diffusion_core import BitExactFusionGate
 
+from . import processors as P
 from . import wrappers as W
 from .kernels import UNDER_COMPILE, Kernels, compile_ops
 from .report import MountReport, Site
@@ -148,20 +149,9 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     name = type(model).__name__
     report = MountReport(model=name, quality=str(quality), verify=bool(verify), backend=backend or "auto",
                          under_compile=str(under_compile))
-    if quality not in ("exact", "close"):
-        report.notes.append(f"quality={quality!r} is not 'exact' or 'close': nothing mounted")
-        return report
-    if under_compile not in UNDER_COMPILE:
-        report.notes.append(f"under_compile={under_compile!r} is not one of {', '.join(map(repr, UNDER_COMPILE))}: "
-                            "nothing mounted")
-        return report
-    if not isinstance(model, torch.nn.Module):
-        report.notes.append(f"{name} is not a torch.nn.Module: nothing mounted")
-        return report
-    if name not in SUPPORTED_MODELS or not _is_diffusers(model):
-        report.notes.append(
-            f"{type(model).__module__}.{name} is not one of the supported diffusers transformers "
-            f"({', '.join(SUPPORTED_MODELS)}): nothing mounted")
+    refusal = _refusal(model, quality, under_compile)
+    if refusal:
+        report.notes.append(refusal)
         return report
     if getattr(model, _STATE_ATTR, None):
         unmount(model)
@@ -169,36 +159,12 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
 
     kernels = Kernels(quality, backend, under_compile)
     report.op_calls = kernels.counts
-    exact = quality == "exact"
     mounts: list[_Mount] = []
     compiled: list[str] = []  # replaced modules that had been compiled
     try:
         found = [(p, m) for p, m in model.named_modules() if p and _rule_for(m) is not None]
         for path, m in found:
-            rule = _rule_for(m)
-            assert rule is not None
-            site = Site(path=path, kind=rule.kind, module=type(m).__name__, status="skipped",
-                        backend=backend or "auto")
-            report.sites.append(site)
-            if rule.mixin is None:
-                site.reason = rule.skip_reason
-                continue
-            if exact and not rule.exact_ok:
-                site.reason = rule.skip_reason
-                continue
-            site.ops = rule.ops_exact if exact else rule.ops_close
-            site.compile_ops = compile_ops(site.ops, under_compile)
-            site.contract = "exact" if exact else "close"
-            if exact and verify:
-                site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{name}.{path}")
-            parent_path, attr = _split(path)
-            parent = model.get_submodule(parent_path) if parent_path else model
-            if W.is_compiled(m):
-                compiled.append(path)
-            mounted = W.mount_module(m, rule.mixin, site, kernels)
-            setattr(parent, attr, mounted)
-            mounts.append(_Mount(parent, attr, m, mounted))
-            site.status = "mounted"
+            _mount_site(model, path, m, report, kernels, verify, mounts, compiled)
         _mount_processors(model, report, kernels, verify, mounts)
     except Exception as exc:  # mounting never raises: undo what was mounted and report why
         for mt in reversed(mounts):
@@ -220,6 +186,47 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     object.__setattr__(model, _STATE_ATTR, mounts)
     object.__setattr__(model, "_sgl_diffusion_sites_report", report)
     return report
+
+
+def _refusal(model: Any, quality: str, under_compile: str) -> str | None:
+    """Why ``optimize`` mounts nothing on this model with these arguments, or None."""
+    name = type(model).__name__
+    if quality not in ("exact", "close"):
+        return f"quality={quality!r} is not 'exact' or 'close': nothing mounted"
+    if under_compile not in UNDER_COMPILE:
+        return f"under_compile={under_compile!r} is not one of {', '.join(map(repr, UNDER_COMPILE))}: nothing mounted"
+    if not isinstance(model, torch.nn.Module):
+        return f"{name} is not a torch.nn.Module: nothing mounted"
+    if name not in SUPPORTED_MODELS or not _is_diffusers(model):
+        return (f"{type(model).__module__}.{name} is not one of the supported diffusers transformers "
+                f"({', '.join(SUPPORTED_MODELS)}): nothing mounted")
+    return None
+
+
+def _mount_site(model: torch.nn.Module, path: str, m: torch.nn.Module, report: MountReport, kernels: Kernels,
+                verify: bool, mounts: list[_Mount], compiled: list[str]) -> None:
+    """Record the site of module ``m`` at ``path`` in the report and mount it when its rule allows."""
+    rule = _rule_for(m)
+    assert rule is not None
+    exact = report.quality == "exact"
+    site = Site(path=path, kind=rule.kind, module=type(m).__name__, status="skipped", backend=report.backend)
+    report.sites.append(site)
+    if rule.mixin is None or (exact and not rule.exact_ok):
+        site.reason = rule.skip_reason
+        return
+    site.ops = rule.ops_exact if exact else rule.ops_close
+    site.compile_ops = compile_ops(site.ops, report.under_compile)
+    site.contract = "exact" if exact else "close"
+    if exact and verify:
+        site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{type(model).__name__}.{path}")
+    parent_path, attr = _split(path)
+    parent = model.get_submodule(parent_path) if parent_path else model
+    if W.is_compiled(m):
+        compiled.append(path)
+    mounted = W.mount_module(m, rule.mixin, site, kernels)
+    setattr(parent, attr, mounted)
+    mounts.append(_Mount(parent, attr, m, mounted))
+    site.status = "mounted"
 
 
 def _compiled_model_note(what: str, report: MountReport) -> str:
@@ -274,11 +281,11 @@ def compile_repeated_blocks(model: torch.nn.Module, *args: Any, **kwargs: Any) -
 
 
 _PROCESSORS: dict[str, type] = {
-    "FluxAttnProcessor": W.MountedFluxAttnProcessor,
-    "WanAttnProcessor": W.MountedWanAttnProcessor,
-    "HunyuanVideoAttnProcessor2_0": W.MountedHunyuanVideoAttnProcessor,
-    "QwenDoubleStreamAttnProcessor2_0": W.MountedQwenImageAttnProcessor,
-    "JointAttnProcessor2_0": W.MountedSD3AttnProcessor,
+    "FluxAttnProcessor": P.MountedFluxAttnProcessor,
+    "WanAttnProcessor": P.MountedWanAttnProcessor,
+    "HunyuanVideoAttnProcessor2_0": P.MountedHunyuanVideoAttnProcessor,
+    "QwenDoubleStreamAttnProcessor2_0": P.MountedQwenImageAttnProcessor,
+    "JointAttnProcessor2_0": P.MountedSD3AttnProcessor,
 }
 
 
