@@ -67,6 +67,10 @@ def _discover_packages() -> dict[str, str]:
 PACKAGES = _discover_packages()
 PLATFORMS = ("cpu", "cuda", "rocm")
 TARGETS = ("sm_80", "sm_90", "sm_100", "gfx942", "gfx950")
+# Every variant (each launch configuration a rule can pick) is compiled for the targets the kernels
+# are tuned for, H100/H200 (sm_90) and MI300 (gfx942); the others compile one variant per kernel
+# and argument types (tools/aot_compile.py --sample): every kernel and dtype, not every constexpr.
+FULL_TARGETS = ("sm_90", "gfx942")
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["ci"]
@@ -138,8 +142,20 @@ def tests(session: nox.Session, package: str, platform: str) -> None:
 # --- compile -----------------------------------------------------------------------------------------
 
 
+def compile_command(target: str) -> list[str]:
+    """The arguments of tools/aot_compile.py for one target's lane (see FULL_TARGETS)."""
+    return [
+        "tools/aot_compile.py",
+        "--target",
+        target,
+        "--json",
+        f"build/aot/{target}.json",
+        *([] if target in FULL_TARGETS else ["--sample"]),
+    ]
+
+
 def run_compile(session: nox.Session, target: str, extra: Sequence[str] = ()) -> None:
-    session.run(_py(session), "tools/aot_compile.py", "--target", target, "--json", f"build/aot/{target}.json", *extra)
+    session.run(_py(session), *compile_command(target), *extra)
 
 
 class CompileLanes:
@@ -149,10 +165,10 @@ class CompileLanes:
 
     ``ci`` starts the lanes with one slot before its first step: the cpu test lanes are
     single-threaded, so on CI's 2 cores one core compiles while the other tests; at the compile
-    step ``ci`` widens to every core and waits. Lanes start longest first (the CUDA lanes take
-    about 1.3-1.6x a ROCm lane), so the short ones balance the cores at the end."""
+    step ``ci`` widens to every core and waits. Lanes start longest first (the full lanes, CUDA
+    before ROCm), so the short sampled ones balance the cores at the end."""
 
-    ORDER = ("sm_100", "sm_90", "sm_80", "gfx942", "gfx950")  # longest first (measured on CI)
+    ORDER = ("sm_90", "gfx942", "sm_100", "sm_80", "gfx950")  # longest first
 
     def __init__(self, session: nox.Session, targets: Sequence[str], slots: int = 1):
         self.py = _py(session)
@@ -179,7 +195,7 @@ class CompileLanes:
                 self.running += 1
                 start = time.perf_counter()
                 fh = (self.out_dir / f"{target}.log").open("w")
-                cmd = [self.py, "tools/aot_compile.py", "--target", target, "--json", f"build/aot/{target}.json"]
+                cmd = [self.py, *compile_command(target)]
                 try:
                     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
                 except OSError as exc:  # the lane fails (its log says why); the others still run
@@ -285,11 +301,15 @@ def run_lint(session: nox.Session) -> None:
     session.run(py, "-m", "ruff", "format", "--check", ".")
     # export tables and stubs of the domains built on op definitions: generated, never edited
     session.run(py, "tools/gen_exports.py", "--check")
+    # size limits (600 lines a file, 80 a function) and no build-history narrative in the tree
+    session.run(py, "tools/check_shape.py")
+    session.run(py, "tools/check_history.py")
 
 
 @nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
-    """ruff check on the whole repo; ruff format --check on what [tool.ruff.format] does not exclude."""
+    """ruff check and format --check (what [tool.ruff.format] does not exclude), generated exports up to date,
+    size limits (tools/check_shape.py), no build-history narrative (tools/check_history.py)."""
     run_lint(session)
 
 

@@ -1,4 +1,4 @@
-"""Fresh virtual environments for the install scenarios (``test_fresh_venvs.py``).
+"""Fresh virtual environments for the install scenarios (``test_fresh_venvs*.py``).
 
 A :class:`Venv` is made with ``python -m venv`` in a temporary directory (no system site
 packages, nothing of the development ``.venv``), gets torch (and Triton where asked) from

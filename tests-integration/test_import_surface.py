@@ -353,8 +353,8 @@ def test_norm_backend_loads_on_first_call(tmp_path: Path) -> None:
         tmp_path,
     )
     assert out["shape"] == [2, 4, 64]
-    assert "sgl_diffusion_norm.row_norm_torch" not in out["before"]
-    assert "sgl_diffusion_norm.row_norm_torch" in out["after"], "the CPU call did not go through the torch backend"
+    assert "sgl_diffusion_norm.ln_modulate_torch" not in out["before"]
+    assert "sgl_diffusion_norm.ln_modulate_torch" in out["after"], "the CPU call did not go through the torch backend"
     assert not _triton_mods(out["before"]), "touching sgl_diffusion_norm.ln_modulate imported Triton"
     assert not _triton_mods(out["after"]), "a CPU call (torch backend) imported Triton"
 

@@ -2,6 +2,7 @@
 """Compile every registered Triton kernel ahead of time for one GPU target; no GPU needed.
 
     python tools/aot_compile.py --target sm_90 [--json build/aot/sm_90.json] [-k substring]
+    python tools/aot_compile.py --target sm_80 --sample     # one variant per kernel and argument types
     python tools/aot_compile.py --target all
 
 Imports every distribution found under ``packages/*/src`` (a domain package registers its
@@ -420,13 +421,67 @@ def fmt_table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def make_plan(targets: list[str], name_filter: str | None) -> tuple[list[tuple[str, str, Any]], list[str]]:
+    """``(plan, problems)``: the ``(target, spec_id, variant)`` compiles to run, and what stops any.
+
+    Variants are collected per platform (an aot function may return different configs for cuda
+    and hip); a CUDA variant runs only on targets of at least its ``min_cuda_arch``."""
+    plan: list[tuple[str, str, Any]] = []
+    problems: list[str] = []
+    for plat in dict.fromkeys(TARGETS[t][0] for t in targets):
+        variants, probs = collect_variants(name_filter, plat)
+        problems += [p for p in probs if p not in problems]
+        plan += [
+            (t, spec_id, v)
+            for t in targets
+            if TARGETS[t][0] == plat
+            for spec_id, v in variants
+            if plat != "cuda" or TARGETS[t][1] >= getattr(v, "min_cuda_arch", 0)
+        ]
+    return plan, problems
+
+
+def sample(plan: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    """The first variant of each (target, spec, kernel, argument types): every kernel is still built
+    for every dtype it takes; the other constexpr configurations of it are left out."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for target, spec_id, v in plan:
+        key = (target, spec_id, getattr(v.kernel, "__name__", repr(v.kernel)), tuple(sorted(v.signature.items())))
+        if key not in seen:
+            seen.add(key)
+            out.append((target, spec_id, v))
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface of this tool."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", required=True, choices=[*TARGETS, "all"], help="GPU target, or 'all'")
     ap.add_argument("--json", type=Path, help="write the results as JSON to this file")
     ap.add_argument("-k", dest="name_filter", help="compile only variants whose name contains this")
     ap.add_argument("--cache-dir", type=Path, help="Triton cache directory (default: a fresh temporary one)")
-    args = ap.parse_args(argv)
+    ap.add_argument(
+        "--sample",
+        action="store_true",
+        help="one variant per kernel and argument types (the first listed), not every constexpr configuration",
+    )
+    return ap
+
+
+def print_result(r: Result) -> None:
+    """One line per compile (registers, spills, shared memory, or the error), then its notes."""
+    if r.ok:
+        print(f"ok {r.seconds:.2f}s, registers {r.registers}, spills {r.spills}, smem {r.smem} B", flush=True)
+    else:
+        print(f"FAILED after {r.seconds:.2f}s", flush=True)
+        print("    " + r.error.replace("\n", "\n    "), flush=True)
+    for note in r.notes:
+        print(f"    note: {note}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     targets = list(TARGETS) if args.target == "all" else [args.target]
 
     results: list[Result] = []
@@ -438,30 +493,14 @@ def main(argv: list[str] | None = None) -> int:
 
         packages = import_family()
         print(f"aot_compile: triton {triton.__version__}; packages: {', '.join(packages)}", flush=True)
-        # Variants per platform (an aot function may return different configs for cuda and hip).
-        plan: list[tuple[str, str, Any]] = []  # (target, spec_id, variant)
-        problems: list[str] = []
-        for plat in dict.fromkeys(TARGETS[t][0] for t in targets):
-            variants, probs = collect_variants(args.name_filter, plat)
-            problems += [p for p in probs if p not in problems]
-            plan += [
-                (t, spec_id, v)
-                for t in targets
-                if TARGETS[t][0] == plat
-                for spec_id, v in variants
-                if plat != "cuda" or TARGETS[t][1] >= getattr(v, "min_cuda_arch", 0)
-            ]
+        plan, problems = make_plan(targets, args.name_filter)
+        if args.sample:
+            plan = sample(plan)
         for n, (target, spec_id, v) in enumerate(plan, 1):
             print(f"[{n}/{len(plan)}] {target} {v.name} ({spec_id}) ...", end=" ", flush=True)
             r = compile_variant(v, spec_id, target, tmp / "work")
             results.append(r)
-            if r.ok:
-                print(f"ok {r.seconds:.2f}s, registers {r.registers}, spills {r.spills}, smem {r.smem} B", flush=True)
-            else:
-                print(f"FAILED after {r.seconds:.2f}s", flush=True)
-                print("    " + r.error.replace("\n", "\n    "), flush=True)
-            for note in r.notes:
-                print(f"    note: {note}", flush=True)
+            print_result(r)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -29,13 +29,13 @@ ContractOf = Callable[[str, str], str]
 
 # what each tuning suite is the evidence of (suites not listed get no such line)
 RULES = {
-    "activation_tune": "the activation kernels' tiles (`sgl_diffusion_activation.math_triton.tile_config`)",
+    "activation_tune": "the activation kernels' tiles (`sgl_diffusion_activation._math_triton.tile_config`)",
     "activation_tune_glu_evict": "the activation kernels' L2 policy on streamed inputs",
     "cat_pad_sweep": "`causal_conv3d_cat_pad`'s word-kernel tiles (`conv_pad_triton._WORDS_RULE`)",
     "channel_cluster_sweep": "`channel_rms_norm`'s two-CTA cluster (`ChannelConfig.ctas`)",
     "channel_hint_probe": "`channel_rms_norm`'s L2 policy on the cluster kernel's loads",
     "channel_rms_norm_sweep": "`channel_rms_norm`'s v1 launch rule",
-    "exact_norm_sweep": "the exact row-norm kernel's build choices (`row_norm_exact_triton`)",
+    "exact_norm_sweep": "the exact row-norm kernel's build choices (`_row_norm_exact_triton.launch_constants`)",
     "flush_mode_probe": "the benchmarks' L2 flush (`sgl_diffusion_core.bench.FLUSH`)",
     "gn_order_probe": "`group_norm_silu`'s L2 policy and apply order",
     "hint_ab": "the default L2 policy of the layout, modulate and qk_norm kernels",
@@ -336,10 +336,11 @@ METHOD = """\
   (`bytes_model`). Bandwidth is bytes / median time.
 - **L2 flush**: before every timed call a 256 MB buffer is read (`read`) or written (`zero`);
   records without the `l2_flush` field used `zero`.
-- **Copy reference**: in the same process, a device-to-device copy of the same number of bytes, timed
-  the same way; "% of copy" is our bandwidth over the copy's. It can pass 100% when most of the
+- **Copy reference**: in the same process, the fastest of three device-to-device copies of the same
+  number of bytes (`dst.copy_(src)`, `clone`, a Triton copy), timed the same way; "% of copy" is our
+  bandwidth over that copy's. It can pass 100% when most of the
   working set stays in the L2 cache.
-- **Host us**: the host time of one call of ours, measured while a queued sleep kernel keeps the GPU
+- **Host us**: the host time of one call of ours, measured while an enqueued sleep kernel keeps the GPU
   busy (Python, dispatch and launch only).
 - **Contract**: `exact` is `torch.equal` to the eager chain, `close` within the op's declared
   tolerance (`docs/selection-matrix.md` lists both per backend). Every case is checked before it is

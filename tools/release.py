@@ -222,21 +222,7 @@ def make_plan(root: Path, name: str, bump: str, date: str, *, move_pins: bool, a
         lines = [f"{_rel(p.dependent.pyproject, root)} [{p.dep.where}]: '{p.dep.raw}' -> '{p.new_raw}'" for p in broken]
         what = f"{pkg.dist} {new} breaks {len(broken)} pin(s) of its dependents:\n    " + "\n    ".join(lines)
         if move_pins:
-            for p in broken:
-                pyproject = p.dependent.pyproject
-                text = _current(plan, pyproject)
-                quoted = [f'"{p.dep.raw}"', f"'{p.dep.raw}'"]
-                hits = sum(text.count(q) for q in quoted)
-                if hits != 1:
-                    plan.blockers.append(f"{_rel(pyproject, root)}: found {p.dep.raw!r} {hits} times; move it by hand")
-                    continue
-                q = next(q for q in quoted if q in text)
-                _edit(plan, pyproject, text.replace(q, q[0] + p.new_raw + q[0]))
-                log = p.dependent.changelog
-                if log.is_file():
-                    note = f"- Requires `{p.new_raw}` (moved with the {pkg.dist} {new} release)."
-                    _edit(plan, log, add_unreleased_line(_current(plan, log), note))
-                plan.moved.append(p)
+            _move_pins(plan, root, broken)
         elif allow_pin_break:
             plan.warnings.append(
                 what + "\n  --allow-pin-break: releasing anyway; tests-integration/test_pins.py fails until they move"
@@ -246,6 +232,37 @@ def make_plan(root: Path, name: str, bump: str, date: str, *, move_pins: bool, a
                 what + "\n  move them in this release with --move-pins, or release anyway with --allow-pin-break"
             )
     # ... and this package's own pins on the family (what its wheel will require)
+    _check_own_pins(plan, packages, root)
+
+    # 4. git: a clean tree, a tag that does not exist yet
+    _check_git(plan, root)
+    return plan
+
+
+def _move_pins(plan: Plan, root: Path, broken: list[PinCheck]) -> None:
+    """--move-pins: rewrite each broken pin in its dependent's pyproject and note the move in that
+    dependent's ``## Unreleased``; a pin that is not found exactly once is a blocker (move it by hand)."""
+    for p in broken:
+        pyproject = p.dependent.pyproject
+        text = _current(plan, pyproject)
+        quoted = [f'"{p.dep.raw}"', f"'{p.dep.raw}'"]
+        hits = sum(text.count(q) for q in quoted)
+        if hits != 1:
+            plan.blockers.append(f"{_rel(pyproject, root)}: found {p.dep.raw!r} {hits} times; move it by hand")
+            continue
+        q = next(q for q in quoted if q in text)
+        _edit(plan, pyproject, text.replace(q, q[0] + p.new_raw + q[0]))
+        log = p.dependent.changelog
+        if log.is_file():
+            note = f"- Requires `{p.new_raw}` (moved with the {plan.pkg.dist} {plan.new} release)."
+            _edit(plan, log, add_unreleased_line(_current(plan, log), note))
+        plan.moved.append(p)
+
+
+def _check_own_pins(plan: Plan, packages: dict[str, workspace.Package], root: Path) -> None:
+    """Each pin of the released package on the family must be the compatible range of that
+    package's current version."""
+    pkg = plan.pkg
     for dep in pkg.deps:
         target = packages[dep.name]
         if not workspace.range_ok(dep.specifier, target.version):
@@ -255,7 +272,9 @@ def make_plan(root: Path, name: str, bump: str, date: str, *, move_pins: bool, a
                 f"current {dep.name} {target.version}; it should be '{dep.name}{want}'"
             )
 
-    # 4. git: a clean tree, a tag that does not exist yet
+
+def _check_git(plan: Plan, root: Path) -> None:
+    """Blockers for a working tree that is not clean (untracked files included) or a tag that exists."""
     status = git(root, "status", "--porcelain", "--untracked-files=normal", check=False)
     if status.returncode != 0:
         plan.blockers.append(f"{root} is not a git working tree: {status.stderr.strip()}")
@@ -267,7 +286,6 @@ def make_plan(root: Path, name: str, bump: str, date: str, *, move_pins: bool, a
         )
     if git(root, "rev-parse", "-q", "--verify", f"refs/tags/{plan.tag}", check=False).returncode == 0:
         plan.blockers.append(f"the tag {plan.tag} exists already")
-    return plan
 
 
 def _diff(path: Path, root: Path, before: str, after: str) -> str:

@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import os
 import sys
 import time
@@ -65,11 +64,15 @@ import traceback
 import warnings
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, when run as a file
+from _e2e_measure import compare, forward, measure, sync, wall_call  # noqa: E402
+from _e2e_models import ModelSpec, build, dry_run, flux_spec, wan_spec  # noqa: E402
 
 VARIANTS = ("eager", "exact", "close", "compile", "compile_exact", "compile_close")
 DEFAULT_VARIANTS = ("eager", "exact", "close", "compile", "compile_exact")
@@ -81,258 +84,7 @@ def log(msg: str) -> None:
     print(f"[{time.perf_counter() - _T0:7.1f}s] {msg}", flush=True)
 
 
-# ---------------------------------------------------------------------------------------------- models
-@dataclass
-class ModelSpec:
-    """One benchmarked model: its diffusers class, constructor config and forward inputs."""
-
-    key: str
-    cls_name: str
-    config: dict[str, Any]
-    tokens: dict[str, int]
-    blocks: dict[str, int]
-    reps: int
-    make_inputs: Callable[[torch.device, torch.dtype], dict[str, Any]]
-    notes: list[str] = field(default_factory=list)
-
-
-def _randn(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype, seed: int) -> torch.Tensor:
-    g = torch.Generator(device=device).manual_seed(seed)
-    return torch.randn(shape, generator=g, device=device).to(dtype)
-
-
-# the constructor arguments in black-forest-labs/FLUX.1-dev transformer/config.json
-FLUX_DEV = dict(
-    patch_size=1, in_channels=64, num_layers=19, num_single_layers=38, attention_head_dim=128,
-    num_attention_heads=24, joint_attention_dim=4096, pooled_projection_dim=768, guidance_embeds=True,
-    axes_dims_rope=(16, 56, 56),
-)  # fmt: skip
-# the same model kinds scaled down: 2 blocks of each kind, 2 heads of 16 (RoPE axes summing to 16)
-FLUX_TINY = {**FLUX_DEV, "in_channels": 16, "num_layers": 2, "num_single_layers": 2, "attention_head_dim": 16,
-             "num_attention_heads": 2, "joint_attention_dim": 32, "pooled_projection_dim": 32,
-             "axes_dims_rope": (4, 6, 6)}  # fmt: skip
-# the constructor arguments in Wan-AI/Wan2.1-T2V-14B-Diffusers transformer/config.json
-WAN_T2V_14B = dict(
-    patch_size=(1, 2, 2), num_attention_heads=40, attention_head_dim=128, in_channels=16, out_channels=16,
-    text_dim=4096, freq_dim=256, ffn_dim=13824, num_layers=40, cross_attn_norm=True,
-    qk_norm="rms_norm_across_heads", eps=1e-6, rope_max_seq_len=1024,
-)  # fmt: skip
-WAN_TINY = {**WAN_T2V_14B, "num_attention_heads": 2, "attention_head_dim": 16, "in_channels": 4, "out_channels": 4,
-            "text_dim": 32, "freq_dim": 32, "ffn_dim": 64, "num_layers": 2, "rope_max_seq_len": 32}  # fmt: skip
-
-
-def flux_spec(tiny: bool) -> ModelSpec:
-    """FLUX.1-dev at 1024x1024 (64x64 latent patches: 4096 image tokens, 512 text tokens)."""
-    config: dict[str, Any] = dict(FLUX_TINY if tiny else FLUX_DEV)
-    side, s_txt = (8, 16) if tiny else (64, 512)
-    s_img = side * side
-
-    def make_inputs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
-        img_ids = torch.zeros(s_img, 3, device=device)
-        img_ids[:, 1] = torch.arange(side, device=device).repeat_interleave(side)
-        img_ids[:, 2] = torch.arange(side, device=device).repeat(side)
-        return {
-            "hidden_states": _randn((1, s_img, config["in_channels"]), device, dtype, 1),
-            "encoder_hidden_states": _randn((1, s_txt, config["joint_attention_dim"]), device, dtype, 2),
-            "pooled_projections": _randn((1, config["pooled_projection_dim"]), device, dtype, 3),
-            # the forward multiplies timestep and guidance by 1000 (diffusers 0.42.1): t=1.0 is 1000
-            "timestep": torch.tensor([1.0], device=device),
-            "guidance": torch.tensor([3.5], device=device),
-            "img_ids": img_ids,
-            "txt_ids": torch.zeros(s_txt, 3, device=device),
-            "return_dict": False,
-        }
-
-    return ModelSpec(
-        key="flux",
-        cls_name="FluxTransformer2DModel",
-        config=config,
-        tokens={"image": s_img, "text": s_txt, "joint": s_img + s_txt},
-        blocks={"double": config["num_layers"], "single": config["num_single_layers"]},
-        reps=5,
-        make_inputs=make_inputs,
-    )
-
-
-def wan_spec(tiny: bool, blocks: int | None) -> ModelSpec:
-    """Wan2.1-T2V-14B at 480p, 81 frames (latent [1, 16, 21, 60, 104]: 32760 tokens), 512 text tokens."""
-    config: dict[str, Any] = dict(WAN_TINY if tiny else WAN_T2V_14B)
-    latent, s_txt = ((1, 4, 3, 8, 8), 16) if tiny else ((1, 16, 21, 60, 104), 512)
-    full = config["num_layers"]
-    notes = []
-    if blocks is not None and blocks != full:
-        if not 1 <= blocks <= full:
-            raise SystemExit(f"--wan-blocks must be in 1..{full}, got {blocks}")
-        # the same model as truncating ``model.blocks`` to its first N, without building the rest
-        config["num_layers"] = blocks
-        notes.append(f"truncated to {blocks} of {full} blocks (built with num_layers={blocks})")
-    p_t, p_h, p_w = config["patch_size"]
-    s_img = (latent[2] // p_t) * (latent[3] // p_h) * (latent[4] // p_w)
-
-    def make_inputs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
-        return {
-            "hidden_states": _randn(latent, device, dtype, 1),
-            "timestep": torch.tensor([500], device=device),
-            "encoder_hidden_states": _randn((1, s_txt, config["text_dim"]), device, dtype, 2),
-            "return_dict": False,
-        }
-
-    return ModelSpec(
-        key="wan",
-        cls_name="WanTransformer3DModel",
-        config=config,
-        tokens={"video": s_img, "text": s_txt},
-        blocks={"blocks": config["num_layers"], "blocks_full": full},
-        reps=3,
-        make_inputs=make_inputs,
-        notes=notes,
-    )
-
-
-def _keeps_fp32(name: str, keep: list[str]) -> bool:
-    """``from_pretrained``'s rule: a parameter stays fp32 when a dotted component of its name is listed."""
-    return any(k in name.split(".") for k in keep)
-
-
-def cast_like_from_pretrained(model: torch.nn.Module, dtype: torch.dtype, cast_all: bool) -> list[str]:
-    """Cast floating parameters and persistent buffers to ``dtype`` in place, except the model's
-    ``_keep_in_fp32_modules`` (unless ``cast_all``); non-persistent buffers keep their init dtype.
-    Returns the names kept in fp32."""
-    keep = [] if cast_all else list(getattr(model, "_keep_in_fp32_modules", None) or [])
-    kept: list[str] = []
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if not p.is_floating_point():
-                continue
-            if _keeps_fp32(name, keep):
-                kept.append(name)
-                continue
-            p.data = p.data.to(dtype)
-        for mod_name, mod in model.named_modules():
-            for b_name, b in list(mod._buffers.items()):
-                full = f"{mod_name}.{b_name}" if mod_name else b_name
-                if b is None or not b.is_floating_point() or b_name in mod._non_persistent_buffers_set:
-                    continue
-                if _keeps_fp32(full, keep):
-                    kept.append(full)
-                    continue
-                mod._buffers[b_name] = b.to(dtype)
-    return kept
-
-
-def build(spec: ModelSpec, device: torch.device, dtype: torch.dtype, cast_all: bool) -> tuple[torch.nn.Module, dict]:
-    """Build the model on ``device`` with diffusers' default init, re-draw all-zero parameters, cast."""
-    import diffusers
-
-    cls = getattr(diffusers, spec.cls_name)
-    with torch.device(device):
-        model = cls(**spec.config)
-    g = torch.Generator(device=device).manual_seed(0)
-    redrawn: list[str] = []
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.is_floating_point() and not bool(p.any()):
-                p.normal_(0.0, 0.02, generator=g)
-                redrawn.append(name)
-    kept = cast_like_from_pretrained(model, dtype, cast_all)
-    model.eval().requires_grad_(False)
-    n_params = sum(p.numel() for p in model.parameters())
-    n_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    info = {
-        "params": n_params,
-        "weights_gb": round(n_bytes / 2**30, 3),
-        "redrawn_zero_params": _compact_names(redrawn),
-        "kept_fp32": _compact_names(kept),
-    }
-    return model, info
-
-
-def _compact_names(names: list[str]) -> dict[str, int]:
-    """Parameter names with block indices folded (``blocks.*.norm2.bias``) -> count."""
-    return dict(Counter(".".join("*" if part.isdigit() else part for part in n.split(".")) for n in names))
-
-
-# ---------------------------------------------------------------------------------------------- timing
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def forward(model: torch.nn.Module, kw: dict[str, Any]) -> torch.Tensor:
-    with torch.no_grad():
-        return model(**kw)[0]
-
-
-def wall_call(model: torch.nn.Module, kw: dict[str, Any], device: torch.device) -> tuple[torch.Tensor, float]:
-    """One forward, synchronized: (output, seconds)."""
-    _sync(device)
-    t0 = time.perf_counter()
-    out = forward(model, kw)
-    _sync(device)
-    return out, time.perf_counter() - t0
-
-
-def _quantile(sorted_ms: list[float], q: float) -> float:
-    pos = q * (len(sorted_ms) - 1)
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (pos - lo)
-
-
-def measure(
-    model: torch.nn.Module, kw: dict[str, Any], device: torch.device, reps: int, warmup: int
-) -> tuple[dict[str, Any], torch.Tensor]:
-    """``warmup`` untimed calls, then ``reps`` timed calls: (timing record, last output)."""
-    out = None
-    for _ in range(warmup):
-        out = forward(model, kw)
-    times: list[float] = []
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-        for start, end in events:
-            start.record()
-            out = forward(model, kw)
-            end.record()
-        torch.cuda.synchronize(device)
-        times = [start.elapsed_time(end) for start, end in events]
-    else:
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            out = forward(model, kw)
-            times.append((time.perf_counter() - t0) * 1e3)
-    assert out is not None
-    s = sorted(times)
-    rec = {
-        "median_ms": round(_quantile(s, 0.5), 3),
-        "p20_ms": round(_quantile(s, 0.2), 3),
-        "p80_ms": round(_quantile(s, 0.8), 3),
-        "reps": reps,
-        "warmup": warmup,
-        "times_ms": [round(t, 3) for t in times],
-    }
-    return rec, out
-
-
-# ---------------------------------------------------------------------------------------------- comparison
-def compare(out: torch.Tensor, ref: torch.Tensor) -> dict[str, Any]:
-    """``torch.equal``, max abs difference and PSNR (peak: the reference's range, as the sites tests)."""
-    rec: dict[str, Any] = {"equal": bool(torch.equal(out, ref))}
-    if out.shape != ref.shape:
-        rec["shape_mismatch"] = [list(out.shape), list(ref.shape)]
-        return rec
-    x, r = out.double(), ref.double()
-    rec["finite"] = bool(torch.isfinite(x).all())
-    if not (rec["finite"] and bool(torch.isfinite(r).all())):
-        rec["max_abs_diff"] = rec["psnr_db"] = None
-        return rec
-    diff = (x - r).abs()
-    rec["max_abs_diff"] = float(diff.max())
-    mse = float(diff.pow(2).mean())
-    peak = float(r.max() - r.min())
-    rec["psnr_db"] = None if mse == 0 else round(10 * math.log10(peak * peak / mse), 2)  # None: identical
-    return rec
-
-
+# ---------------------------------------------------------------------------------------------- mount report
 def mount_summary(report: Any) -> dict[str, Any]:
     """The counts of a ``MountReport``: by kind, gate states, skip reasons, op calls (fused / eager chain)."""
     d = report.to_dict()
@@ -560,7 +312,65 @@ def _estimate_s(variant: str, eager_ms: float | None, reps: int, warmup: int, co
     return calls * call_s + (compile_guess_s if variant.startswith("compile") else 0.0)
 
 
+def eager_reference(
+    model: torch.nn.Module, kw: dict[str, Any], device: torch.device, rec: dict[str, Any]
+) -> tuple[torch.Tensor, float]:
+    """The reference: eager, twice (warms the eager path and checks it is bit-repeatable). Records
+    both call times, the repeatability and the output's statistics in ``rec``; returns (reference
+    output, seconds of the second call)."""
+    ref, first_s = wall_call(model, kw, device)
+    ref2, second_s = wall_call(model, kw, device)
+    rec["eager_first_call_s"] = round(first_s, 3)
+    rec["eager_second_call_s"] = round(second_s, 3)
+    rec["eager_repeatable"] = bool(torch.equal(ref, ref2))
+    rec["output"] = {
+        "shape": list(ref.shape),
+        "finite": bool(torch.isfinite(ref).all()),
+        "std": float(ref.float().std()),
+        "absmax": float(ref.float().abs().max()),
+    }
+    del ref2
+    log(f"  eager reference: {first_s:.2f} s, then {second_s:.2f} s; bit-repeatable {rec['eager_repeatable']}")
+    log(f"  output {rec['output']}")
+    if device.type == "cuda":
+        rec["mem_after_ref_gb"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+    return ref, second_s
+
+
+def run_variant(v: str, b: Bench) -> dict[str, Any]:
+    """One variant, wrapped: its record (``status`` ok or error, with the traceback), then the model
+    restored to plain eager, the warnings it raised, its wall time and (CUDA) its peak memory."""
+    if b.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(b.device)
+    t_v = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            vr = {"status": "ok", **RUNNERS[v](b)}
+        except Exception as exc:
+            vr = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+            vr["traceback"] = traceback.format_exc()[-4000:]
+            log(f"  ERROR {vr['error'][:500]}")
+        finally:
+            try:
+                restore(b.model, b.device)
+            except Exception as exc:  # recorded: the next variant would be suspect
+                vr["restore_error"] = f"{type(exc).__name__}: {exc}"
+                log(f"  ERROR while restoring the model: {vr['restore_error']}")
+    msgs = sorted({f"{w.category.__name__}: {w.message}"[:1000] for w in caught})
+    if msgs:  # e.g. a FusionFallbackWarning naming a site whose fused path was not bit-exact
+        vr["warnings"] = msgs[:20]
+        for m in msgs[:5]:
+            log(f"  warning: {m[:300]}")
+    vr["wall_s"] = round(time.perf_counter() - t_v, 2)
+    if b.device.type == "cuda":
+        vr["peak_mem_gb"] = round(torch.cuda.max_memory_allocated(b.device) / 2**30, 2)
+    return vr
+
+
 def bench_model(spec: ModelSpec, args: argparse.Namespace, device: torch.device, results: Results) -> None:
+    """One model: build it, take the eager reference, then run every variant of ``args.variants``
+    that fits the budget; the JSON is rewritten after each step."""
     dtype = torch.bfloat16
     reps = args.reps if args.reps is not None else spec.reps
     rec: dict[str, Any] = {
@@ -578,30 +388,14 @@ def bench_model(spec: ModelSpec, args: argparse.Namespace, device: torch.device,
     t0 = time.perf_counter()
     model, info = build(spec, device, dtype, args.cast_all)
     kw = spec.make_inputs(device, dtype)
-    _sync(device)
+    sync(device)
     rec.update(info)
     rec["build_s"] = round(time.perf_counter() - t0, 2)
     log(f"  built: {info['params'] / 1e9:.3f} B params, {info['weights_gb']} GiB weights, {rec['build_s']} s")
     log(f"  re-drawn all-zero params: {info['redrawn_zero_params']}; kept fp32: {info['kept_fp32']}")
     results.write()
 
-    # the reference: eager, twice (warms the eager path and checks it is bit-repeatable)
-    ref, first_s = wall_call(model, kw, device)
-    ref2, second_s = wall_call(model, kw, device)
-    rec["eager_first_call_s"] = round(first_s, 3)
-    rec["eager_second_call_s"] = round(second_s, 3)
-    rec["eager_repeatable"] = bool(torch.equal(ref, ref2))
-    rec["output"] = {
-        "shape": list(ref.shape),
-        "finite": bool(torch.isfinite(ref).all()),
-        "std": float(ref.float().std()),
-        "absmax": float(ref.float().abs().max()),
-    }
-    del ref2
-    log(f"  eager reference: {first_s:.2f} s, then {second_s:.2f} s; bit-repeatable {rec['eager_repeatable']}")
-    log(f"  output {rec['output']}")
-    if device.type == "cuda":
-        rec["mem_after_ref_gb"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+    ref, second_s = eager_reference(model, kw, device, rec)
     results.write()
 
     b = Bench(model, kw, ref, device, reps, args.warmup, args.compile_mode, args.under_compile)
@@ -616,31 +410,7 @@ def bench_model(spec: ModelSpec, args: argparse.Namespace, device: torch.device,
             results.write()
             continue
         log(f"-- {spec.key}/{v} (est. {est:.0f} s)")
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        t_v = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("default")
-            try:
-                vr = {"status": "ok", **RUNNERS[v](b)}
-            except Exception as exc:
-                vr = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:2000]}
-                vr["traceback"] = traceback.format_exc()[-4000:]
-                log(f"  ERROR {vr['error'][:500]}")
-            finally:
-                try:
-                    restore(model, device)
-                except Exception as exc:  # recorded: the next variant would be suspect
-                    vr["restore_error"] = f"{type(exc).__name__}: {exc}"
-                    log(f"  ERROR while restoring the model: {vr['restore_error']}")
-        msgs = sorted({f"{w.category.__name__}: {w.message}"[:1000] for w in caught})
-        if msgs:  # e.g. a FusionFallbackWarning naming a site whose fused path was not bit-exact
-            vr["warnings"] = msgs[:20]
-            for m in msgs[:5]:
-                log(f"  warning: {m[:300]}")
-        vr["wall_s"] = round(time.perf_counter() - t_v, 2)
-        if device.type == "cuda":
-            vr["peak_mem_gb"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+        vr = run_variant(v, b)
         if v == "eager" and vr["status"] == "ok":
             eager_ms = vr["median_ms"]
         if vr["status"] == "ok" and "compile_s" in vr:  # the next compile costs about as much
@@ -679,39 +449,6 @@ def print_table(data: dict[str, Any]) -> None:
             )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     print("\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows), flush=True)
-
-
-# ---------------------------------------------------------------------------------------------- dry run
-def dry_run(specs: list[ModelSpec], cast_all: bool) -> None:
-    """Build each config on the meta device: parameter count, memory estimate, mount plan."""
-    import diffusers
-
-    import sgl_diffusion_sites as sites
-
-    for spec in specs:
-        cls = getattr(diffusers, spec.cls_name)
-        with torch.device("meta"):
-            model = cls(**spec.config)
-        kept = cast_like_from_pretrained(model, torch.bfloat16, cast_all)
-        n = sum(p.numel() for p in model.parameters())
-        weights = sum(p.numel() * p.element_size() for p in model.parameters())
-        dim = spec.config["num_attention_heads"] * spec.config["attention_head_dim"]
-        hidden = spec.config.get("ffn_dim", 4 * dim)
-        tokens = sum(v for k, v in spec.tokens.items() if k != "joint")
-        # a few live [tokens, hidden] bf16 tensors: a rough activation working set, not a measurement
-        act = 6 * tokens * max(hidden, 4 * dim) * 2
-        print(f"{spec.key}: {spec.cls_name} {spec.blocks} tokens {spec.tokens}", flush=True)
-        print(
-            f"  params {n / 1e9:.3f} B; weights {weights / 2**30:.2f} GiB (bf16, {len(kept)} tensors kept fp32: "
-            f"{_compact_names(kept)}); fp32 build peak ~{n * 4 / 2**30:.1f} GiB; activations ~{act / 2**30:.2f} "
-            f"GiB (rough)",
-            flush=True,
-        )
-        for quality in ("exact", "close"):
-            plan = sites.mount_plan(model, quality=quality)
-            kinds = ", ".join(f"{k} {v['mounted']}/{v['mounted'] + v['skipped']}" for k, v in plan.by_kind().items())
-            print(f"  plan {quality}: {len(plan.mounted)} mounted, {len(plan.skipped)} skipped ({kinds})", flush=True)
-        del model
 
 
 # ---------------------------------------------------------------------------------------------- main

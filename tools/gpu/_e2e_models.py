@@ -1,0 +1,214 @@
+"""The models of ``tools/gpu/sites_e2e.py``: FLUX.1-dev and Wan2.1-T2V-14B transformer configs (real
+and tiny), their forward inputs, the build with random weights cast as ``from_pretrained`` casts, and
+the meta-device dry run."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+@dataclass
+class ModelSpec:
+    """One benchmarked model: its diffusers class, constructor config and forward inputs."""
+
+    key: str
+    cls_name: str
+    config: dict[str, Any]
+    tokens: dict[str, int]
+    blocks: dict[str, int]
+    reps: int
+    make_inputs: Callable[[torch.device, torch.dtype], dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+def _randn(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(shape, generator=g, device=device).to(dtype)
+
+
+# the constructor arguments in black-forest-labs/FLUX.1-dev transformer/config.json
+FLUX_DEV = dict(
+    patch_size=1, in_channels=64, num_layers=19, num_single_layers=38, attention_head_dim=128,
+    num_attention_heads=24, joint_attention_dim=4096, pooled_projection_dim=768, guidance_embeds=True,
+    axes_dims_rope=(16, 56, 56),
+)  # fmt: skip
+# the same model kinds scaled down: 2 blocks of each kind, 2 heads of 16 (RoPE axes summing to 16)
+FLUX_TINY = {**FLUX_DEV, "in_channels": 16, "num_layers": 2, "num_single_layers": 2, "attention_head_dim": 16,
+             "num_attention_heads": 2, "joint_attention_dim": 32, "pooled_projection_dim": 32,
+             "axes_dims_rope": (4, 6, 6)}  # fmt: skip
+# the constructor arguments in Wan-AI/Wan2.1-T2V-14B-Diffusers transformer/config.json
+WAN_T2V_14B = dict(
+    patch_size=(1, 2, 2), num_attention_heads=40, attention_head_dim=128, in_channels=16, out_channels=16,
+    text_dim=4096, freq_dim=256, ffn_dim=13824, num_layers=40, cross_attn_norm=True,
+    qk_norm="rms_norm_across_heads", eps=1e-6, rope_max_seq_len=1024,
+)  # fmt: skip
+WAN_TINY = {**WAN_T2V_14B, "num_attention_heads": 2, "attention_head_dim": 16, "in_channels": 4, "out_channels": 4,
+            "text_dim": 32, "freq_dim": 32, "ffn_dim": 64, "num_layers": 2, "rope_max_seq_len": 32}  # fmt: skip
+
+
+def flux_spec(tiny: bool) -> ModelSpec:
+    """FLUX.1-dev at 1024x1024 (64x64 latent patches: 4096 image tokens, 512 text tokens)."""
+    config: dict[str, Any] = dict(FLUX_TINY if tiny else FLUX_DEV)
+    side, s_txt = (8, 16) if tiny else (64, 512)
+    s_img = side * side
+
+    def make_inputs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
+        img_ids = torch.zeros(s_img, 3, device=device)
+        img_ids[:, 1] = torch.arange(side, device=device).repeat_interleave(side)
+        img_ids[:, 2] = torch.arange(side, device=device).repeat(side)
+        return {
+            "hidden_states": _randn((1, s_img, config["in_channels"]), device, dtype, 1),
+            "encoder_hidden_states": _randn((1, s_txt, config["joint_attention_dim"]), device, dtype, 2),
+            "pooled_projections": _randn((1, config["pooled_projection_dim"]), device, dtype, 3),
+            # the forward multiplies timestep and guidance by 1000 (diffusers 0.42.1): t=1.0 is 1000
+            "timestep": torch.tensor([1.0], device=device),
+            "guidance": torch.tensor([3.5], device=device),
+            "img_ids": img_ids,
+            "txt_ids": torch.zeros(s_txt, 3, device=device),
+            "return_dict": False,
+        }
+
+    return ModelSpec(
+        key="flux",
+        cls_name="FluxTransformer2DModel",
+        config=config,
+        tokens={"image": s_img, "text": s_txt, "joint": s_img + s_txt},
+        blocks={"double": config["num_layers"], "single": config["num_single_layers"]},
+        reps=5,
+        make_inputs=make_inputs,
+    )
+
+
+def wan_spec(tiny: bool, blocks: int | None) -> ModelSpec:
+    """Wan2.1-T2V-14B at 480p, 81 frames (latent [1, 16, 21, 60, 104]: 32760 tokens), 512 text tokens."""
+    config: dict[str, Any] = dict(WAN_TINY if tiny else WAN_T2V_14B)
+    latent, s_txt = ((1, 4, 3, 8, 8), 16) if tiny else ((1, 16, 21, 60, 104), 512)
+    full = config["num_layers"]
+    notes = []
+    if blocks is not None and blocks != full:
+        if not 1 <= blocks <= full:
+            raise SystemExit(f"--wan-blocks must be in 1..{full}, got {blocks}")
+        # the same model as truncating ``model.blocks`` to its first N, without building the rest
+        config["num_layers"] = blocks
+        notes.append(f"truncated to {blocks} of {full} blocks (built with num_layers={blocks})")
+    p_t, p_h, p_w = config["patch_size"]
+    s_img = (latent[2] // p_t) * (latent[3] // p_h) * (latent[4] // p_w)
+
+    def make_inputs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
+        return {
+            "hidden_states": _randn(latent, device, dtype, 1),
+            "timestep": torch.tensor([500], device=device),
+            "encoder_hidden_states": _randn((1, s_txt, config["text_dim"]), device, dtype, 2),
+            "return_dict": False,
+        }
+
+    return ModelSpec(
+        key="wan",
+        cls_name="WanTransformer3DModel",
+        config=config,
+        tokens={"video": s_img, "text": s_txt},
+        blocks={"blocks": config["num_layers"], "blocks_full": full},
+        reps=3,
+        make_inputs=make_inputs,
+        notes=notes,
+    )
+
+
+def _keeps_fp32(name: str, keep: list[str]) -> bool:
+    """``from_pretrained``'s rule: a parameter stays fp32 when a dotted component of its name is listed."""
+    return any(k in name.split(".") for k in keep)
+
+
+def cast_like_from_pretrained(model: torch.nn.Module, dtype: torch.dtype, cast_all: bool) -> list[str]:
+    """Cast floating parameters and persistent buffers to ``dtype`` in place, except the model's
+    ``_keep_in_fp32_modules`` (unless ``cast_all``); non-persistent buffers keep their init dtype.
+    Returns the names kept in fp32."""
+    keep = [] if cast_all else list(getattr(model, "_keep_in_fp32_modules", None) or [])
+    kept: list[str] = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if not p.is_floating_point():
+                continue
+            if _keeps_fp32(name, keep):
+                kept.append(name)
+                continue
+            p.data = p.data.to(dtype)
+        for mod_name, mod in model.named_modules():
+            for b_name, b in list(mod._buffers.items()):
+                full = f"{mod_name}.{b_name}" if mod_name else b_name
+                if b is None or not b.is_floating_point() or b_name in mod._non_persistent_buffers_set:
+                    continue
+                if _keeps_fp32(full, keep):
+                    kept.append(full)
+                    continue
+                mod._buffers[b_name] = b.to(dtype)
+    return kept
+
+
+def build(spec: ModelSpec, device: torch.device, dtype: torch.dtype, cast_all: bool) -> tuple[torch.nn.Module, dict]:
+    """Build the model on ``device`` with diffusers' default init, re-draw all-zero parameters, cast."""
+    import diffusers
+
+    cls = getattr(diffusers, spec.cls_name)
+    with torch.device(device):
+        model = cls(**spec.config)
+    g = torch.Generator(device=device).manual_seed(0)
+    redrawn: list[str] = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.is_floating_point() and not bool(p.any()):
+                p.normal_(0.0, 0.02, generator=g)
+                redrawn.append(name)
+    kept = cast_like_from_pretrained(model, dtype, cast_all)
+    model.eval().requires_grad_(False)
+    n_params = sum(p.numel() for p in model.parameters())
+    n_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    info = {
+        "params": n_params,
+        "weights_gb": round(n_bytes / 2**30, 3),
+        "redrawn_zero_params": _compact_names(redrawn),
+        "kept_fp32": _compact_names(kept),
+    }
+    return model, info
+
+
+def _compact_names(names: list[str]) -> dict[str, int]:
+    """Parameter names with block indices folded (``blocks.*.norm2.bias``) -> count."""
+    return dict(Counter(".".join("*" if part.isdigit() else part for part in n.split(".")) for n in names))
+
+
+def dry_run(specs: list[ModelSpec], cast_all: bool) -> None:
+    """Build each config on the meta device: parameter count, memory estimate, mount plan."""
+    import diffusers
+
+    import sgl_diffusion_sites as sites
+
+    for spec in specs:
+        cls = getattr(diffusers, spec.cls_name)
+        with torch.device("meta"):
+            model = cls(**spec.config)
+        kept = cast_like_from_pretrained(model, torch.bfloat16, cast_all)
+        n = sum(p.numel() for p in model.parameters())
+        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+        dim = spec.config["num_attention_heads"] * spec.config["attention_head_dim"]
+        hidden = spec.config.get("ffn_dim", 4 * dim)
+        tokens = sum(v for k, v in spec.tokens.items() if k != "joint")
+        # a few live [tokens, hidden] bf16 tensors: a rough activation working set, not a measurement
+        act = 6 * tokens * max(hidden, 4 * dim) * 2
+        print(f"{spec.key}: {spec.cls_name} {spec.blocks} tokens {spec.tokens}", flush=True)
+        print(
+            f"  params {n / 1e9:.3f} B; weights {weights / 2**30:.2f} GiB (bf16, {len(kept)} tensors kept fp32: "
+            f"{_compact_names(kept)}); fp32 build peak ~{n * 4 / 2**30:.1f} GiB; activations ~{act / 2**30:.2f} "
+            f"GiB (rough)",
+            flush=True,
+        )
+        for quality in ("exact", "close"):
+            plan = sites.mount_plan(model, quality=quality)
+            kinds = ", ".join(f"{k} {v['mounted']}/{v['mounted'] + v['skipped']}" for k, v in plan.by_kind().items())
+            print(f"  plan {quality}: {len(plan.mounted)} mounted, {len(plan.skipped)} skipped ({kinds})", flush=True)
+        del model
