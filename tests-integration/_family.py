@@ -17,7 +17,7 @@ UMBRELLA = "sgl_diffusion"
 CORE = "sgl_diffusion_core"
 BACKEND_SUFFIXES = ("_triton", "_torch", "_flydsl", "_cutedsl", "_jit")
 # Directories never scanned: environments, caches, build output.
-SKIP_DIRS = {".git", ".venv", ".nox", "build", "dist", "site", "node_modules", "__pycache__", ".ruff_cache",
+SKIP_DIRS = {".git", ".scratch", ".venv", ".nox", "build", "dist", "site", "node_modules", "__pycache__", ".ruff_cache",
              ".pytest_cache", ".whl", ".gpu_out"}  # fmt: skip
 
 

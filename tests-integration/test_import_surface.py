@@ -149,8 +149,7 @@ def test_exports_resolve(pkg: FamilyPackage) -> None:
 LAZY = {
     name: pkg
     for name, pkg in FAMILY.items()
-    if "lazy_exports(" in (pkg.src / "__init__.py").read_text()
-    or "_exports.EXPORTS" in (pkg.src / "__init__.py").read_text()
+    if any(k in (pkg.src / "__init__.py").read_text() for k in ("lazy_exports(", "lazy_domain(", "_exports.EXPORTS"))
 }
 
 

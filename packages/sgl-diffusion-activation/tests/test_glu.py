@@ -105,10 +105,9 @@ def test_glu_flat_and_tile_kernels_agree(backend, device, D):
 def test_glu_flat_kernel_offsets_widen_at_2_pow_31():
     """The flat kernel indexes in int32 while every offset it forms stays below 2**31, in int64
     from there (Wan's FFN input, 75600 x 27648, is 2.09e9 elements: just under)."""
-    import sys
 
     pytest.importorskip("triton")
-    K = sys.modules[testing.backend_prepare(act.silu_and_mul, "triton").__module__]  # _glu_triton
+    K = testing.backend_module(act.silu_and_mul, "triton")  # _glu_triton
 
     assert not K._flat_wide(75600, 13824, (27648, 27648, 13824), 13824, 1024)
     assert K._flat_wide(80000, 13824, (27648, 27648, 13824), 13824, 1024)

@@ -15,9 +15,9 @@ import torch.nn.functional as F
 
 import sgl_diffusion_layout as lay
 from sgl_diffusion_core import UnsupportedInputError, describe, testing
-from sgl_diffusion_layout import causal_conv3d_cat_pad_triton as K
 
 OP = "layout.causal_conv3d_cat_pad"
+K = testing.backend_module(OP, "triton")  # the launch rule and kernels
 CL = torch.channels_last_3d
 
 

@@ -16,10 +16,9 @@ import torch
 
 import sgl_diffusion_layout as lay
 from sgl_diffusion_core import UnsupportedInputError, describe, testing
-from sgl_diffusion_layout import _copy_triton as C
-from sgl_diffusion_layout import joint_triton as K
 
 OP = "layout.joint_qkv_cat"
+K = testing.backend_module(OP, "triton")  # the launch rules and kernels
 
 
 def rnd(*shape, dtype=torch.bfloat16, device="cpu"):
@@ -91,7 +90,7 @@ def test_compile_fullgraph(backend, device):
 
 
 def _launch_configs():
-    rows, copy = C.RowsConfig, C.CopyConfig
+    rows, copy = K.RowsConfig, K.CopyConfig
     return [None, rows(br=4, bk=32, num_warps=2), rows(br=2, bk=64, num_warps=1), copy(bm=4, bn=64, num_warps=2)]
 
 

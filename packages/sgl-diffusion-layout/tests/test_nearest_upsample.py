@@ -92,7 +92,7 @@ def test_launch_choices(backend, device, dim, sf, fmt):
     if backend != "triton":
         pytest.skip("launch choices of the Triton backend")
     from sgl_diffusion_core import describe
-    from sgl_diffusion_layout import nearest_upsample_triton as K
+    K = testing.backend_module("layout.nearest_upsample", "triton")
 
     torch.manual_seed(dim)
     x = rnd(*((2, 5, 7, 13) if dim == 4 else (1, 5, 3, 5, 13)), device=device)

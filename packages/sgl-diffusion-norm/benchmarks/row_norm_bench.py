@@ -58,7 +58,7 @@ def exact_kernel(op_id: str, args: tuple, kw: dict, tensors: tuple):
         select_impl(op_id, describe(op_id, *args, **kw), backend="triton_exact")
     except UnsupportedInputError:
         return None
-    from sgl_diffusion_norm import _row_norm_exact_triton as K
+    K = testing.backend_module(op_id, "triton_exact")
 
     fused = K.prepare_kernel(testing.geometry(op_id, *args, **kw), *tensors)
     return lambda: fused(*tensors, 1e-6, 1.0)
@@ -245,7 +245,7 @@ def ln_modulate_tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, 
     the core row rule, ``sgl_diffusion_core.launch.RowConfig``). One row per (case, block, chunks,
     num_warps, num_stages, max_registers) with time and % of a same-run copy."""
     from sgl_diffusion_core import RowConfig
-    from sgl_diffusion_norm import _row_norm_triton as K
+    K = testing.backend_module("norm.rms_norm", "triton")
 
     rows = []
     for name in names or DEFAULT:

@@ -1,7 +1,7 @@
 """layer_norm, rms_norm, rms_modulate and gated_residual_norm_modulate on every runnable backend.
 
 The close (``triton``) kernels are checked twice: against an fp64 evaluation of the same formula
-(``_row_norm_torch.norm_spec`` on fp64 inputs) with a bound of one rounding plus fp32 noise, and
+(``row_norm_oracle.norm_spec`` on fp64 inputs) with a bound of one rounding plus fp32 noise, and
 against the eager chain (the ``torch`` backend) with the tolerance the registry declares.
 
 Shape grid (CPU lane, Triton interpreter: keep rows few):
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from row_norm_oracle import norm_spec
 
 import sgl_diffusion_norm as norm
 from sgl_diffusion_core import REGISTRY, UnsupportedInputError, testing
-from sgl_diffusion_norm._row_norm_torch import norm_spec
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 WIDTHS = [1, 7, 1000, 2240, 2432, 9000]

@@ -20,7 +20,8 @@ import torch
 
 import sgl_diffusion_norm as norm
 from sgl_diffusion_core import FusionFallbackWarning, bench, explain, testing
-from sgl_diffusion_norm import _row_norm_exact_triton as K
+
+K = testing.backend_module("norm.rms_norm", "triton_exact")  # the exact kernels and their rules
 
 pytestmark = [
     pytest.mark.gpu,

@@ -136,6 +136,15 @@ def backend_prepare(op: object, backend: str):
     raise KeyError(f"{op_id} has no backend {backend!r}")
 
 
+def backend_module(op: object, backend: str):
+    """The module of one backend of an op (its id or public function): its launch rule and
+    configuration class, for tests and benchmarks that pin a launch of their own."""
+    import sys
+
+    prepare = backend_prepare(op, backend)
+    return sys.modules[prepare.__module__]
+
+
 def geometry(op: object, *args, **kwargs):
     """The ``geom`` an op's ``describe`` derives from these arguments (``op``: id or public function);
     raises ``UnsupportedInputError`` when the arguments have problems."""

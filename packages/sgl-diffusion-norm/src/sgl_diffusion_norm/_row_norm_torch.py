@@ -1,6 +1,5 @@
 """The eager chains of the row-norm family (the definition of their exact contracts), shared by
-the ``<op>_torch`` backends and the exact kernel's fallback. Plus the fp32 spec of the close
-contract (:func:`norm_spec`), used by tests.
+the ``<op>_torch`` backends and the exact kernel's fallback.
 
 The eager chains, written once here and documented in the package README:
 
@@ -95,28 +94,3 @@ def gated_chain(residual, update, gate, scale, shift=None, norm="layer", weight=
     h = _NORMS[norm](new, weight, bias, eps)
     out = _modulate(h, g, scale, shift, scale_offset, residual.dtype)
     return _done(out, g), _done(new, g)
-
-
-# --- the close contract's spec: fp32 math (or fp64 for fp64 inputs), one final rounding -------
-
-
-def norm_spec(norm: str, x, scale=None, shift=None, weight=None, bias=None, eps=1e-6, scale_offset=1.0,
-              out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """``norm(x) [* weight] [+ bias] [* (scale_offset + scale) + shift]`` in fp32 (fp64 when x is
-    fp64), rounded once to ``out_dtype`` (default x's dtype). What a close kernel computes."""
-    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
-    g, x3 = _rows(x)
-    xf = x3.to(acc)
-    if norm == "layer":
-        h = F.layer_norm(xf, (g.D,), None, None, eps)
-    else:
-        h = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-    if weight is not None:
-        h = h * weight.to(acc)
-    if bias is not None:
-        h = h + bias.to(acc)
-    if scale is not None:
-        h = h * (scale_offset + broadcast_view(scale.to(acc), g))
-        if shift is not None:
-            h = h + broadcast_view(shift.to(acc), g)
-    return _done(h.to(out_dtype or x.dtype), g)

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warps_for
-from sgl_diffusion_core.vendor import warp_size
+from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warp_size, warps_for
 
 from ._channel_rms_kernels_triton import _channel_rms_kernel, _channel_rms_rows_kernel, _channel_rms_stream_kernel
 from ._channels import split_channels

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warps_for
-from sgl_diffusion_core.vendor import warp_size
+from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warp_size, warps_for
 
 from ._channels import split_channels
 from ._group_norm_kernels_triton import (

@@ -25,8 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warps_for
-from sgl_diffusion_core.vendor import warp_size
+from sgl_diffusion_core import device_arch, next_pow2, tensor_platform, triton_math, warp_size, warps_for
 
 
 @dataclass(frozen=True)
