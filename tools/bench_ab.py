@@ -1,0 +1,205 @@
+"""Compare the benchmark suite of two git revisions on one GPU: processes alternate (before, after,
+before, after, ...), so drift of clocks and temperature falls on both sides.
+
+    python tools/bench_ab.py --before 252c800 --after HEAD                       # every op with bench cases
+    python tools/bench_ab.py --before v0.1.0 --after HEAD --ops norm.ln_modulate,modulate.scale_shift
+    python tools/bench_ab.py ... --suite op_definition_ab --out docs/benchmarks/op_definition_ab_h200.json
+
+Each revision's ``packages/`` is exported with ``git archive`` into a temporary folder and put
+on ``PYTHONPATH`` (the family is pure Python; Triton compiles on the GPU machine), so the two
+trees never mix in one process. In each process, for every op that declares benchmark cases
+(``OpDef.bench``), every case and every provider of ours (named ``sgl_diffusion...``): the GPU
+time of one call and a same-process ``copy_`` of the case's bytes; then the host time of one
+eager call of a tiny op (``[1, 16, 64]`` bf16, the GPU kept busy: ``bench.host_us_per_call``)
+beside an aten add. The record holds every round; the summary printed at the end gives, per
+op, case and provider, after / before of the fastest round of each (a ratio above 1 is slower).
+Needs a CUDA or ROCm GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOMAINS = ("modulate", "norm", "rope", "activation", "layout", "attention")
+# tiny eager calls whose host time is measured: name -> (domain, function, call)
+HOST_CALLS = {
+    "scale_shift": ("modulate", "scale_shift", "fn(x, m, m)"),
+    "gated_residual": ("modulate", "gated_residual", "fn(x, x, m)"),
+    "ln_modulate": ("norm", "ln_modulate", "fn(x, m, m)"),
+    "rms_norm": ("norm", "rms_norm", "fn(x)"),
+}
+
+
+def export_tree(rev: str, dest: Path) -> Path:
+    """``packages/`` of ``rev`` under ``dest``; the ``PYTHONPATH`` of its sources."""
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", rev, "packages"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return Path(os.pathsep.join(str(p) for p in sorted((dest / "packages").glob("*/src"))))
+
+
+def _copy_us(nbytes: int, dev, rep: int) -> float:
+    """GPU time of ``dst.copy_(src)`` over ``nbytes`` (read + write), in microseconds."""
+    import torch
+
+    from sgl_diffusion_core import bench
+
+    src = torch.empty(max(1, nbytes // 4), device=dev, dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    return bench.time_gpu(lambda: dst.copy_(src), dev, rep=rep).median_ms * 1e3
+
+
+def worker(tag: str, out: str, ops: list[str] | None, rep: int) -> None:
+    """One process of one tree: writes ``{"speed": [...], "host": [...]}`` to ``out``."""
+    import importlib
+    import importlib.util
+
+    import torch
+
+    import sgl_diffusion_core as core
+    from sgl_diffusion_core import REGISTRY, bench
+
+    for d in DOMAINS:
+        if importlib.util.find_spec(f"sgl_diffusion_{d}") is not None:
+            importlib.import_module(f"sgl_diffusion_{d}")
+    dev = torch.device("cuda")
+    speed, host = [], []
+    for op_id in ops or REGISTRY.ops():
+        opdef = REGISTRY.op(op_id)
+        if not getattr(opdef, "bench", None):
+            continue
+        load = getattr(bench, "load_cases", None)
+        target = load(opdef) if load else core.resolve_target(opdef.bench)
+        for case in target(dev, torch.bfloat16, None):
+            copy_us = _copy_us(case.bytes, dev, rep)
+            for prov, fn in case.providers.items():
+                if not prov.startswith("sgl_diffusion"):
+                    continue
+                us = bench.time_gpu(fn, dev, rep=rep).median_ms * 1e3
+                speed.append(
+                    {
+                        "tree": tag,
+                        "op": op_id.partition(".")[2],
+                        "case": case.name,
+                        "provider": prov,
+                        "median_us": us,
+                        "copy_us": copy_us,
+                        "frac_of_copy": copy_us / us,
+                    }
+                )
+                print(
+                    f"[{tag}] {op_id} {case.name} {prov}: {us:.1f} us ({100 * copy_us / us:.1f}% of copy)", flush=True
+                )
+            del case
+            torch.cuda.empty_cache()
+    x = torch.randn(1, 16, 64, device=dev, dtype=torch.bfloat16)
+    m = torch.randn(1, 1, 64, device=dev, dtype=torch.bfloat16)
+    calls = {"aten_add": lambda: x + m}
+    for name, (domain, fn_name, call) in HOST_CALLS.items():
+        mod = importlib.import_module(f"sgl_diffusion_{domain}")
+        calls[name] = eval(f"lambda fn=fn: {call}", {"x": x, "m": m, "fn": getattr(mod, fn_name)})
+    for name, fn in calls.items():
+        fn()
+        runs = sorted(bench.host_us_per_call(fn, dev, calls=200) for _ in range(9))
+        host.append(
+            {"tree": tag, "op": name, "shape": "[1, 16, 64] bf16", "host_us_median": runs[4], "host_us_min": runs[0]}
+        )
+        print(f"[{tag}] host {name}: {runs[4]:.1f} us", flush=True)
+    Path(out).write_text(json.dumps({"speed": speed, "host": host, "env": bench.environment(dev)}))
+
+
+def summary(speed: list[dict], host: list[dict]) -> list[str]:
+    """after / before of the fastest round of each side, per op, case and provider; host medians."""
+    best: dict[tuple, dict[str, float]] = {}
+    for r in speed:
+        key = (r["op"], r["case"], r["provider"])
+        side = best.setdefault(key, {})
+        side[r["tree"]] = min(side.get(r["tree"], float("inf")), r["median_us"])
+    lines = [f"{'op':<34}{'case':<14}{'provider':<34}{'before us':>11}{'after us':>11}{'after/before':>14}"]
+    for (op, case, prov), side in sorted(best.items()):
+        if {"before", "after"} <= set(side):
+            lines.append(
+                f"{op:<34}{case:<14}{prov:<34}{side['before']:>11.1f}{side['after']:>11.1f}"
+                f"{side['after'] / side['before']:>14.3f}"
+            )
+    for r in host:
+        lines.append(f"host {r['tree']:<7}{r['op']:<20}{r['host_us_median']:>8.1f} us")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--before", help="git revision of the tree before")
+    ap.add_argument("--after", default="HEAD", help="git revision of the tree after (default HEAD)")
+    ap.add_argument("--ops", help="comma-separated op ids (default: every op with bench cases)")
+    ap.add_argument("--rounds", type=int, default=2, help="processes per tree, alternating (default 2)")
+    ap.add_argument("--rep", type=int, default=50, help="timed calls per measurement (default 50)")
+    ap.add_argument("--suite", default="ab", help="the record's suite name")
+    ap.add_argument("--out", help="write the record here (JSON)")
+    ap.add_argument("--worker", nargs=2, metavar=("TAG", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    ops = args.ops.split(",") if args.ops else None
+    if args.worker:
+        worker(*args.worker, ops, args.rep)
+        return 0
+    if not args.before:
+        ap.error("--before is required")
+    speed: list[dict] = []
+    host: list[dict] = []
+    env_of_run: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {
+            tag: export_tree(rev, Path(tmp) / tag) for tag, rev in (("before", args.before), ("after", args.after))
+        }
+        for rnd in range(1, args.rounds + 1):
+            for tag in ("before", "after"):
+                print(f"round {rnd}/{args.rounds}: {tag} ({getattr(args, tag)})", flush=True)
+                out = Path(tmp) / f"{tag}_{rnd}.json"
+                env = {**os.environ, "PYTHONPATH": str(paths[tag]), "PYTHONUNBUFFERED": "1"}
+                env.pop("TRITON_INTERPRET", None)
+                cmd = [sys.executable, __file__, "--worker", tag, str(out), "--rep", str(args.rep)]
+                subprocess.run(cmd + (["--ops", args.ops] if args.ops else []), env=env, check=True)
+                got = json.loads(out.read_text())
+                speed += [{**r, "round": rnd} for r in got["speed"]]
+                host += [{**r, "round": rnd} for r in got["host"]]
+                env_of_run = got["env"]
+    print("\n".join(summary(speed, host)))
+    if args.out:
+        sha = {
+            tag: subprocess.run(
+                ["git", "rev-parse", "--short", getattr(args, tag)],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            for tag in ("before", "after")
+        }
+        record = {
+            "suite": args.suite,
+            "what": "the benchmark suite of two trees in alternating processes on one GPU (tools/bench_ab.py); "
+            "host time of one eager call of a tiny op with the GPU kept busy, median of 9 x 200 calls",
+            "env": {
+                **env_of_run,
+                "before_sha": sha["before"],
+                "after_sha": sha["after"],
+                "rounds": args.rounds,
+                "rep": args.rep,
+            },
+            "speed": speed,
+            "host": host,
+        }
+        Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
