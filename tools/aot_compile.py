@@ -438,7 +438,22 @@ def make_plan(targets: list[str], name_filter: str | None) -> tuple[list[tuple[s
             for spec_id, v in variants
             if plat != "cuda" or TARGETS[t][1] >= getattr(v, "min_cuda_arch", 0)
         ]
-    return plan, problems
+    return distinct(plan), problems
+
+
+def distinct(plan: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    """The plan without repeats: a variant identical to an earlier one of the same target (same
+    kernel, argument types, constexprs and options; two ops or two shapes that share a launch)
+    builds the same binary, so it is compiled once, under the first name that lists it."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for target, spec_id, v in plan:
+        fields = {f.name: getattr(v, f.name) for f in dataclasses.fields(v) if f.name != "name"}
+        key = (target, repr(sorted((k, repr(x)) for k, x in fields.items())))
+        if key not in seen:
+            seen.add(key)
+            out.append((target, spec_id, v))
+    return out
 
 
 def sample(plan: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:

@@ -400,12 +400,12 @@ def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
 
 
 def _exact_case(op, D):
-    """``op``'s geometry and kernel tensors at 17 rows of width ``D``, bf16 (RMSNorm's production layout:
+    """``op``'s geometry and kernel tensors at 5 rows of width ``D``, bf16 (RMSNorm's production layout:
     32 lanes, chunks of 128; a last program with fewer rows where a program takes several)."""
     from sgl_diffusion_core import describe
 
     torch.manual_seed(D)
-    x = (torch.randn(1, 17, D) * 2 + 0.5).to(torch.bfloat16)
+    x = (torch.randn(1, 5, D) * 2 + 0.5).to(torch.bfloat16)
     mod = (torch.randn(1, 2, D) * 0.5).to(torch.bfloat16)
     w = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16)
     if op.endswith("modulate"):
@@ -416,10 +416,15 @@ def _exact_case(op, D):
     return describe(f"norm.{op}", *args, **kw).info["geom"], tensors
 
 
-@pytest.mark.parametrize("op,D", [("rms_modulate", 2432), ("rms_norm", 640), ("rms_modulate", 2440),
-                                  ("ln_modulate", 2432), ("layer_norm", 1536), ("ln_modulate", 3100),
-                                  ("layer_norm", 3584), ("ln_modulate", 4096)])
-def test_held_row_keeps_the_bits(op, D):
+# RMSNorm's build choices spread over its widths (each one at one width: they do not depend on it)
+HELD_CASES = [("rms_modulate", 2432, ({"ROWS": 2}, {"MOD_AHEAD": 0})), ("rms_norm", 640, ({"ROWS": 1}, {"ROWS": 4})),
+              ("rms_modulate", 2440, ({}, {"MOD_AHEAD": 2})), ("ln_modulate", 2432, ({},)),
+              ("layer_norm", 1536, ({},)), ("ln_modulate", 3100, ({},)), ("layer_norm", 3584, ({},)),
+              ("ln_modulate", 4096, ({},))]
+
+
+@pytest.mark.parametrize("op,D,builds", HELD_CASES, ids=[f"{op}-{D}" for op, D, _ in HELD_CASES])
+def test_held_row_keeps_the_bits(op, D, builds):
     """The row held in registers (``HOLD``: read once, its chunks as join trees of up to three
     powers of two: RMSNorm 2432 = 19 chunks of 128 = 16 + 2 + 1, 640 = 4 + 1, 2440 = 16 + 4 with a
     partial last chunk; LayerNorm 2432 = 5 chunks of 512 with a partial last one = 4 + 1, 1536 =
@@ -427,13 +432,12 @@ def test_held_row_keeps_the_bits(op, D):
     that reads x twice (RMSNorm: the loop; LayerNorm: its loads a chunk ahead, the rule), in bf16,
     RMSNorm with 1, 2 and 4 rows per program (a last program with fewer rows) and with the output
     chain's operands loaded ahead (``MOD_AHEAD``: RMSNorm's rule, groups of 4 chunks at 2440 = 20
-    chunks, halved to 1 where the chunk count is odd) or not."""
+    chunks, halved to 1 where the chunk count is odd) or not, each choice at one of the widths."""
     prepare = K.prepare_kernel
     geom, tensors = _exact_case(op, D)
     ref = prepare(geom, *tensors, tuning={"HOLD": False})(*tensors, 1e-6, 1.0)
-    rows = [{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}, {"MOD_AHEAD": 0}, {"MOD_AHEAD": 2}] if op.startswith("rms") else [{}]
     assert K.launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True}, torch.bfloat16)["HOLD1"] > 0
-    for extra in rows:
+    for extra in builds:
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
         testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
 
