@@ -4,6 +4,7 @@ before, after, ...), so drift of clocks and temperature falls on both sides.
     python tools/bench_ab.py --before 252c800 --after HEAD                       # every op with bench cases
     python tools/bench_ab.py --before v0.1.0 --after HEAD --ops norm.ln_modulate,modulate.scale_shift
     python tools/bench_ab.py ... --suite op_definition_ab --out docs/benchmarks/op_definition_ab_h200.json
+    python tools/bench_ab.py ... --rounds 1 --out X.json --append             # one more round into X.json
 
 Each revision's ``packages/`` is exported with ``git archive`` into a temporary folder and put
 on ``PYTHONPATH`` (the family is pure Python; Triton compiles on the GPU machine), so the two
@@ -134,33 +135,21 @@ def summary(speed: list[dict], host: list[dict]) -> list[str]:
     return lines
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--before", help="git revision of the tree before")
-    ap.add_argument("--after", default="HEAD", help="git revision of the tree after (default HEAD)")
-    ap.add_argument("--ops", help="comma-separated op ids (default: every op with bench cases)")
-    ap.add_argument("--rounds", type=int, default=2, help="processes per tree, alternating (default 2)")
-    ap.add_argument("--rep", type=int, default=50, help="timed calls per measurement (default 50)")
-    ap.add_argument("--suite", default="ab", help="the record's suite name")
-    ap.add_argument("--out", help="write the record here (JSON)")
-    ap.add_argument("--worker", nargs=2, metavar=("TAG", "OUT"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    ops = args.ops.split(",") if args.ops else None
-    if args.worker:
-        worker(*args.worker, ops, args.rep)
-        return 0
-    if not args.before:
-        ap.error("--before is required")
-    speed: list[dict] = []
-    host: list[dict] = []
+def _short_sha(rev: str) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def run_rounds(args: argparse.Namespace, rounds: range, speed: list[dict], host: list[dict]) -> dict:
+    """Run ``rounds`` (each: one process of the tree before, then one of the tree after), adding
+    their rows to ``speed`` and ``host``; returns the environment the last process reported."""
     env_of_run: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
-        paths = {
-            tag: export_tree(rev, Path(tmp) / tag) for tag, rev in (("before", args.before), ("after", args.after))
-        }
-        for rnd in range(1, args.rounds + 1):
+        paths = {tag: export_tree(getattr(args, tag), Path(tmp) / tag) for tag in ("before", "after")}
+        for rnd in rounds:
             for tag in ("before", "after"):
-                print(f"round {rnd}/{args.rounds}: {tag} ({getattr(args, tag)})", flush=True)
+                print(f"round {rnd} (up to {rounds[-1]}): {tag} ({getattr(args, tag)})", flush=True)
                 out = Path(tmp) / f"{tag}_{rnd}.json"
                 env = {**os.environ, "PYTHONPATH": str(paths[tag]), "PYTHONUNBUFFERED": "1"}
                 env.pop("TRITON_INTERPRET", None)
@@ -170,29 +159,52 @@ def main() -> int:
                 speed += [{**r, "round": rnd} for r in got["speed"]]
                 host += [{**r, "round": rnd} for r in got["host"]]
                 env_of_run = got["env"]
+    return env_of_run
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--before", help="git revision of the tree before")
+    ap.add_argument("--after", default="HEAD", help="git revision of the tree after (default HEAD)")
+    ap.add_argument("--ops", help="comma-separated op ids (default: every op with bench cases)")
+    ap.add_argument("--rounds", type=int, default=2, help="processes per tree, alternating (default 2)")
+    ap.add_argument("--rep", type=int, default=50, help="timed calls per measurement (default 50)")
+    ap.add_argument("--suite", default="ab", help="the record's suite name")
+    ap.add_argument("--out", help="write the record here (JSON)")
+    ap.add_argument(
+        "--append",
+        action="store_true",
+        help="add these rounds to the record --out already holds for the same two revisions "
+        "(a long comparison split over several commands)",
+    )
+    ap.add_argument("--worker", nargs=2, metavar=("TAG", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    ops = args.ops.split(",") if args.ops else None
+    if args.worker:
+        worker(*args.worker, ops, args.rep)
+        return 0
+    if not args.before:
+        ap.error("--before is required")
+    sha = {tag: _short_sha(getattr(args, tag)) for tag in ("before", "after")}
+    speed: list[dict] = []
+    host: list[dict] = []
+    if args.append and args.out and Path(args.out).exists():
+        old = json.loads(Path(args.out).read_text())
+        if (old["env"].get("before_sha"), old["env"].get("after_sha")) != (sha["before"], sha["after"]):
+            ap.error(
+                f"--append: {args.out} compares other revisions ({old['env'].get('before_sha')} -> "
+                f"{old['env'].get('after_sha')})"
+            )
+        speed, host = old["speed"], old["host"]
+    first = max((r["round"] for r in speed + host), default=0) + 1
+    env_of_run = run_rounds(args, range(first, first + args.rounds), speed, host)
     print("\n".join(summary(speed, host)))
     if args.out:
-        sha = {
-            tag: subprocess.run(
-                ["git", "rev-parse", "--short", getattr(args, tag)],
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-            for tag in ("before", "after")
-        }
         record = {
             "suite": args.suite,
             "what": "the benchmark suite of two trees in alternating processes on one GPU (tools/bench_ab.py); "
             "host time of one eager call of a tiny op with the GPU kept busy, median of 9 x 200 calls",
-            "env": {
-                **env_of_run,
-                "before_sha": sha["before"],
-                "after_sha": sha["after"],
-                "rounds": args.rounds,
-                "rep": args.rep,
-            },
+            "env": {**env_of_run, "before_sha": sha["before"], "after_sha": sha["after"], "rep": args.rep},
             "speed": speed,
             "host": host,
         }
