@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 UMBRELLA = "sgl_diffusion"
 CORE = "sgl_diffusion_core"
-BACKEND_SUFFIXES = ("_triton", "_torch", "_flydsl", "_cutedsl", "_jit")
+BACKEND_SUFFIXES = ("_triton", "_torch", "_flydsl", "_cutedsl", "_jit", "_sdpa")
 # Directories never scanned: environments, caches, build output.
 SKIP_DIRS = {".git", ".scratch", ".venv", ".nox", "build", "dist", "site", "node_modules", "__pycache__", ".ruff_cache",
              ".pytest_cache", ".whl", ".gpu_out"}  # fmt: skip
@@ -137,7 +137,7 @@ def scan_file(path: Path, fam: dict[str, FamilyPackage], root: Path = REPO) -> l
     where ``name`` is not a submodule (or is one that P's ``__init__`` deliberately binds,
     like ``sgl_diffusion_core.aot``), ``P.name`` likewise. ``import P.x``, ``from P.x import
     y``, ``from P import x_triton`` and ``P.x_triton`` are violations; a backend module
-    (``*_triton``, ``*_torch``, ``*_flydsl``, ``*_cutedsl``, ``*_jit``) is one even where bound.
+    (``*_triton``, ``*_torch``, ``*_flydsl``, ``*_cutedsl``, ``*_jit``, ``*_sdpa``) is one even where bound.
     A package's own tests may import its non-backend modules (the umbrella's tests drive its
     ``cli``); backend modules stay off limits there too: tests reach kernels through the
     public op and the reference through ``<op>_reference``.

@@ -321,6 +321,22 @@ x = torch.randn(1, 3, 2, 4, 5, generator=torch.Generator().manual_seed(0)).to(to
 x = x.contiguous(memory_format=torch.channels_last_3d)
 CASE = (nearest_upsample, nearest_upsample_reference, (x, (1, 2, 2)), {})
 """,
+    "attention.attention": """
+import torch
+from sgl_diffusion_attention import attention, attention_reference
+g = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(2, 40, 2, 32, generator=g).to(torch.bfloat16) for _ in range(3))
+kv_lens = torch.tensor([40, 23], dtype=torch.int32)
+CASE = (attention, attention_reference, (q, k, v), {"kv_lens": kv_lens, "return_lse": True})
+""",
+    "attention.merge_attention_states": """
+import torch
+from sgl_diffusion_attention import merge_attention_states, merge_attention_states_reference
+g = torch.Generator().manual_seed(0)
+o1, o2 = (torch.randn(2, 9, 2, 32, generator=g).to(torch.bfloat16) for _ in range(2))
+lse1, lse2 = (torch.randn(2, 2, 9, generator=g) * 3 for _ in range(2))
+CASE = (merge_attention_states, merge_attention_states_reference, (o1, lse1, o2, lse2), {})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

@@ -2,9 +2,10 @@
 
 1. one domain package alone (with core, nothing else of the family): it imports, every op
    of it runs on the CPU with every backend (Triton kernels under ``TRITON_INTERPRET=1``)
-   and matches its reference within the spec's contract; no other family import name is
-   importable. Parametrized over every domain under packages/ (a new one joins by itself;
-   its ops need a SMOKE entry in ``_venv_cases.py``).
+   and matches its reference within the spec's contract (a backend that runs on GPUs only,
+   such as PyTorch's SDPA kernels, refuses with ``UnsupportedInputError`` naming the CPU);
+   no other family import name is importable. Parametrized over every domain under
+   packages/ (a new one joins by itself; its ops need a SMOKE entry in ``_venv_cases.py``).
 2. the umbrella: ``import sgl_diffusion`` loads no package of the family, no torch and no
    Triton; the whole surface resolves, object-identical to the domains'; touching one
    domain's name loads that domain (and what it depends on) only; the console script runs.
@@ -53,11 +54,16 @@ for op in domain_ops(core, P["dist"]):
     expected = ref(*args, **kwargs)
     per = {}
     for spec in core.REGISTRY.specs(op):
+        caps = spec.capabilities
+        gpu_only = "cpu" not in caps.platforms and not caps.interpretable  # must refuse, naming the CPU
         try:
-            per[spec.backend] = compare(spec, fn(*args, backend=spec.backend, **kwargs), expected)
+            y = fn(*args, backend=spec.backend, **kwargs)
+            per[spec.backend] = {"ok": False, "why": "ran on CPU tensors"} if gpu_only else compare(spec, y, expected)
+        except core.UnsupportedInputError as e:
+            per[spec.backend] = {"ok": gpu_only and "tensors on cpu" in str(e), "why": str(e)}
         except Exception as e:
             per[spec.backend] = {"ok": False, "why": f"{type(e).__name__}: {e}"}
-        per[spec.backend]["requires"] = list(spec.capabilities.requires)
+        per[spec.backend]["requires"] = list(caps.requires)
     res["ops"][op] = per
 res["triton_loaded"] = "triton" in sys.modules
 res["imports"] = {name: try_import(name) for name in P["others"]}
@@ -80,7 +86,7 @@ def test_one_domain_alone(pkg: workspace.Package, fresh_venv: Venv, wheelhouse: 
     out = venv.run(script(params, ALONE), env={"TRITON_INTERPRET": "1"})
 
     assert out["version"] == pkg.version
-    # A package without registered ops (DESIGN.md: ext has no backend matrix) only gets the import checks.
+    # A package without registered ops (docs/design.md: ext has no backend matrix) only gets the import checks.
     missing = _missing_smoke(out["ops"])
     assert not missing, f"add a SMOKE entry for {missing} in {SMOKE_FILE} (small CPU inputs)"
     bad = {f"{op}/{b}": r["why"] for op, per in out["ops"].items() for b, r in per.items() if not r["ok"]}

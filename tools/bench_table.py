@@ -46,7 +46,7 @@ RULES = {
     "sites_e2e": "`sgl_diffusion_sites.optimize` end to end (`tools/gpu/sites_e2e.py`)",
     "vae_norm_sweep": "`channel_rms_norm`'s and `group_norm_silu`'s launch rules",
 }
-DOMAINS = ("norm", "modulate", "rope", "activation", "layout")
+DOMAINS = ("norm", "modulate", "rope", "activation", "layout", "attention")
 # row fields that are measurements or bookkeeping, not a configuration
 _NOT_CONFIG = {
     "op", "case", "default", "median_us", "p20_us", "p80_us", "frac_of_copy", "gbps", "note", "equal_to_default",

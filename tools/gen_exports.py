@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ROOT / "packages"
 UMBRELLA = PACKAGES / "sgl-diffusion" / "src" / "sgl_diffusion" / "_domains.py"
-BACKEND_SUFFIXES = ("_triton", "_torch", "_flydsl", "_cutedsl", "_jit")
+BACKEND_SUFFIXES = ("_triton", "_torch", "_flydsl", "_cutedsl", "_jit", "_sdpa")
 GENERATED = "# Generated from the op definitions by `python tools/gen_exports.py`; do not edit.\n"
 
 

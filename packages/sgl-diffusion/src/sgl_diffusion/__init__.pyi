@@ -29,6 +29,12 @@ from sgl_diffusion_activation import silu_and_mul_reference as silu_and_mul_refe
 from sgl_diffusion_activation import silu_mul as silu_mul
 from sgl_diffusion_activation import silu_mul_reference as silu_mul_reference
 from sgl_diffusion_activation import silu_reference as silu_reference
+from sgl_diffusion_attention import attention as attention
+from sgl_diffusion_attention import attention_reference as attention_reference
+from sgl_diffusion_attention import can_use_attention as can_use_attention
+from sgl_diffusion_attention import can_use_merge_attention_states as can_use_merge_attention_states
+from sgl_diffusion_attention import merge_attention_states as merge_attention_states
+from sgl_diffusion_attention import merge_attention_states_reference as merge_attention_states_reference
 from sgl_diffusion_core import REGISTRY as REGISTRY
 from sgl_diffusion_core import BitExactFusionGate as BitExactFusionGate
 from sgl_diffusion_core import Capabilities as Capabilities
@@ -41,6 +47,7 @@ from sgl_diffusion_core import KernelSpec as KernelSpec
 from sgl_diffusion_core import MachineInfo as MachineInfo
 from sgl_diffusion_core import MissingPackageError as MissingPackageError
 from sgl_diffusion_core import OpDef as OpDef
+from sgl_diffusion_core import UnknownOpError as UnknownOpError
 from sgl_diffusion_core import UnsupportedInputError as UnsupportedInputError
 from sgl_diffusion_core import Verdict as Verdict
 from sgl_diffusion_core import call_signature as call_signature
@@ -181,6 +188,7 @@ __all__ = [
     "REGISTRY",
     "SUPPORTED_MODELS",
     "Site",
+    "UnknownOpError",
     "UnsupportedInputError",
     "Verdict",
     "__version__",
@@ -188,11 +196,14 @@ __all__ = [
     "apply_rope_qk",
     "apply_rope_qk_reference",
     "apply_rope_reference",
+    "attention",
+    "attention_reference",
     "build_varlen_meta",
     "build_varlen_meta_reference",
     "call_signature",
     "can_use_apply_rope",
     "can_use_apply_rope_qk",
+    "can_use_attention",
     "can_use_build_varlen_meta",
     "can_use_causal_conv3d_cat_pad",
     "can_use_channel_rms_norm",
@@ -211,6 +222,7 @@ __all__ = [
     "can_use_joint_split",
     "can_use_layer_norm",
     "can_use_ln_modulate",
+    "can_use_merge_attention_states",
     "can_use_nearest_upsample",
     "can_use_qk_norm",
     "can_use_qk_norm_rope",
@@ -274,6 +286,8 @@ __all__ = [
     "ln_modulate",
     "ln_modulate_reference",
     "machine",
+    "merge_attention_states",
+    "merge_attention_states_reference",
     "module_available",
     "mount_plan",
     "mount_report",

@@ -32,6 +32,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "can_use_gelu_mul",
         "gelu_mul_reference",
     ),
+    "sgl-diffusion-attention": (
+        "attention",
+        "can_use_attention",
+        "attention_reference",
+        "merge_attention_states",
+        "can_use_merge_attention_states",
+        "merge_attention_states_reference",
+    ),
     "sgl-diffusion-layout": (
         "causal_conv3d_cat_pad",
         "can_use_causal_conv3d_cat_pad",

@@ -34,9 +34,9 @@ DISTRIBUTIONS: dict[str, str] = {
     "sgl-diffusion-rope": "sgl_diffusion_rope",
     "sgl-diffusion-activation": "sgl_diffusion_activation",
     "sgl-diffusion-layout": "sgl_diffusion_layout",
+    "sgl-diffusion-attention": "sgl_diffusion_attention",
     "sgl-diffusion-sites": "sgl_diffusion_sites",
     # Later domains are one row each, e.g.:
-    # "sgl-diffusion-attention": "sgl_diffusion_attention",
     # "sgl-diffusion-ext": "sgl_diffusion_ext",
 }
 
@@ -47,6 +47,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "UnsupportedInputError",
         "IndexOutOfRangeError",
         "MissingPackageError",
+        "UnknownOpError",
         # the eager index checks' memory (after writes PyTorch's version counter cannot see)
         "forget_index_checks",
         "FusionFallbackWarning",

@@ -1,0 +1,114 @@
+"""Benchmark cases of ``attention`` and ``merge_attention_states`` at the production shapes of the
+attention issue (bf16): FLUX, Qwen-Image, Wan 720p, HunyuanVideo 720p, FLUX's tokens at head dims 64
+and 256, and the padded-text cases (kv_lens).
+
+Providers of ``attention``: ``sgl_diffusion`` (the op, static backend priority), ``sgl_diffusion(triton)``
+(our kernel), ``sdpa`` (PyTorch's default SDPA; with kv_lens the boolean key mask ``[B, 1, 1, Sk]``
+diffusers passes), ``sdpa(valid keys)`` (dense SDPA over the valid keys only, batch 1: the bound a
+kv_lens kernel aims at) and ``torch.compile`` of the ``sdpa`` provider. Attention is compute bound: each
+case carries ``flops = 4 * B * H * Sq * Sk_valid * Dh`` (in ``extra``) besides the bytes of q, k, v and
+the output (the copy reference the runner reports is not its limit). ``merge_attention_states``:
+``sgl_diffusion``, ``eager`` (its definition) and ``torch.compile`` of it; bytes: two outputs and two
+lse read, one of each written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from sgl_diffusion_core import bench, testing
+
+# name -> (B, S, H, Dh, padded keys per sample)
+SHAPES: dict[str, tuple[int, int, int, int, int]] = {
+    "flux": (1, 4608, 24, 128, 0),
+    "qwen-image": (1, 4352, 24, 128, 0),
+    "wan-720p": (1, 75600, 40, 128, 0),
+    "hunyuan-720p": (1, 119056, 24, 128, 200),
+    "flux-dh64": (1, 4608, 48, 64, 0),
+    "flux-dh256": (1, 4608, 12, 256, 0),
+    "qwen-image-pad100": (1, 4352, 24, 128, 100),
+    "flux-b2-pad64": (2, 4608, 24, 128, 64),
+}
+
+
+def _sdpa(q, k, v, mask=None):
+    out = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                           attn_mask=mask)
+    return out.transpose(1, 2)
+
+
+def _providers(q, k, v, kv_lens, S: int, pad: int) -> dict:
+    from sgl_diffusion_attention import attention
+
+    mask = None
+    if kv_lens is not None:
+        mask = (torch.arange(S, device=q.device) < kv_lens[:, None])[:, None, None, :]  # diffusers' boolean form
+    compiled = torch.compile(_sdpa, dynamic=False)
+    providers = {
+        "sgl_diffusion": lambda: attention(q, k, v, kv_lens=kv_lens),
+        "sgl_diffusion(triton)": lambda: attention(q, k, v, kv_lens=kv_lens, backend="triton"),
+        "sdpa": lambda: _sdpa(q, k, v, mask),
+        "torch.compile": lambda: compiled(q, k, v, mask),
+    }
+    if pad and q.shape[0] == 1:
+        valid = S - pad
+        providers["sdpa(valid keys)"] = lambda: _sdpa(q, k[:, :valid], v[:, :valid])
+    return providers
+
+
+def attention_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                    names: list[str] | None = None) -> Iterator[bench.BenchCase]:
+    for name in names or list(SHAPES):
+        if name not in SHAPES:
+            raise ValueError(f"unknown attention bench case {name!r}; known: {', '.join(SHAPES)}")
+        B, S, H, Dh, pad = SHAPES[name]
+        g = torch.Generator(device=device).manual_seed(0)
+        q, k, v = (torch.randn(B, S, H, Dh, device=device, dtype=dtype, generator=g) for _ in range(3))
+        kv_lens = torch.full((B,), S - pad, dtype=torch.int32, device=device) if pad else None
+        torch._dynamo.reset()
+        providers = _providers(q, k, v, kv_lens, S, pad)
+
+        def check(providers=providers, dtype=dtype):
+            ref = providers["sdpa"]()
+            for which in ("sgl_diffusion", "sgl_diffusion(triton)"):
+                testing.assert_close(providers[which]().float(), ref.float(), atol=2e-2, rtol=2**-6)
+
+        yield bench.BenchCase(
+            name=name, shape=f"[{B}, {S}, {H}, {Dh}]" + (f" kv_lens=S-{pad}" if pad else ""),
+            dtype=str(dtype).removeprefix("torch."), bytes=bench.tensor_bytes(q, k, v, q), providers=providers,
+            check=check, extra={"flops": 4 * B * H * S * (S - pad) * Dh},
+        )
+
+
+MERGE_SHAPES: dict[str, tuple[int, int, int, int]] = {"flux": (1, 4608, 24, 128), "wan-720p": (1, 75600, 40, 128)}
+
+
+def merge_attention_states_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                                 names: list[str] | None = None) -> Iterator[bench.BenchCase]:
+    from sgl_diffusion_attention import merge_attention_states, merge_attention_states_reference
+
+    for name in names or list(MERGE_SHAPES):
+        if name not in MERGE_SHAPES:
+            raise ValueError(f"unknown merge_attention_states bench case {name!r}; known: {', '.join(MERGE_SHAPES)}")
+        B, S, H, D = MERGE_SHAPES[name]
+        g = torch.Generator(device=device).manual_seed(0)
+        o1, o2 = (torch.randn(B, S, H, D, device=device, dtype=dtype, generator=g) for _ in range(2))
+        l1, l2 = (torch.randn(B, H, S, device=device, generator=g) for _ in range(2))
+        torch._dynamo.reset()
+        compiled = torch.compile(merge_attention_states_reference, dynamic=False)
+
+        def check(o1=o1, l1=l1, o2=o2, l2=l2):
+            got, ref = merge_attention_states(o1, l1, o2, l2), merge_attention_states_reference(o1, l1, o2, l2)
+            testing.assert_close(got[0], ref[0])
+            testing.assert_close(got[1], ref[1])
+
+        yield bench.BenchCase(
+            name=name, shape=f"[{B}, {S}, {H}, {D}]", dtype=str(dtype).removeprefix("torch."),
+            bytes=bench.tensor_bytes(o1, o2, o1, l1, l2, l1),
+            providers={"sgl_diffusion": lambda a=(o1, l1, o2, l2): merge_attention_states(*a),
+                       "eager": lambda a=(o1, l1, o2, l2): merge_attention_states_reference(*a),
+                       "torch.compile": lambda a=(o1, l1, o2, l2), c=compiled: c(*a)},
+            check=check,
+        )

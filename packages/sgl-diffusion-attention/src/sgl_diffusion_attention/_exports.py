@@ -1,0 +1,17 @@
+# Generated from the op definitions by `python tools/gen_exports.py`; do not edit.
+
+"""The lazy surface of this package: public name -> module, op id -> module."""
+
+EXPORTS: dict[str, str] = {
+    "attention": "attention",
+    "can_use_attention": "attention",
+    "attention_reference": "attention",
+    "merge_attention_states": "merge_attention_states",
+    "can_use_merge_attention_states": "merge_attention_states",
+    "merge_attention_states_reference": "merge_attention_states",
+}
+
+OPS: dict[str, str] = {
+    "attention.attention": "attention",
+    "attention.merge_attention_states": "merge_attention_states",
+}

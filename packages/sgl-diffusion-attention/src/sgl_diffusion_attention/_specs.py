@@ -1,0 +1,85 @@
+"""Capabilities, feature tags and contracts of the attention ops' backends (data; imported by each op module).
+
+Backend selection sees an attention call through the tags ``describe_attention`` puts in
+``InputDesc.layouts``: the memory layout, each feature the call asks for (``kv_lens``, varlen,
+``return_lse``, GQA) and the head dim. A backend serves a call when it lists every tag of it;
+a tag it does not list is the reason ``explain`` and ``UnsupportedInputError`` give.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sgl_diffusion_core import Capabilities, Contract
+
+DISTRIBUTION = "sgl-diffusion-attention"
+BENCH = "benchmarks/attention_bench.py"
+
+BSHD = "bshd"
+BHSD = "bhsd"
+VARLEN = "varlen (layout='thd' with cu_seqlens)"
+KV_LENS = "kv_lens (padded keys)"
+LSE = "return_lse"
+GQA = "GQA (k/v with fewer heads than q)"
+LONG_ROWS = "a sample spanning 2**31 elements or more"
+# dense CUDA inputs torch's own predicate (torch.backends.cuda.can_use_*_attention) refuses: every
+# backend but that SDPA kernel serves them
+TORCH_REFUSES = {
+    "sdpa_cudnn": "inputs torch's cuDNN SDPA check refuses",
+    "sdpa_flash": "inputs torch's flash SDPA check refuses",
+    "sdpa_efficient": "inputs torch's memory-efficient SDPA check refuses",
+}
+
+
+def head_dim_tag(dh: int) -> str:
+    return f"head_dim={dh}"
+
+
+# head dims the Triton kernel serves (a power-of-two tile of the head dim, 96 masked in a 128 tile)
+TRITON_HEAD_DIMS = (32, 64, 96, 128, 256)
+# head dims declared for PyTorch's SDPA kernels (torch's own check is consulted on top, on CUDA)
+SDPA_HEAD_DIMS = (32, 64, 96, 128, 256)
+
+_HALF = ("bfloat16", "float16")
+_ARCH = (("cuda", 80), ("hip", "gfx942"), ("hip", "gfx950"))
+
+TRITON_CAPS = Capabilities(
+    platforms=("cuda", "hip"),
+    dtypes=_HALF,
+    min_arch=_ARCH,
+    layouts=(BSHD, BHSD, VARLEN, KV_LENS, LSE, GQA, *TORCH_REFUSES.values(),
+             *(head_dim_tag(d) for d in TRITON_HEAD_DIMS)),
+    interpretable=True,
+    requires=("triton",),
+)
+TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))  # every tag: the definition
+
+
+def sdpa_caps(name: str) -> Capabilities:
+    """One SDPA backend: dense bshd / bhsd inputs with as many k/v heads as q heads, on CUDA."""
+    others = tuple(v for k, v in TORCH_REFUSES.items() if k != name)
+    return Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
+                        layouts=(BSHD, BHSD, LONG_ROWS, *others, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
+
+
+# Output tolerances of the close backends, per output dtype: fp32 math, the probabilities rounded to the
+# input dtype before the product with v (as every flash kernel does), one final rounding. The float32
+# entry is the log-sum-exp's (always fp32; the issue's bound is 1e-3 absolute, in natural log).
+ATTENTION_TOLERANCES = {"bfloat16": (1e-2, 2**-7), "float16": (2e-3, 2**-9), "float32": (1e-3, 0.0)}
+ATTENTION_CLOSE = Contract.close(ATTENTION_TOLERANCES)
+# merge: fp32 math, one rounding of o; the lse (fp32) to 1e-5
+MERGE_CLOSE = Contract.close({"float32": (1e-5, 1e-5)})
+
+MERGE_TRITON_CAPS = replace(TRITON_CAPS, dtypes=("bfloat16", "float16", "float32"), layouts=(), max_last_dim=512)
+MERGE_TORCH_CAPS = TORCH_CAPS
+
+TRITON_NOTE = ("flash-attention forward: online softmax in fp32 (exp2, log2(e) folded into the scale), "
+               "K/V loop bounded by the sample's kv_len or varlen segment, GQA by head index, any strides")
+TORCH_NOTE = "the definition: fp32 scores, masked keys -inf, fp32 softmax, one rounding; query chunks bound memory"
+SDPA_NOTE = ("torch.nn.functional.scaled_dot_product_attention under sdpa_kernel({}); bshd inputs as "
+             "transposed views (no copy); kv_lens, varlen, return_lse and GQA go to the triton backend")
+MERGE_TRITON_NOTE = "one program per (sample, head, token block): weights from the two lse, fp32, one rounding"
+MERGE_TORCH_NOTE = "the definition: logaddexp and exp(lse_i - lse) weights in fp32, one rounding"
+EXECUTED_TRITON = ("cpu-interpreter",)
+EXECUTED_TORCH = ("cpu",)
+EXECUTED_SDPA: tuple[str, ...] = ()
