@@ -38,6 +38,7 @@ interpreter and the ahead-of-time compile lanes for every GPU target instead.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import threading
@@ -74,6 +75,16 @@ FULL_TARGETS = ("sm_90", "gfx942")
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["ci"]
+
+
+def _not_the_uv_probe(record: logging.LogRecord) -> bool:
+    return record.getMessage() != "uv binary not found."
+
+
+# nox looks for uv whenever it sets up a session, whatever its venv_backend (to know which optional
+# backends exist), and logs "uv binary not found." when there is none. No session here makes a
+# virtualenv (venv_backend="none"), so that line says nothing about this run: drop it, and only it.
+logging.getLogger("nox").addFilter(_not_the_uv_probe)
 
 
 def _py(session: nox.Session) -> str:
@@ -374,7 +385,9 @@ def docs(session: nox.Session) -> None:
 def release(session: nox.Session) -> None:
     """tools/release.py PACKAGE major|minor|patch|X.Y.Z [--dry-run] [--move-pins|--allow-pin-break]."""
     if not session.posargs:
-        session.error("usage: nox -s release -- PACKAGE major|minor|patch|X.Y.Z [--dry-run] (see tools/release.py)")
+        session.error(
+            "usage: .venv/bin/nox -s release -- PACKAGE major|minor|patch|X.Y.Z [--dry-run] (see tools/release.py)"
+        )
     session.run(_py(session), "tools/release.py", *session.posargs)
 
 
@@ -469,7 +482,10 @@ def ci(session: nox.Session) -> None:
             except Exception as exc:  # CommandFailed, a session.error or session.skip inside a step: all fail ci
                 timings.append((label, time.perf_counter() - t0, "FAILED"))
                 reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
-                msg = f"ci step {i}/{len(steps)} '{label}' failed ({reason}); re-run it alone: nox -s \"{label}\""
+                msg = (
+                    f"ci step {i}/{len(steps)} '{label}' failed ({reason}); "
+                    f're-run it alone: .venv/bin/nox -s "{label}"'
+                )
                 if not keep_going:
                     summary()
                     session.error(msg)

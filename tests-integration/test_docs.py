@@ -37,6 +37,26 @@ def test_every_package_and_op_has_its_page() -> None:
     assert "| backend | priority | contract |" in matrix and "compiled only" in matrix
 
 
+def test_package_pages_are_titled_by_distribution_and_the_umbrella_lists_its_dependencies() -> None:
+    pages = gen_docs.pages()
+    for pkg in PACKAGES.values():  # the site's navigation shows the title, not "Sgl diffusion rope"
+        assert pages[f"packages/{pkg.dir.name}.md"]().startswith(f"---\ntitle: {pkg.dist}\n---\n"), pkg.dist
+    umbrella = next(p for p in PACKAGES.values() if p.is_umbrella)
+    readme = umbrella.readme.read_text()  # committed as generated: test_generated_docs_are_up_to_date
+    for dep in umbrella.deps:
+        if dep.extra is None:
+            assert f"| `{dep.name}` | `{PACKAGES[dep.name].import_name}` |" in readme, dep.name
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    """The design document lives in docs/design.md; no file refers to one beside the repository."""
+    paths = ["README.md", "docs", "packages", "tools", "noxfile.py"]
+    grep = ["git", "grep", "--untracked", "-n", "-I", "-F", "-e", "../shared", "--", *paths]
+    hits = subprocess.run(grep, cwd=REPO, capture_output=True, text=True)
+    assert hits.stdout == "", hits.stdout
+    assert (REPO / "docs" / "design.md").is_file()
+
+
 def test_link_rewriting() -> None:
     norm_like = next(p for p in PACKAGES.values() if not p.is_core and not p.is_umbrella)
     src = f"packages/{norm_like.dir.name}/README.md"

@@ -1,4 +1,4 @@
-"""The family's import surface, across package boundaries (DESIGN.md, "Inside a domain package").
+"""The family's import surface, across package boundaries (docs/design.md, "Inside a domain package").
 
 (a) no deep imports: a static scan (AST, nothing imported) of every Python file of the repo;
 (b) every export of every package, and of the umbrella, resolves to a real object;

@@ -4,7 +4,7 @@ before, after, ...), so drift of clocks and temperature falls on both sides.
     python tools/bench_ab.py --before 252c800 --after HEAD                       # every op with bench cases
     python tools/bench_ab.py --before v0.1.0 --after HEAD --ops norm.ln_modulate,modulate.scale_shift
     python tools/bench_ab.py ... --suite op_definition_ab --out docs/benchmarks/op_definition_ab_h200.json
-    python tools/bench_ab.py ... --rounds 1 --out X.json --append             # one more round into X.json
+    python tools/bench_ab.py ... --rounds=1 --out X.json --append             # one more round into X.json
 
 Each revision's ``packages/`` is exported with ``git archive`` into a temporary folder and put
 on ``PYTHONPATH`` (the family is pure Python; Triton compiles on the GPU machine), so the two

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workspace  # noqa: E402
 
 TOOLS = Path(__file__).resolve().parent
+OUTDIR = workspace.ROOT / "dist"  # the default output directory (what the README's install commands read)
 
 
 def _run(cmd: Sequence[str], *, quiet: bool) -> None:
@@ -72,7 +73,7 @@ def build(outdir: Path, names: Sequence[str] = (), *, root: Path = workspace.ROO
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Build and check the wheels and sdists of the family.")
     ap.add_argument("packages", nargs="*", help="packages to build (default: all)")
-    ap.add_argument("--outdir", type=Path, default=workspace.ROOT / "dist", help="output directory (emptied first)")
+    ap.add_argument("--outdir", type=Path, default=OUTDIR, help="output directory (emptied first)")
     args = ap.parse_args(argv)
     try:
         build(args.outdir.resolve(), args.packages)

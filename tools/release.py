@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     head = git(root, "rev-parse", "--short", "HEAD").stdout.strip()
     print(f"\nreleased {plan.pkg.dist} {plan.new}: commit {head}, tag {plan.tag}")
-    print(f"publish:  git push origin HEAD {plan.tag}   (then build and upload: nox -s build)")
+    print(f"publish:  git push origin HEAD {plan.tag}   (then build and upload: .venv/bin/nox -s build)")
     return 0
 
 

@@ -4,6 +4,9 @@
 #   bash tools/setup_env.sh            # create or update .venv (fast no-op when up to date)
 #   PYTHON=python3.12 bash tools/setup_env.sh   # pick the interpreter that creates .venv
 #   SETUP_ENV_FORCE=1 bash tools/setup_env.sh   # ignore the stamp, reinstall
+#   TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash tools/setup_env.sh
+#                                      # take torch from that index (the CPU build on a machine
+#                                      # without a GPU; what pip resolves on Linux is the CUDA build)
 #
 # Order matters:
 #   1. torch and triton with explicit pins, FIRST. An unpinned torch (asked for by any
@@ -80,6 +83,10 @@ rm -f "$STAMP"
 PIP=("$VPY" -m pip --disable-pip-version-check install --progress-bar off)
 
 # 1. torch and triton first, pinned.
+if [[ -n "${TORCH_INDEX_URL:-}" ]]; then
+    log "installing $TORCH_PIN from $TORCH_INDEX_URL"
+    "${PIP[@]}" --index-url "$TORCH_INDEX_URL" "$TORCH_PIN"
+fi
 log "installing $TORCH_PIN $TRITON_PIN"
 "${PIP[@]}" "$TORCH_PIN" "$TRITON_PIN"
 

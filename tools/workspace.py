@@ -42,7 +42,7 @@ PREFIX = "sgl-diffusion-"
 UMBRELLA = "sgl-diffusion"
 CORE = "sgl-diffusion-core"
 SITES = "sgl-diffusion-sites"
-# Import names the family has planned (DESIGN.md) besides the packages that exist today:
+# Import names the family has planned (docs/design.md) besides the packages that exist today:
 # tests check that none of them is importable where its distribution is not installed.
 PLANNED_IMPORT_NAMES = (
     "sgl_diffusion_core",

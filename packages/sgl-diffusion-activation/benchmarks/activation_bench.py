@@ -1,4 +1,4 @@
-"""Benchmark cases of the activation ops at production shapes (../shared/SHAPES.md).
+"""Benchmark cases of the activation ops at production shapes (docs/design.md).
 
 FFN activations of FLUX.1 (4608 joint tokens, hidden 3072 -> 12288) and Wan2.1-14B 720p
 (75600 tokens, 5120 -> 13824):

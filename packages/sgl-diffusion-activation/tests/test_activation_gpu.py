@@ -1,4 +1,4 @@
-"""GPU lane: production shapes (../shared/SHAPES.md) against CUDA eager within the declared tolerance
+"""GPU lane: production shapes (docs/design.md) against CUDA eager within the declared tolerance
 and against the fp64 oracle, CUDA graphs, inductor, more than 2**31 elements.
 """
 

@@ -12,8 +12,10 @@ from sgl_diffusion_core import (
     InputDesc,
     KernelSpec,
     OpDef,
+    UnknownOpError,
     UnsupportedInputError,
     explain,
+    module_available,
     register,
     register_op,
     select_impl,
@@ -160,5 +162,53 @@ def test_unimported_domain_is_imported_on_lookup(tmp_path, monkeypatch):
     assert "sgl_diffusion_fakedomain" not in sys.modules
     assert explain("fakedomain.scale", torch.ones(3)).chosen == "ref"
     assert "sgl_diffusion_fakedomain" in sys.modules
-    with pytest.raises(KeyError, match="sgl-diffusion-nosuchdomain, which is not installed"):
+    with pytest.raises(KeyError, match=r"no installed package provides ops named nosuchdomain\.\*") as info:
         REGISTRY.op("nosuchdomain.op")
+    assert "sgl-diffusion-nosuchdomain" not in str(info.value)  # no distribution name is made up
+
+
+PROBE = "test.short_name_probe"  # a short name no other op has
+register_op(OpDef(op=PROBE, distribution="sgl-diffusion-core", describe=f"{MOD}:describe_scale",
+                  public=f"{MOD}:impl_fast"))
+register(KernelSpec(op=PROBE, backend="ref", target=f"{MOD}:impl_ref", capabilities=Capabilities(platforms=("cpu",)),
+                    contract=Contract.exact()))
+
+
+def test_an_op_is_named_by_its_id_short_name_or_function():
+    x = torch.ones(4)
+    assert explain(PROBE, x).op == explain("short_name_probe", x).op == explain(impl_fast, x).op == PROBE
+    ops = ["a.foo", "b.foo", "a.bar"]
+    assert REGISTRY.resolve("bar", ops) == "a.bar" and REGISTRY.resolve("b.foo", ops) == "b.foo"
+    with pytest.raises(UnknownOpError, match="ambiguous: a.foo, b.foo; give the full id"):
+        REGISTRY.resolve("foo", ops)
+
+
+def test_an_unknown_op_name_lists_the_close_matches():
+    with pytest.raises(UnknownOpError) as info:
+        explain("short_name_prob", torch.ones(4))
+    msg = str(info.value)
+    assert msg.startswith("unknown op 'short_name_prob'") and f"close matches: {PROBE}" in msg
+    assert "sgl-diffusion-short" not in msg and "sgl_diffusion_short" not in msg  # a short name is not a domain
+    assert isinstance(info.value, KeyError) and isinstance(info.value, ValueError)
+    with pytest.raises(UnknownOpError, match="close matches: a.bar"):
+        REGISTRY.resolve("a.baz", ["a.foo", "a.bar"])
+
+
+def test_the_interpreter_without_numpy_names_the_triton_extra(monkeypatch):
+    """Triton's interpreter imports numpy, which the triton wheel does not declare: a Triton backend
+    asked for on CPU under TRITON_INTERPRET=1 says which extra installs it, instead of failing in Triton."""
+    import sys
+
+    spec = KernelSpec(op=OP, backend="tri", target=f"{MOD}:impl_ref",
+                      capabilities=Capabilities(platforms=("cuda",), interpretable=True), contract=Contract.exact())
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    module_available.cache_clear()
+    try:
+        with monkeypatch.context() as m:
+            m.setitem(sys.modules, "numpy", None)  # what an environment without numpy looks like to find_spec
+            reasons = spec.reasons(InputDesc(platform="cpu"), explicit=True, distribution="sgl-diffusion-x")
+            assert reasons == ["the Triton interpreter (TRITON_INTERPRET=1) needs numpy, which is not installed "
+                               "(pip install 'sgl-diffusion-x[triton]')"]
+    finally:
+        module_available.cache_clear()
+    assert spec.reasons(InputDesc(platform="cpu"), explicit=True) == []

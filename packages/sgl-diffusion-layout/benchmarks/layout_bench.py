@@ -1,4 +1,4 @@
-"""Benchmark cases of the layout ops at production shapes (../shared/SHAPES.md).
+"""Benchmark cases of the layout ops at production shapes (docs/design.md).
 
 Providers: ``sgl_diffusion`` (the public op), ``eager`` (the chain itself) and
 ``torch.compile`` of it (specialized to the shape; dynamo reset per case); the varlen pack

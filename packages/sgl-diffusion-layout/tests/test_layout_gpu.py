@@ -1,4 +1,4 @@
-"""GPU lane: torch.equal against CUDA eager at production shapes (../shared/SHAPES.md).
+"""GPU lane: torch.equal against CUDA eager at production shapes (docs/design.md).
 
 Never run on a GPU when written (no GPU in the authoring session); the lead's GPU session runs it.
 """

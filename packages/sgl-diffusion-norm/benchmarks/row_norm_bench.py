@@ -1,5 +1,5 @@
 """Benchmark cases of the row-norm family (``layer_norm``, ``rms_norm``, ``ln_modulate``,
-``rms_modulate``, ``gated_residual_norm_modulate``) at production shapes (../shared/SHAPES.md).
+``rms_modulate``, ``gated_residual_norm_modulate``) at production shapes (docs/design.md).
 
 Providers: ``sgl_diffusion`` (the public op with its default, ``exact=None``: the exact
 kernel behind its gate for the norms, so eager itself for a signature the gate sent back;

@@ -1,4 +1,4 @@
-"""GPU lane: production shapes (../shared/SHAPES.md), CUDA graphs, inductor, > 2^31 elements.
+"""GPU lane: production shapes (docs/design.md), CUDA graphs, inductor, > 2^31 elements.
 
 Shapes: FLUX [1, 4608, 3072], Wan-720p [1, 75600, 5120] and HunyuanVideo [1, 118800, 3072]
 per sample; Wan per token (strided chunk of a [1, S, 6*D] projection) and per frame (21 frames).

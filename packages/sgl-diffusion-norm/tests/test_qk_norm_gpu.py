@@ -1,4 +1,4 @@
-"""GPU lane of qk_norm: production shapes (../shared/SHAPES.md), CUDA graphs, inductor, > 2^31 elements.
+"""GPU lane of qk_norm: production shapes (docs/design.md), CUDA graphs, inductor, > 2^31 elements.
 
 Shapes: Wan-720p q/k [1, 75600, 40, 128], HunyuanVideo [1, 118800, 24, 128] (separate tensors and
 views of a fused QKV projection), FLUX [1, 4608, 24, 128], SD3 [1, 4429, 38, 64], LTX-2 GQA-like

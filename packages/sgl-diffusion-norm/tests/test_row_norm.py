@@ -23,7 +23,7 @@ DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 WIDTHS = [1, 7, 1000, 2240, 2432, 9000]
 # One rounding to the storage dtype plus fp32 statistics noise. One ulp (bf16: at most 2^-7 of
 # the value, fp16 2^-10), not half: the Triton interpreter truncates fp32 -> bf16 casts
-# (DESIGN.md, "two traps"); on the GPU the final rounding is to nearest. atol covers results
+# (docs/design.md, "two traps"); on the GPU the final rounding is to nearest. atol covers results
 # that cancel to ~0 (|terms| <~ 30, fp32 error ~ 30 * 2^-23).
 TIGHT = {torch.bfloat16: (1e-5, 2**-7), torch.float16: (1e-5, 2**-10), torch.float32: (1e-5, 4e-6)}
 OPS = {

@@ -1,5 +1,5 @@
 """GPU lane for layer_norm, rms_norm, rms_modulate, gated_residual_norm_modulate (close kernels):
-production shapes (../shared/SHAPES.md), CUDA graphs, inductor, > 2^31 elements.
+production shapes (docs/design.md), CUDA graphs, inductor, > 2^31 elements.
 
 Shapes: FLUX [1, 4608, 3072], Wan-720p [1, 75600, 5120], HunyuanVideo [1, 118800, 3072], per sample;
 Wan per token (a strided chunk of a [1, S, 6*D] projection) and per frame (21 frames).

@@ -1,6 +1,6 @@
 """Registry data of the norm family: which ops are exact by default, and why.
 
-DESIGN.md makes exact the default only where an exact *kernel* exists; the eager torch chain is
+docs/design.md makes exact the default only where an exact *kernel* exists; the eager torch chain is
 exact by definition but is no fused op. A default flipped by accident (an op without an exact
 kernel made exact by default runs its slow eager chain everywhere: that happened once, caught
 by a GPU benchmark at 5% of copy) fails here, on the CPU lane.

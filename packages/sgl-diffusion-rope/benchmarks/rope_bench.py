@@ -1,4 +1,4 @@
-"""Benchmark cases of the rope family at production shapes (../shared/SHAPES.md); run by
+"""Benchmark cases of the rope family at production shapes (docs/design.md); run by
 ``sgl-diffusion bench --op rope.<op>`` from a checkout (benchmarks do not ship in the wheel).
 
 q/k per model: Wan2.1-14B 720p ``[1, 75600, 40, 128]`` (grid 21 x 45 x 80, axes 44/42/42,

@@ -270,6 +270,8 @@ def test_errors(device):
         rope.rope_3d(x, (1, 1, 5), (4, 6, 4), rotary_dim=16)
     with pytest.raises(UnsupportedInputError, match="axes_dim"):
         rope.rope_3d(x, (1, 1, 5), (4, 6))
+    with pytest.raises(UnsupportedInputError, match="rotary_dim=12 to rotate the first 12 dims"):
+        rope.rope_3d(x, (1, 1, 5), (4, 4, 4))  # 12 of 16 dims: partial rotary only when asked for
     with pytest.raises(UnsupportedInputError, match="cannot change the layout"):
         rope.qk_norm_rope(x, x, None, None, cos, sin, inplace=True, out_layout="bhsd")
     with pytest.raises(UnsupportedInputError, match="norm must be"):
@@ -296,6 +298,20 @@ def test_errors(device):
     assert not rope.can_use_apply_rope("x", cos, sin)
     verdicts = explain("rope.apply_rope", x, cos, sin)
     assert "torch" in str(verdicts)
+
+
+def test_rope_3d_axes_dim_against_head_dim(device):
+    """axes_dim summing past head_dim names axes_dim (not a rotary_dim nobody passed); a partial
+    rotary (axes_dim summing to less) needs rotary_dim, and then leaves the tail as it was."""
+    x = torch.randn(1, 8, 2, 64, device=device)
+    with pytest.raises(UnsupportedInputError) as info:
+        rope.rope_3d(x, (1, 2, 4), (16, 16, 40))
+    assert "axes_dim (16, 16, 40) sums to 72, more than head_dim 64" in str(info.value)
+    assert "rotary_dim" not in str(info.value)
+    assert not rope.can_use_rope_3d(x, (1, 2, 4), (16, 16, 16))
+    out = rope.rope_3d(x, (1, 2, 4), (16, 16, 16), rotary_dim=48)
+    assert torch.equal(out[..., 48:], x[..., 48:]) and not torch.equal(out[..., :48], x[..., :48])
+    torch.testing.assert_close(out, rope.rope_3d_reference(x, (1, 2, 4), (16, 16, 16), rotary_dim=48))
 
 
 def test_opcheck_and_compile(backend, device):

@@ -1,4 +1,4 @@
-"""GPU lane: production shapes (../shared/SHAPES.md) against CUDA eager, exact variants bit for bit,
+"""GPU lane: production shapes (docs/design.md) against CUDA eager, exact variants bit for bit,
 torch.compile (inductor) and CUDA graphs, one tensor over 2^31 elements."""
 
 from __future__ import annotations

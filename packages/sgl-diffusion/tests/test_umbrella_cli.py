@@ -188,6 +188,30 @@ def test_doctor_model_sites(capsys):
     sites = report["model_sites"]
     assert sites["model"] == "SD3Transformer2DModel" and sites["mounted"] > 0
     assert {s["kind"] for s in sites["sites"]} >= {"adaln_zero", "adaln_continuous"}
-    rc = cli.main(["doctor", "--model", "NotAModel"])
-    out = capsys.readouterr().out
-    assert rc == 0 and "sgl-diffusion-sites mount plan" in out and "NotAModel" in out
+
+
+def test_doctor_unknown_model_is_a_usage_error(tmp_path, capsys):
+    assert cli.main(["doctor", "--model", "NotAModel"]) == 2
+    err = capsys.readouterr().err
+    assert "--model 'NotAModel': not a supported model" in err and "FluxTransformer2DModel" in err
+    config = tmp_path / "config.json"
+    config.write_text('{"_class_name": "UNet2DModel"}')
+    assert cli.main(["doctor", "--model", str(tmp_path)]) == 2
+    assert "names 'UNet2DModel', not a supported model" in capsys.readouterr().err
+
+
+def test_bench_device_errors_are_usage_errors(fake_ops, capsys):
+    """A device name torch does not know, or one this machine does not have: a message, exit 2, no traceback."""
+    assert cli.main(["bench", "--op", FAKE_OP, "--device", "banana"]) == 2
+    err = capsys.readouterr().err
+    assert "--device 'banana' is not a torch device" in err and "Traceback" not in err
+    for device in ["cuda:99"] + ([] if torch.cuda.is_available() else ["cuda"]):
+        assert cli.main(["bench", "--op", FAKE_OP, "--device", device]) == 2
+        err = capsys.readouterr().err
+        assert f"--device {device}: " in err and "leave --device out" in err and "Traceback" not in err
+
+
+def test_unknown_op_lists_close_matches(fake_ops, capsys):
+    assert cli.main(["bench", "--op", "fake_scal"]) == 2
+    close = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("close matches:"))
+    assert FAKE_OP in close

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from . import aot, bench, testing
 from .__about__ import __version__
 from .aot import AotVariant
-from .errors import IndexOutOfRangeError, MissingPackageError, UnsupportedInputError
+from .errors import IndexOutOfRangeError, MissingPackageError, UnknownOpError, UnsupportedInputError
 from .gate import BitExactFusionGate, FusionFallbackWarning, call_signature
 from .launch import RowConfig, TileConfig, next_pow2, warps_for
 from .modulation import (
@@ -109,6 +109,7 @@ __all__ = [
     "RowConfig",
     "RowGeometry",
     "TileConfig",
+    "UnknownOpError",
     "UnsupportedInputError",
     "Verdict",
     "__version__",

@@ -20,6 +20,14 @@ class IndexOutOfRangeError(UnsupportedInputError, IndexError):
     ``ValueError``, and an ``IndexError``); raised by :func:`check_index_range`."""
 
 
+class UnknownOpError(KeyError, ValueError):
+    """An op name no installed package registers, or a short name several ops share (a
+    ``KeyError`` and a ``ValueError``). The message says which, and lists the close matches."""
+
+    def __str__(self) -> str:  # the message as written, not KeyError's repr of it
+        return str(self.args[0]) if self.args else ""
+
+
 class MissingPackageError(ImportError):
     """A name was touched whose distribution (or optional backend) is not installed."""
 

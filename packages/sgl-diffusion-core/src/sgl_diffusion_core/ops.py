@@ -1,6 +1,6 @@
 """Op plumbing shared by every domain: custom-op registration and the per-signature plan cache.
 
-Host overhead matters at image sizes (see DESIGN.md, performance model): a
+Host overhead matters at image sizes (see docs/design.md, performance model): a
 ``torch.library.custom_op`` call costs ~56 us of host time, a plain Triton launch ~17 us.
 So a public op calls its backend directly in eager mode, through a plan cached per call
 signature (validation and selection run once per signature), and goes through the

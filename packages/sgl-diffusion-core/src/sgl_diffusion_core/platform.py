@@ -52,8 +52,12 @@ def triton_interpret() -> bool:
 
 @functools.cache
 def module_available(name: str) -> bool:
-    """Whether a Python module can be imported, without importing it."""
-    return importlib.util.find_spec(name) is not None
+    """Whether a Python module can be imported, without importing it (a finder that refuses the
+    name, or a module set to ``None`` in ``sys.modules``, counts as not importable)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,16 @@ or raises :class:`UnsupportedInputError` with every backend's reasons.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 
-from .errors import UnsupportedInputError
+from .errors import UnknownOpError, UnsupportedInputError
 from .platform import module_available, triton_interpret
 
 DTYPE_NAMES = {
@@ -142,6 +143,10 @@ class KernelSpec:
             if plat == "cpu" and caps.interpretable and triton_interpret():
                 if not explicit:
                     out.append("runs on CPU only in the Triton interpreter; ask for it with backend=")
+                if not module_available("numpy"):  # the interpreter imports it; triton does not declare it
+                    how = f"pip install '{distribution}[triton]'" if distribution else "pip install numpy"
+                    out.append(f"the Triton interpreter (TRITON_INTERPRET=1) needs numpy, which is not installed "
+                               f"({how})")
             elif plat == "cpu" and caps.interpretable:
                 out.append(
                     f"tensors on cpu; this backend runs on {'/'.join(caps.platforms)} "
@@ -240,10 +245,10 @@ ENTRIES: dict[Any, tuple[Any, tuple[tuple[str, Any], ...]]] = {}
 
 
 def op_id_of(op: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    """The op id, and the describe options it fixes, of an op given as its id, its public
-    function or its ``Op`` definition."""
+    """The op id, and the describe options it fixes, of an op given as its id, its short name
+    (see :meth:`Registry.resolve`), its public function or its ``Op`` definition."""
     if isinstance(op, str):
-        return op, ()
+        return REGISTRY.resolve(op), ()
     found = ENTRIES.get(op)
     if found is not None:
         return found[0].id, found[1]
@@ -278,6 +283,8 @@ class Registry:
         self._ops: dict[str, OpDef] = {}
         self._specs: dict[str, dict[str, KernelSpec]] = {}
         self._declared: dict[str, str] = {}  # op id -> module that defines it (imported on first use)
+        self._scanned = False  # every installed domain package imported (for short names)
+        self._import_errors: dict[str, str] = {}  # domain package -> why it did not import
 
     def declare(self, op_id: str, module: str) -> None:
         """Name the module whose import defines ``op_id`` (an ``Op`` in ``<op>.py``): a domain
@@ -318,20 +325,73 @@ class Registry:
             importlib.import_module(self._declared[op_id])
             opdef = self._ops.get(op_id)
         if opdef is None:
-            domain = op_id.partition(".")[0]
+            domain, dot, _ = op_id.partition(".")
             module = f"sgl_diffusion_{domain}"
-            hint = ""
-            if domain.isidentifier() and module_available(module):
+            if dot and domain.isidentifier() and module_available(module):
                 importlib.import_module(module)  # registers or declares the domain's ops (no backend)
                 if op_id in self._declared:
                     importlib.import_module(self._declared[op_id])
                 opdef = self._ops.get(op_id)
-            elif domain.isidentifier():
-                hint = f" (ops named {domain}.* ship in sgl-diffusion-{domain}, which is not installed)"
             if opdef is None:
-                known = ", ".join(self.ops()) or "none"
-                raise KeyError(f"unknown op {op_id!r}; registered ops: {known}{hint}")
+                raise self._unknown(op_id)
         return opdef
+
+    def resolve(self, name: str, ops: Sequence[str] | None = None) -> str:
+        """The op id ``name`` stands for: an op id (``"norm.ln_modulate"``) or the short name
+        (``"ln_modulate"``) of exactly one op.
+
+        ``ops``: the op ids to match against; default every op of the installed packages (a
+        short name imports every installed ``sgl_diffusion_<domain>`` package once, which
+        imports no backend). Raises :class:`UnknownOpError` listing the close matches, or the
+        ops an ambiguous short name could mean.
+        """
+        if ops is None:
+            if name in self._ops or name in self._declared:
+                return name
+            if "." in name:
+                self.op(name)  # imports the domain; raises UnknownOpError when it has no such op
+                return name
+            self._import_installed()
+            ops = self.ops()
+        if name in ops:
+            return name
+        matches = [op for op in ops if op.rpartition(".")[2] == name]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UnknownOpError(f"op name {name!r} is ambiguous: {', '.join(matches)}; give the full id")
+        raise self._unknown(name, list(ops))
+
+    def _import_installed(self) -> None:
+        """Import every installed domain package (``sgl_diffusion_<domain>``) once: each one
+        registers or declares its ops on import."""
+        if self._scanned:
+            return
+        import pkgutil
+
+        for info in pkgutil.iter_modules():
+            if info.ispkg and info.name.startswith("sgl_diffusion_") and info.name != "sgl_diffusion_core":
+                try:
+                    importlib.import_module(info.name)
+                except Exception as exc:  # a broken domain: its ops stay unknown, the error says why
+                    self._import_errors[info.name] = f"{type(exc).__name__}: {exc}"
+        self._scanned = True
+
+    def _unknown(self, name: str, ops: list[str] | None = None) -> UnknownOpError:
+        """The error for an op name nothing registers: the close matches, else every op."""
+        if ops is None:
+            self._import_installed()
+            ops = self.ops()
+        head = f"unknown op {name!r}"
+        domain, dot, _ = name.partition(".")
+        if dot and domain.isidentifier() and not module_available(f"sgl_diffusion_{domain}"):
+            head += f": no installed package provides ops named {domain}.* (no module sgl_diffusion_{domain})"
+        close = _close_matches(name, ops)
+        lines = [head, f"close matches: {', '.join(close)}" if close else f"registered ops: {', '.join(ops) or 'none'}"]
+        lines += [f"{module} did not import: {why}" for module, why in self._import_errors.items()]
+        lines.append("an op is named by its id ('norm.ln_modulate') or, when no other op shares it, its short name "
+                     "('ln_modulate')")
+        return UnknownOpError("\n".join(lines))
 
     def specs(self, op_id: str) -> list[KernelSpec]:
         """Backends of an op, highest priority first."""
@@ -340,6 +400,17 @@ class Registry:
 
     def all_specs(self) -> list[KernelSpec]:
         return [s for op in self.ops() for s in self.specs(op)]
+
+
+def _close_matches(name: str, ops: Sequence[str], n: int = 5) -> list[str]:
+    """The op ids close to ``name``, compared as ids and by their short names."""
+    by_short: dict[str, list[str]] = {}
+    for op in ops:
+        by_short.setdefault(op.rpartition(".")[2], []).append(op)
+    found = difflib.get_close_matches(name, list(ops), n=n)
+    for short in difflib.get_close_matches(name.rpartition(".")[2], list(by_short), n=n):
+        found += by_short[short]
+    return list(dict.fromkeys(found))[:n]
 
 
 REGISTRY = Registry()
@@ -400,7 +471,7 @@ def select_impl(
 
 
 def describe(op: Any, *args: Any, **kwargs: Any) -> InputDesc:
-    """The op's description of these arguments (``op``: its id or its public function)."""
+    """The op's description of these arguments (``op``: its id, short name or public function)."""
     op_id, fixed = op_id_of(op)
     opdef = REGISTRY.op(op_id)
     return resolve_target(opdef.describe)(*args, **{**kwargs, **dict(fixed)})
@@ -409,9 +480,10 @@ def describe(op: Any, *args: Any, **kwargs: Any) -> InputDesc:
 def explain(op: Any, *args: Any, **kwargs: Any) -> Explanation:
     """Each backend's verdict on these arguments, and which one ``backend=None`` would pick.
 
-    ``op``: the public function (``sgl_diffusion.ln_modulate``) or the op id
-    (``"norm.ln_modulate"``). Takes the op's own arguments (``backend=`` and ``exact=``
-    included, which narrow the choice exactly as the op would).
+    ``op``: the public function (``sgl_diffusion.ln_modulate``), the op id
+    (``"norm.ln_modulate"``) or its short name (``"ln_modulate"``, when no other op has it).
+    Takes the op's own arguments (``backend=`` and ``exact=`` included, which narrow the
+    choice exactly as the op would).
     """
     op_id, fixed = op_id_of(op)
     kwargs.update(fixed)

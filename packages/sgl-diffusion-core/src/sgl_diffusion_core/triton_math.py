@@ -17,7 +17,7 @@ Two implementations, chosen when this module is imported (Triton itself decides 
   per element reached 58-64% of copy bandwidth (H200, bf16);
 * under the interpreter, integer arithmetic on the fp32 bit pattern, because the
   interpreter truncates fp32 -> bf16 casts and turns bf16 subnormals into wrong values
-  (DESIGN.md, "two traps"); the CPU lane then sees the same bits as the GPU.
+  (docs/design.md, "two traps"); the CPU lane then sees the same bits as the GPU.
 """
 
 from __future__ import annotations

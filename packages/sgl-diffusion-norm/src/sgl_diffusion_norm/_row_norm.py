@@ -8,7 +8,7 @@ and ``gated_residual_norm_modulate``. Backends per op, in selection order: ``tri
 chain, otherwise the eager chain runs; ``_row_norm_exact_triton``; not for the gated op) and
 ``torch`` (the eager chain itself, exact; ``<op>_torch``).
 
-Exact by default for the four norms (DESIGN.md, "Numeric contracts", makes exact the default
+Exact by default for the four norms (docs/design.md, "Numeric contracts", makes exact the default
 wherever an exact kernel exists): the gate verified all 40 call signatures of
 test_row_norm_exact_gpu.py on an H200 (D 1536/2432/3072/5120; per-sample, per-token, per-frame
 modulation; plain, affine, fp32 weights), and the exact kernels run at 96-103% of copy

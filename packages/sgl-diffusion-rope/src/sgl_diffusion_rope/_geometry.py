@@ -260,15 +260,25 @@ def _table_angles(a: _Angles, cos, sin, B: int, S: int, Dh: int, layouts: list[s
     layouts.append("table-full" if a.full else "table-half")
 
 
-def _axes(a: _Angles, axes_dim, theta, problems: list[str]) -> None:
-    """The per-axis split of the rotary dims and the per-pair inverse frequencies."""
+def _axes(a: _Angles, axes_dim, theta, Dh: int, problems: list[str]) -> None:
+    """The per-axis split of the rotary dims and the per-pair inverse frequencies.
+
+    Without ``rotary_dim``, ``axes_dim`` must sum to head_dim: a shorter split would leave the
+    tail of every head unrotated, which only an explicit ``rotary_dim`` may ask for."""
     a.axes = tuple(int(v) for v in (axes_dim or ()))
     if len(a.axes) != 3 or any(v <= 0 or v % 2 for v in a.axes):
         problems.append(f"axes_dim must be three positive even sizes (t, h, w), got {axes_dim!r}")
         return
-    a.r = a.r if a.r is not None else sum(a.axes)
-    if sum(a.axes) != a.r:
-        problems.append(f"axes_dim {a.axes} sums to {sum(a.axes)}, rotary_dim is {a.r}")
+    total = sum(a.axes)
+    if a.r is None and total > Dh:
+        problems.append(f"axes_dim {a.axes} sums to {total}, more than head_dim {Dh}")
+    elif a.r is None and total < Dh:
+        problems.append(f"axes_dim {a.axes} sums to {total}, less than head_dim {Dh}: give axes_dim summing to "
+                        f"{Dh}, or rotary_dim={total} to rotate the first {total} dims and pass the last "
+                        f"{Dh - total} through unrotated")
+    elif a.r is not None and total != a.r:
+        problems.append(f"axes_dim {a.axes} sums to {total}, rotary_dim is {a.r}")
+    a.r = a.r if a.r is not None else total
     a.bounds = (a.axes[0] // 2, (a.axes[0] + a.axes[1]) // 2)
     if not (isinstance(theta, (int, float)) and theta > 1.0 and math.isfinite(theta)):
         problems.append(f"theta must be a finite number > 1, got {theta!r}")
@@ -343,7 +353,7 @@ def describe_rope(
         _table_angles(a, cos, sin, B, S, Dh, layouts, problems)
     else:
         layouts.append("grid-angles" if mode == 1 else "pos-angles")
-        _axes(a, axes_dim, theta, problems)
+        _axes(a, axes_dim, theta, Dh, problems)
         _position_angles(a, mode, grid_thw, pos_ids, B, S, layouts, problems)
     if a.r is not None and not problems and (a.r < 2 or a.r % 2 or a.r > Dh):
         problems.append(f"rotary_dim must be even and in [2, head_dim={Dh}], got {a.r}")

@@ -241,8 +241,11 @@ def rope_3d(
     Each token's position is ``(t, h, w)``: from ``grid_thw = (T, H, W)`` (tokens in
     t-major order, ``s = (t * H + h) * W + w``; ``S == T * H * W``) or from explicit
     ``pos_ids`` ``[B, S, 3]`` / ``[S, 3]`` (ints or floats; Flux's text/image ids). The
-    rotary dims split by ``axes_dim`` (sum = r): pair i of axis a (width d) turns by
-    ``pos_a * theta ** (-2 i / d)``. Defaults: Wan2.1 (Dh=128: 44/42/42, theta 1e4, pairs);
+    rotary dims split by ``axes_dim`` (t, h, w widths, each even): pair i of axis a (width d)
+    turns by ``pos_a * theta ** (-2 i / d)``. ``axes_dim`` sums to head_dim, or, for a partial
+    rotary, to ``rotary_dim``, which must then be given: the first ``rotary_dim`` dims of each
+    head rotate and the rest pass through unchanged. A sum other than head_dim without
+    ``rotary_dim`` raises ``UnsupportedInputError``. Defaults: Wan2.1 (Dh=128: 44/42/42, theta 1e4, pairs);
     HunyuanVideo uses ``axes_dim=(16, 56, 56), theta=256``; Flux ``(16, 56, 56)`` with
     ``pos_ids``. Contract ``close``: ``torch`` is the chain diffusers runs (fp64 table cast
     to fp32, then ``(x * cos + rotate(x) * sin).to(x.dtype)``).

@@ -5,8 +5,9 @@
 
 Exit codes: 0 ok, 1 the environment cannot run the command (e.g. core not installed,
 a benchmark target that fails to import), 2 usage error (unknown op or case, an op
-without a benchmark). torch and the family are imported inside the commands only, so
-``sgl-diffusion --help`` stays fast.
+without a benchmark, a device this machine does not have, a model sites cannot build).
+torch and the family are imported inside the commands only, so ``sgl-diffusion --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import os
 import platform as _platform
 import sys
+from pathlib import Path
 from typing import Any
 
 from . import _exports
@@ -153,8 +155,8 @@ def _ops_info(core: Any, platform: str, arch: Any) -> list[dict[str, Any]]:
         backends = []
         for spec in core.REGISTRY.specs(op_id):
             desc = core.InputDesc(**desc_kw)
-            explicit = spec.reasons(desc, explicit=True)
-            auto = spec.reasons(desc)
+            explicit = spec.reasons(desc, explicit=True, distribution=opdef.distribution)
+            auto = spec.reasons(desc, distribution=opdef.distribution)
             caps = spec.capabilities
             backends.append({
                 "backend": spec.backend,
@@ -283,7 +285,31 @@ def collect_model_sites(model: str, quality: str) -> dict[str, Any]:
     return {**plan.to_dict(), "text": str(plan)}
 
 
+def check_model(model: str, supported: tuple[str, ...]) -> None:
+    """``UsageError`` unless ``model`` is a supported class name, or a diffusers config.json (or the
+    folder holding one) naming one: what ``mount_plan`` can build."""
+    path = Path(model)
+    config = path / "config.json" if path.is_dir() else path
+    if config.is_file():
+        try:
+            name = json.loads(config.read_text()).get("_class_name", "")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise UsageError(f"--model {model}: {config} is not a diffusers config.json ({exc})") from None
+        what = f"{config} names {name!r}, not a supported model"
+    else:
+        name, what = model, "not a supported model, nor an existing diffusers config.json or a folder holding one"
+    if name not in supported:
+        raise UsageError(f"--model {model!r}: {what}; supported: {', '.join(supported)}")
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    if args.model:
+        try:
+            sites = importlib.import_module("sgl_diffusion_sites")
+        except ImportError:
+            pass  # the report says that sites is not installed
+        else:
+            check_model(args.model, tuple(sites.SUPPORTED_MODELS))
     report = collect_doctor()
     if args.model:
         report["model_sites"] = collect_model_sites(args.model, args.quality)
@@ -300,15 +326,33 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def resolve_op(name: str, ops: list[str]) -> str:
-    """Full op id for ``name``: exact (``norm.ln_modulate``) or short (``ln_modulate``) if unique."""
-    if name in ops:
-        return name
-    matches = [op for op in ops if op.rsplit(".", 1)[-1] == name]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise UsageError(f"op name {name!r} is ambiguous: {', '.join(matches)}; give the full id")
-    raise UsageError(f"unknown op {name!r}; registered ops: {', '.join(ops) or 'none'}")
+    """Full op id for ``name``: exact (``norm.ln_modulate``) or short (``ln_modulate``) if unique;
+    ``UsageError`` naming the close matches otherwise (core's ``REGISTRY.resolve``)."""
+    core = importlib.import_module("sgl_diffusion_core")
+    try:
+        return core.REGISTRY.resolve(name, ops)
+    except core.UnknownOpError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def bench_device(torch: Any, core: Any, spec: str | None) -> Any:
+    """The torch device of ``--device`` (default: the machine's best), or ``UsageError`` when it
+    is not a device name or this machine has no such device."""
+    if spec is None:
+        return core.default_device()
+    hint = f"this machine: {core.machine().describe()}; leave --device out to use its best device"
+    try:
+        device = torch.device(spec)
+    except (RuntimeError, ValueError) as exc:
+        raise UsageError(f"--device {spec!r} is not a torch device ({exc}); e.g. cpu, cuda, cuda:1") from None
+    count = torch.cuda.device_count() if device.type == "cuda" else None
+    if count and device.index is not None and device.index >= count:
+        raise UsageError(f"--device {spec}: there are {count} cuda device(s), cuda:0 to cuda:{count - 1}; {hint}")
+    try:
+        torch.empty(0, device=device)
+    except Exception as exc:  # AssertionError "Torch not compiled with CUDA enabled", RuntimeError: no such device
+        raise UsageError(f"--device {spec}: no such device here ({type(exc).__name__}: {exc}); {hint}") from None
+    return device
 
 
 def _fmt(v: Any, spec: str) -> str:
@@ -364,6 +408,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if info.get("error"):
             print(f"warning: {info['distribution']}: {info['error']}", file=sys.stderr)
     op_id = resolve_op(args.op, core.REGISTRY.ops())
+    device = bench_device(torch, core, args.device)
     opdef = core.REGISTRY.op(op_id)
     if not opdef.bench:
         raise UsageError(f"op {op_id} has no benchmark: its OpDef declares no bench target "
@@ -374,7 +419,6 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print(f"sgl-diffusion bench: the bench target {opdef.bench!r} of {op_id} cannot be loaded: "
               f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ENV
-    device = torch.device(args.device) if args.device else core.default_device()
     dtype = getattr(torch, DTYPES[args.dtype])
     names = [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None
     seen: list[str] = []
