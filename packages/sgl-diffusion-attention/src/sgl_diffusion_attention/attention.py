@@ -233,7 +233,8 @@ def attention(
     max_seqlen_k: int | None = None,
     return_lse: bool = False,
     out: torch.Tensor | None = None,
-    backend: str | None = None,) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    backend: str | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """``softmax(q @ k^T * scale) @ v`` per (sample, head), bidirectional (no causal mask).
 
     q: ``[B, Sq, Hq, Dh]`` (``layout="bshd"``) or ``[B, Hq, Sq, Dh]`` (``"bhsd"``); k, v:

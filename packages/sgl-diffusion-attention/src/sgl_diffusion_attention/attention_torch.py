@@ -80,7 +80,8 @@ def attention(
     max_seqlen_q: int | None = None,
     max_seqlen_k: int | None = None,
     return_lse: bool = False,
-    out: torch.Tensor | None = None,) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    out: torch.Tensor | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
     if cu_seqlens_q is not None:
         o, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, scale)
