@@ -26,6 +26,8 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "Op",
     "Backend",
     "op_id_of",
+    "Chooser",
+    "eligible",
     "warp_size",
     "WARP_SIZE",
     "MODULATION_LAYOUTS",

@@ -21,6 +21,10 @@ def attention(
     backend: str | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
+def attention_autotune_cache(
+    path: str | None,
+) -> None: ...
+
 def merge_attention_states(
     o1: torch.Tensor,
     lse1: torch.Tensor,
@@ -86,6 +90,7 @@ def merge_attention_states_reference(
 __all__ = [
     "__version__",
     "attention",
+    "attention_autotune_cache",
     "attention_reference",
     "can_use_attention",
     "can_use_merge_attention_states",

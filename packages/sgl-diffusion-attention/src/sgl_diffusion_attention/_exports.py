@@ -6,6 +6,7 @@ EXPORTS: dict[str, str] = {
     "attention": "attention",
     "can_use_attention": "attention",
     "attention_reference": "attention",
+    "attention_autotune_cache": "attention",
     "merge_attention_states": "merge_attention_states",
     "can_use_merge_attention_states": "merge_attention_states",
     "merge_attention_states_reference": "merge_attention_states",

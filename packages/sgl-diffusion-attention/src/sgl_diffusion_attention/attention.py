@@ -24,6 +24,9 @@ from sgl_diffusion_core import (
 
 from . import _geometry as G
 from . import _specs as S
+from ._autoselect import AUTOSELECT, attention_autotune_cache  # noqa: F401 (ALSO_EXPORTS)
+
+ALSO_EXPORTS = ("attention_autotune_cache",)
 
 
 def _features(geom: G.Geometry, q, k, v) -> tuple[str, ...]:
@@ -156,7 +159,7 @@ def describe_attention(
     geom = _geometry(q, k, v, sizes, layout, kv_lens, cu_seqlens_q, out, scale, max_seqlen_q, return_lse)
     desc.layouts = _features(geom, q, k, v)
     empty = geom.B == 0 or geom.Sq == 0 or geom.Sk == 0 or geom.Hq == 0 or geom.Dh == 0
-    desc.info = {"geom": geom, "empty": empty}
+    desc.info = {"geom": geom, "empty": empty, "device": q.device}
     return desc
 
 
@@ -211,6 +214,7 @@ ATTENTION = Op(
     empty=empty_result,
     per_call=per_call,
     bench=f"{S.BENCH}:attention_cases",
+    chooser=AUTOSELECT,
 )
 
 
@@ -265,9 +269,13 @@ def attention(
         ``[B, Hq, Sq]`` (varlen ``[Hq, total_q]``): what ``merge_attention_states`` combines.
     out: optional preallocated output of q's shape and dtype (any strides, head dim
         contiguous, not overlapping q, k or v); returned.
-    backend: ``None`` picks by static priority: on CUDA ``sdpa_cudnn`` > ``sdpa_flash`` >
-        ``sdpa_efficient`` for dense calls, ``triton`` for kv_lens / varlen / lse / GQA and on
-        ROCm, ``torch`` on the CPU; or one of those names.
+    backend: ``None`` picks, on a GPU, the fastest correct backend for the call's bucket
+        (device, dtype, head dim, features, powers of two of Sq, Sk and B * Hq): the bucket's
+        first eager call times every backend that serves it on these inputs, checked against
+        the ``torch`` definition, and keeps the winner (``attention_autotune_cache`` keeps it on
+        disk); under ``torch.compile`` tracing or CUDA-graph capture, and on the CPU, the static
+        priority: ``sdpa_cudnn`` > ``sdpa_flash`` > ``sdpa_efficient`` > ``triton`` > ``torch``
+        among those that serve the call. Or one of those names.
 
     Returns the output (q's shape and dtype, contiguous in q's layout unless ``out`` is given),
     or ``(out, lse)`` with ``return_lse``. Raises ``UnsupportedInputError`` naming every

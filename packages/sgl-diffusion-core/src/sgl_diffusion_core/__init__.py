@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING
 from . import aot, bench, testing
 from .__about__ import __version__
 from .aot import AotVariant
-from .errors import IndexOutOfRangeError, MissingPackageError, UnknownOpError, UnsupportedInputError
+from .errors import (
+    BackendRejectedWarning,
+    IndexOutOfRangeError,
+    MissingPackageError,
+    UnknownOpError,
+    UnsupportedInputError,
+)
 from .gate import BitExactFusionGate, FusionFallbackWarning, call_signature
 from .launch import RowConfig, TileConfig, next_pow2, warps_for
 from .modulation import (
@@ -27,7 +33,7 @@ from .modulation import (
     same_rows,
     writable_problem,
 )
-from .op import Backend, Op
+from .op import Backend, Chooser, Op
 from .ops import (
     Dispatcher,
     PlanCache,
@@ -61,6 +67,7 @@ from .registry import (
     Verdict,
     describe,
     dtype_name,
+    eligible,
     explain,
     op_id_of,
     register,
@@ -96,6 +103,8 @@ __all__ = [
     "Dispatcher",
     "Explanation",
     "FusionFallbackWarning",
+    "BackendRejectedWarning",
+    "Chooser",
     "IndexOutOfRangeError",
     "InputDesc",
     "KernelSpec",
@@ -147,6 +156,7 @@ __all__ = [
     "rows_disjoint",
     "same_memory",
     "same_rows",
+    "eligible",
     "select_impl",
     "tensor_platform",
     "tensor_sig",

@@ -39,3 +39,9 @@ class MissingPackageError(ImportError):
             name=distribution,
         )
         self.distribution = distribution
+
+
+class BackendRejectedWarning(UserWarning):
+    """A measured backend selection ruled a backend out for one input bucket: it raised, or its
+    result was outside its declared tolerance of the reference. Warned once per (op, bucket,
+    backend); that backend is not chosen again for the bucket."""

@@ -37,6 +37,10 @@ domain imports no backend.
 Host time: the eager path is ``plan`` (one tuple of tensor signatures, one dict lookup) and
 the runner ``prepare`` built for that signature; validation and selection run once per
 signature. The registered custom op is used only while ``torch.compile`` traces.
+
+Measured selection: an op may pass a ``chooser`` (see :class:`Chooser`), which ``backend=None``
+consults instead of the static priority when a plan is built, and ``explain`` when it reports;
+the attention domain's picks the fastest correct backend per shape bucket.
 """
 
 from __future__ import annotations
@@ -46,11 +50,12 @@ import importlib.util
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import UnsupportedInputError
 from .ops import PlanCache, register_custom_op
 from .registry import (
+    CHOOSERS,
     ENTRIES,
     REGISTRY,
     Capabilities,
@@ -84,6 +89,24 @@ class Backend:
     notes: str = ""
     aot: str | None = None
     executed_on: tuple[str, ...] = ()
+
+
+class Chooser(Protocol):
+    """The hook an :class:`Op` consults for ``backend=None`` (optional; the op's own policy).
+
+    ``choose(op_id, desc, tensors, exact)``: ``(spec, settled)`` or None for the static priority
+    (``select_impl``). Called once per plan build with the inputs the plan is built for; the
+    plan is cached only when ``settled`` (a choice made without measuring, e.g. while a CUDA
+    graph captures, is not frozen into the plan cache). It returns a backend that can serve
+    ``desc`` (see :func:`eligible`).
+    ``explain(op_id, desc, exact, explanation)``: the :class:`Explanation` ``explain`` returns
+    for ``backend=None`` (the chooser's pick as ``chosen``, what it measured as ``notes``).
+    """
+
+    def choose(self, op_id: str, desc: InputDesc, tensors: tuple,
+               exact: bool | None) -> tuple[KernelSpec, bool] | None: ...
+
+    def explain(self, op_id: str, desc: InputDesc, exact: bool | None, explanation: Explanation) -> Explanation: ...
 
 
 def _schema_arguments(name: str, schema: str) -> tuple[tuple[str, ...], tuple[Any, ...]]:
@@ -121,13 +144,15 @@ class Op:
         when the public function puts a scalar among its tensors (``group_norm_silu(x,
         num_groups, weight, bias)``: the plan's tensors are ``(x, weight, bias)``); default
         ``describe``.
+    chooser: a :class:`Chooser` for ``backend=None`` (default: the static priority).
     """
 
     def __init__(self, id: str, *, distribution: str, summary: str, describe: Callable[..., InputDesc],
                  n_tensors: int, reference: str, backends: Sequence[Backend], default_exact: bool | None = None,
                  empty: Callable[[Any], Callable[..., Any]] | None = None,
                  per_call: Callable[..., str | None] | None = None, bench: str | None = None,
-                 limit: int = 4096, describe_tensors: Callable[..., InputDesc] | None = None) -> None:
+                 limit: int = 4096, describe_tensors: Callable[..., InputDesc] | None = None,
+                 chooser: Chooser | None = None) -> None:
         self.id = id
         self.name = id.rpartition(".")[2]
         self.package = describe.__module__.rpartition(".")[0]
@@ -145,6 +170,9 @@ class Op:
         self.entries: list[Callable[..., Any]] = []
         self.entry_options: dict[str, tuple[tuple[str, Any], ...]] = {}  # entry name -> describe options it fixes
         self.backends = tuple(backends)
+        self.chooser = chooser
+        if chooser is not None:
+            CHOOSERS[id] = chooser
         self.definition = REGISTRY.register_op(OpDef(
             op=id, distribution=distribution, describe=f"{describe.__module__}:{describe.__name__}",
             public=f"{self.module}:{self.name}", summary=summary, default_exact=default_exact, bench=bench,
@@ -189,8 +217,8 @@ class Op:
         except (AttributeError, TypeError):  # a non-tensor or unhashable argument: describe() names it
             key = plan = None
         if plan is None:
-            plan = self._build(tensors, backend, exact, options)
-            if key is not None:
+            plan, settled = self._build(tensors, backend, exact, options)
+            if key is not None and settled:
                 self._plans.put(key, plan)
         if self._per_call is not None:
             why = self._per_call(*tensors, **dict(options))
@@ -199,13 +227,19 @@ class Op:
         return plan
 
     def _build(self, tensors: tuple, backend: str | None, exact: bool | None,
-               options: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:
+               options: tuple[tuple[str, Any], ...]) -> tuple[Callable[..., Any], bool]:
+        """``(runner, settled)``: the plan, and whether it may be cached (see :class:`Chooser`)."""
         desc = self._describe_tensors(*tensors, **dict(options))
         spec = select_impl(self.id, desc, backend=backend, exact=exact)
         geom = desc.info["geom"]
         if self._empty is not None and desc.info.get("empty"):
-            return self._empty(geom)
-        return spec.load()(geom, *tensors)
+            return self._empty(geom), True
+        settled = True
+        if backend is None and self.chooser is not None:
+            chosen = self.chooser.choose(self.id, desc, tensors, exact)
+            if chosen is not None:
+                spec, settled = chosen
+        return spec.load()(geom, *tensors), settled
 
     def clear(self) -> None:
         """Forget every cached plan."""
@@ -306,4 +340,4 @@ def ops_defined() -> list[Op]:
     return list(dict.fromkeys(op for op, _ in ENTRIES.values() if isinstance(op, Op)))
 
 
-__all__ = ["Backend", "Op", "ops_defined"]
+__all__ = ["Backend", "Chooser", "Op", "ops_defined"]

@@ -226,6 +226,7 @@ class Explanation:
     verdicts: tuple[Verdict, ...]
     problems: tuple[str, ...]
     chosen: str | None
+    notes: tuple[str, ...] = ()  # an op's chooser: what it measured for these inputs (see ``op.Chooser``)
 
     def __str__(self) -> str:
         lines = [f"{self.op}: " + (f"would use {self.chosen!r}" if self.chosen else "no backend can serve")]
@@ -235,6 +236,7 @@ class Explanation:
             state = "ok" if v.ok else "no"
             why = "" if v.ok else ": " + "; ".join(v.reasons)
             lines.append(f"  [{state}] {v.backend} (priority {v.priority}, {v.contract}){why}")
+        lines += [f"  {n}" for n in self.notes]
         return "\n".join(lines)
 
 
@@ -242,6 +244,8 @@ _TARGET_CACHE: dict[str, Any] = {}
 
 # public function -> (its Op, the describe options it fixes); filled by ``Op.entry``
 ENTRIES: dict[Any, tuple[Any, tuple[tuple[str, Any], ...]]] = {}
+# op id -> its ``op.Chooser`` (measured selection for ``backend=None``); filled by ``Op``
+CHOOSERS: dict[str, Any] = {}
 
 
 def op_id_of(op: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
@@ -505,4 +509,18 @@ def explain(op: Any, *args: Any, **kwargs: Any) -> Explanation:
         if ok and chosen is None:
             chosen = spec.backend
         verdicts.append(Verdict(spec.backend, ok, tuple(reasons), str(spec.contract), spec.priority))
-    return Explanation(op_id, tuple(verdicts), tuple(desc.problems), chosen)
+    out = Explanation(op_id, tuple(verdicts), tuple(desc.problems), chosen)
+    chooser = CHOOSERS.get(op_id)
+    if chooser is not None and backend is None and chosen is not None:
+        out = chooser.explain(op_id, desc, exact, out)
+    return out
+
+
+def eligible(op_id: str, desc: InputDesc, *, exact: bool | None = None) -> list[KernelSpec]:
+    """Every backend ``select_impl`` would accept for ``desc`` with ``backend=None``, highest
+    priority first (what a measured selection may choose among)."""
+    opdef = REGISTRY.op(op_id)
+    if desc.problems:
+        return []
+    return [s for s in REGISTRY.specs(op_id)
+            if not s.reasons(desc, distribution=opdef.distribution) and _honours(s, exact, opdef)]

@@ -30,12 +30,14 @@ from sgl_diffusion_activation import silu_mul as silu_mul
 from sgl_diffusion_activation import silu_mul_reference as silu_mul_reference
 from sgl_diffusion_activation import silu_reference as silu_reference
 from sgl_diffusion_attention import attention as attention
+from sgl_diffusion_attention import attention_autotune_cache as attention_autotune_cache
 from sgl_diffusion_attention import attention_reference as attention_reference
 from sgl_diffusion_attention import can_use_attention as can_use_attention
 from sgl_diffusion_attention import can_use_merge_attention_states as can_use_merge_attention_states
 from sgl_diffusion_attention import merge_attention_states as merge_attention_states
 from sgl_diffusion_attention import merge_attention_states_reference as merge_attention_states_reference
 from sgl_diffusion_core import REGISTRY as REGISTRY
+from sgl_diffusion_core import BackendRejectedWarning as BackendRejectedWarning
 from sgl_diffusion_core import BitExactFusionGate as BitExactFusionGate
 from sgl_diffusion_core import Capabilities as Capabilities
 from sgl_diffusion_core import Contract as Contract
@@ -173,6 +175,7 @@ class MissingDistributionError(ImportError):
     def __init__(self, attr: str, module: str, distribution: str) -> None: ...
 
 __all__ = [
+    "BackendRejectedWarning",
     "BitExactFusionGate",
     "Capabilities",
     "Contract",
@@ -197,6 +200,7 @@ __all__ = [
     "apply_rope_qk_reference",
     "apply_rope_reference",
     "attention",
+    "attention_autotune_cache",
     "attention_reference",
     "build_varlen_meta",
     "build_varlen_meta_reference",

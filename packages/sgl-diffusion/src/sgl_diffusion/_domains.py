@@ -36,6 +36,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "attention",
         "can_use_attention",
         "attention_reference",
+        "attention_autotune_cache",
         "merge_attention_states",
         "can_use_merge_attention_states",
         "merge_attention_states_reference",

@@ -51,6 +51,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         # the eager index checks' memory (after writes PyTorch's version counter cannot see)
         "forget_index_checks",
         "FusionFallbackWarning",
+        "BackendRejectedWarning",  # a measured backend choice that rejected a deviating or failing backend
         # verification of fused paths
         "BitExactFusionGate",
         "call_signature",
