@@ -21,6 +21,8 @@ eager chain, as eager mode runs it.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 import torch.nn.functional as F
 
@@ -77,6 +79,8 @@ class Kernels:
         self.under_compile = under_compile
         # op -> [fused calls, eager-chain calls (the backend could not serve)], eager mode only
         self.counts: dict[str, list[int]] = {}
+        # the last key-padding mask read on the host: (weakref to it, its version, its lens or None)
+        self._mask_seen: tuple | None = None
 
     def backend_for(self, op: str) -> str | None:
         """The backend asked of ``op``: a forced ``"triton"`` means the op's ``triton_exact`` variant
@@ -230,6 +234,74 @@ class Kernels:
         self.rope_qk(q[:, :n], k[:, :n], cos, sin, inplace=True)
         return q, k
 
+    # ------------------------------------------------------------------ attention
+    def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                  kv_lens: torch.Tensor | None = None) -> torch.Tensor | None:
+        """``sgl_diffusion_attention.attention(q, k, v, kv_lens=kv_lens)`` on ``[B, S, H, Dh]`` (bshd, the
+        projections' own layout: no transpose, no copy), or None where the caller must run the model's own
+        attention (its eager chain): the op cannot serve the input, or, while ``torch.compile`` traces,
+        ``under_compile="eager"``. The mount's forced backend is asked first where the op has it and it
+        serves the input, else the op's own choice (on the CPU its ``torch`` backend)."""
+        import sgl_diffusion_attention as attn
+
+        op = "attention.attention"
+        if is_compiling():
+            if not compile_ops((op,), self.under_compile):
+                return None
+            return attn.attention(q, k, v, kv_lens=kv_lens)
+        for backend in dict.fromkeys((self.backend, None)):
+            try:
+                ok = attn.can_use_attention(q, k, v, kv_lens=kv_lens, backend=backend)
+            except Exception:  # a backend name the op does not have
+                ok = False
+            if ok:
+                self.counts.setdefault(op, [0, 0])[0] += 1
+                return attn.attention(q, k, v, kv_lens=kv_lens, backend=backend)
+        self.count_eager(op)
+        return None
+
+    def count_eager(self, op: str) -> None:
+        """Count a call of ``op`` that ran the model's own chain (eager mode only)."""
+        if not is_compiling():
+            self.counts.setdefault(op, [0, 0])[1] += 1
+
+    def key_padding_lens(self, mask: torch.Tensor, batch: int, offset: int = 0) -> torch.Tensor | bool | None:
+        """``kv_lens`` (``[batch]`` int32: ``offset`` + the number of leading True entries) when the
+        boolean ``mask`` (``[B, S]`` or ``[B, 1, 1, S]``, B 1 or ``batch``) is a pure key-padding mask,
+        "the first n keys valid" per sample with n >= 1 and some key masked; None when every key is valid
+        (dense attention); False otherwise (the caller runs the model's own attention with the mask:
+        never a wrong answer).
+
+        The check reads the mask on the host. On the CPU that costs nothing; on a GPU it is one sync per
+        mask object, not per call: the answer is cached on the mask (a weak reference and its version
+        counter, so an in-place change is seen) and a model passes the same mask to every block of a
+        forward (HunyuanVideo's joint mask, Qwen-Image's text mask). An inference tensor has no version
+        counter: it is checked at every call. While ``torch.compile`` traces or a CUDA graph is captured
+        nothing is read: False (the model's own masked attention is traced / captured).
+        """
+        if is_compiling() or not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            return False
+        if mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == 1:
+            mask = mask[:, 0, 0]
+        if mask.dim() != 2 or mask.shape[0] not in (1, batch) or mask.shape[1] == 0:
+            return False
+        if mask.is_cuda and torch.cuda.is_current_stream_capturing():
+            return False
+        try:
+            version: int | None = mask._version
+        except RuntimeError:  # an inference tensor: no version counter, no cache
+            version = None
+        seen = self._mask_seen
+        if version is not None and seen is not None and seen[0]() is mask and seen[1] == version:
+            lens = seen[2]
+        else:
+            lens = _prefix_lens(mask)
+            if version is not None:
+                self._mask_seen = (weakref.ref(mask), version, lens)
+        if not isinstance(lens, torch.Tensor):
+            return lens  # False: not a key-padding prefix; None: every key valid
+        return (lens + offset).expand(batch).contiguous() if lens.shape[0] != batch else lens + offset
+
     # ------------------------------------------------------------------ layout
     def joint_qkv_cat(self, img_q: torch.Tensor, img_k: torch.Tensor, img_v: torch.Tensor, txt_q: torch.Tensor,
                       txt_k: torch.Tensor, txt_v: torch.Tensor, *,
@@ -247,6 +319,15 @@ class Kernels:
             return q, k, v
         out = joint_qkv_cat(*args, **kw)
         return out[0], out[1], out[2]
+
+
+def _prefix_lens(mask: torch.Tensor) -> torch.Tensor | bool | None:
+    """The per-row count of True (int32) when every row of the boolean ``[B, S]`` mask is n >= 1 True
+    entries then only False, None when every entry is True, else False (one host read of two flags)."""
+    lens = mask.sum(dim=1, dtype=torch.int32)
+    prefix = torch.arange(mask.shape[1], device=mask.device)[None, :] < lens[:, None]
+    ok, full = torch.stack([(prefix == mask).all() & (lens >= 1).all(), mask.all()]).tolist()
+    return False if not ok else None if full else lens
 
 
 def _apply(norm: torch.nn.Module | None, x: torch.Tensor) -> torch.Tensor:

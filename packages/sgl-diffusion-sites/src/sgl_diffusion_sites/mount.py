@@ -109,7 +109,7 @@ def _split(path: str) -> tuple[str, str]:
 
 
 def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = True,
-             backend: str | None = None, under_compile: str = "auto") -> MountReport:
+             backend: str | None = None, under_compile: str = "auto", attention: bool = True) -> MountReport:
     """Mount the family's fused ops on the sites of a diffusers transformer it recognizes.
 
     quality: ``"exact"`` (default): every mounted site is ``torch.equal`` to the unmounted
@@ -131,6 +131,8 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         norm + modulate, the joint concatenation) stay custom ops; a site left with none traces its
         original module. ``"fused"``: every verified op stays a custom op. ``"eager"``: every site
         traces its original module (the mount is invisible to ``torch.compile``).
+    attention: close mode: the processors run ``sgl_diffusion_attention.attention`` (a key-padding prefix
+        mask as ``kv_lens``); ``False`` and exact mode keep the model's. Each is an ``"attention"`` site.
 
     Returns a :class:`MountReport` listing every site considered. Never raises for a model
     it does not know: the report says nothing was mounted and why. A model already mounted is
@@ -141,7 +143,7 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     """
     if _unwrap(model) is not model:
         inner = optimize(_unwrap(model), quality=quality, verify=verify, backend=backend,
-                         under_compile=under_compile)
+                         under_compile=under_compile, attention=attention)
         if inner.mounted:
             inner.notes.append(_compiled_model_note("a torch.compile wrapper (OptimizedModule): mounted on its "
                                                     "_orig_mod", inner))
@@ -165,7 +167,7 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         found = [(p, m) for p, m in model.named_modules() if p and _rule_for(m) is not None]
         for path, m in found:
             _mount_site(model, path, m, report, kernels, verify, mounts, compiled)
-        _mount_processors(model, report, kernels, verify, mounts)
+        _mount_processors(model, report, kernels, verify, mounts, bool(attention))
     except Exception as exc:  # mounting never raises: undo what was mounted and report why
         for mt in reversed(mounts):
             mt.restore()
@@ -290,9 +292,10 @@ _PROCESSORS: dict[str, type] = {
 
 
 def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool,
-                      mounts: list[_Mount]) -> None:
+                      mounts: list[_Mount], attention: bool) -> None:
     """Attention processors with a QK-norm: each wrapper's ``plan`` says what it fuses there (RoPE, QK-norm
-    + RoPE, QK-norm, the joint text + image concatenation) or why the processor stays eager."""
+    + RoPE, QK-norm, the joint text + image concatenation) or why the processor stays eager; after each
+    processor's site, its ``"attention"`` site (:func:`_attention_site`)."""
     exact = kernels.exact
     for path, m in model.named_modules():
         proc = getattr(m, "processor", None)
@@ -305,20 +308,68 @@ def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kern
         if cls is None:
             site.reason = ("no processor site for this processor yet: its QK-norm (and RoPE and joint text + "
                            "image concat, where it has them) stay eager")
+            report.sites.append(_attention_site(path, m, proc, "its processor has no site (above)", kernels))
             continue
         plan = cls.plan(m, exact)
         if isinstance(plan, str):
             site.reason = plan
+            report.sites.append(_attention_site(path, m, proc, "its processor is not mounted: " + plan, kernels))
             continue
         site.ops = plan
         site.compile_ops = compile_ops(plan, kernels.under_compile)
         site.contract = "exact" if exact else "close"
         if exact and verify:
             site.gate = BitExactFusionGate(f"sgl_diffusion_sites:{report.model}.{path}.processor")
-        mounted = cls(proc, site, kernels)
+        why = (_EXACT_ATTENTION if exact else None if attention else
+               "attention=False: the model's own attention (SDPA through diffusers' dispatch) is kept")
+        attn_site = _attention_site(path, m, proc, why, kernels)
+        report.sites.append(attn_site)
+        mounted = cls(proc, site, kernels, attention=attn_site if attn_site.mounted else None)
         m.set_processor(mounted)
         mounts.append(_Mount(m, "processor", proc, mounted))
         site.status = "mounted"
+
+
+_EXACT_ATTENTION = ("quality='exact' keeps the model's attention (eager SDPA through diffusers' dispatch, "
+                    "torch.equal); quality='close' mounts sgl_diffusion_attention.attention")
+
+
+def _attention_site(path: str, attn: torch.nn.Module, proc: Any, why: str | None, kernels: Kernels) -> Site:
+    """The ``"attention"`` site of one attention module: mounted (``why`` None: the processor routes its
+    attention through ``sgl_diffusion_attention.attention``) or skipped with the reason. Its ``backend``:
+    the mount's forced backend where the attention op has it and it serves a dense call of the module's
+    heads, head dim, dtype and device, else ``"auto"`` (the op's own choice per call)."""
+    site = Site(path=path, kind="attention", module=type(proc).__name__, status="skipped", backend="auto")
+    if why is None and getattr(proc, "_attention_backend", None) is not None:
+        why = (f"a diffusers attention backend is set on the processor ({proc._attention_backend}): "
+               "its dispatch is kept")
+    if why is not None:
+        site.reason = why
+        return site
+    site.ops = ("attention.attention",)
+    site.compile_ops = compile_ops(site.ops, kernels.under_compile)
+    site.contract, site.status = "close", "mounted"
+    if kernels.backend is not None and _attention_serves(attn, kernels.backend):
+        site.backend = kernels.backend
+    return site
+
+
+def _attention_serves(attn: torch.nn.Module, backend: str) -> bool:
+    """Whether the attention op's ``backend`` serves a dense ``[1, 1, H, Dh]`` call of this module's heads,
+    head dim, dtype and device (a probe: no data is read)."""
+    import sgl_diffusion_attention as A
+
+    p = next(attn.parameters(), None)
+    heads = getattr(attn, "heads", 0)
+    to_q = getattr(attn, "to_q", None)
+    inner = getattr(to_q, "out_features", 0)
+    if p is None or not heads or not inner or p.device.type == "meta":
+        return False
+    q = torch.empty(1, 1, heads, inner // heads, dtype=p.dtype, device=p.device)
+    try:
+        return bool(A.can_use_attention(q, q, q, backend=backend))
+    except Exception:  # a backend name the attention op does not have
+        return False
 
 
 def _unwrap(model: Any) -> Any:
@@ -349,7 +400,8 @@ def mount_report(model: torch.nn.Module) -> MountReport | None:
     return rep if is_mounted(model) else None
 
 
-def mount_plan(source: Any, *, quality: str = "exact", under_compile: str = "auto") -> MountReport:
+def mount_plan(source: Any, *, quality: str = "exact", under_compile: str = "auto",
+               attention: bool = True) -> MountReport:
     """What ``optimize`` would mount on a model, without its weights and without running it.
 
     source: a model instance, one of ``SUPPORTED_MODELS`` (built from its default config), a
@@ -371,7 +423,7 @@ def mount_plan(source: Any, *, quality: str = "exact", under_compile: str = "aut
     live = mount_report(model)
     if live is not None:  # leave a mounted model as it is
         return live
-    report = optimize(model, quality=quality, under_compile=under_compile)
+    report = optimize(model, quality=quality, under_compile=under_compile, attention=attention)
     unmount(model)
     report.notes.append("plan only: mounted and unmounted again, nothing ran (gates pending)")
     return report

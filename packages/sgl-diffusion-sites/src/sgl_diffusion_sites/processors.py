@@ -1,9 +1,16 @@
 """Mounted attention processors: diffusers' processors with RoPE (and, in close mode, QK-norm +
-RoPE) fused.
+RoPE) fused, and in close mode (``optimize(..., attention=True)``) the attention itself through
+``sgl_diffusion_attention.attention``.
 
 Each class is set on an attention module with ``set_processor``; the original processor object
 is kept and put back by ``unmount``. ``plan`` says which ops a processor calls on a given
 attention module, or why that module stays eager.
+
+The attention (``_attend``): q, k, v are ``[B, S, H, Dh]`` straight from the projections (bshd: no
+transpose, no copy). A boolean key-padding mask of the form "the first n keys valid" per sample
+(HunyuanVideo's joint mask, Qwen-Image's text mask) becomes ``kv_lens``; any other mask, a diffusers
+attention backend or parallel config set on the processor, or an input the op cannot serve runs the
+model's own attention for that call (counted as eager in ``report.op_calls``).
 """
 
 from __future__ import annotations
@@ -15,13 +22,16 @@ import torch
 from .kernels import Kernels
 from .report import Site
 
+_SAME: Any = object()  # _attend's default kv_mask: the mask itself
+
 
 class MountedFluxAttnProcessor:
     """diffusers ``FluxAttnProcessor`` with RoPE (and, in close mode, QK-norm + RoPE) fused.
 
     Set on the attention module with ``set_processor``; the original processor object is kept
-    and put back by ``unmount``. The text + image concatenation and the attention itself stay
-    as diffusers does them (``dispatch_attention_fn``, so attention backends still apply).
+    and put back by ``unmount``. The text + image concatenation stays ``torch.cat``; the attention
+    is diffusers' ``dispatch_attention_fn`` (so attention backends still apply), or with a mounted
+    attention site ``sgl_diffusion_attention.attention`` (``_attend``).
     """
 
     kind = "qk_norm_rope"  # the report's site kind
@@ -31,12 +41,32 @@ class MountedFluxAttnProcessor:
         """The ops the mounted processor calls on ``attn`` (a tuple), or why it stays eager (a str)."""
         return ("rope.apply_rope_qk",) if exact else ("rope.qk_norm_rope", "rope.apply_rope_qk")
 
-    def __init__(self, original: Any, site: Site, kernels: Kernels) -> None:
+    def __init__(self, original: Any, site: Site, kernels: Kernels, attention: Site | None = None) -> None:
         self._sgl_original = original
         self._sgl_site = site
         self._sgl_k = kernels
+        self._sgl_attn = attention  # the attention site: mounted here (close mode), else None
         self._attention_backend = getattr(original, "_attention_backend", None)
         self._parallel_config = getattr(original, "_parallel_config", None)
+
+    def _attend(self, query, key, value, mask, dispatch, *, kv_mask=_SAME, offset: int = 0):
+        """The attention of one call, ``[B, S, H, Dh]`` in and out: ``sgl_diffusion_attention.attention``
+        where this processor's attention site is mounted, else ``dispatch()`` (the model's own attention,
+        with ``mask``). ``kv_mask``: the boolean key mask to turn into ``kv_lens`` (default: ``mask``),
+        whose first key is key ``offset``; the keys before it are all valid (Qwen-Image's image keys)."""
+        k = self._sgl_k
+        if self._sgl_attn is None:
+            return dispatch()
+        if self._attention_backend is not None or self._parallel_config is not None:
+            k.count_eager("attention.attention")  # a diffusers backend / context parallelism set since the mount
+            return dispatch()
+        kv_mask = mask if kv_mask is _SAME else kv_mask
+        kv_lens = None if kv_mask is None else k.key_padding_lens(kv_mask, query.shape[0], offset)
+        if kv_lens is False:  # not a key-padding prefix (or not readable here): the masked attention
+            k.count_eager("attention.attention")
+            return dispatch()
+        out = k.attention(query, key, value, kv_lens)
+        return dispatch() if out is None else out
 
     def _route(self, attn, handled: bool, *args):
         """``self._fused(attn, *args)`` through the site's gate when the call is one this processor
@@ -81,8 +111,9 @@ class MountedFluxAttnProcessor:
             query, key = k.rope_qk(query, key, cos, sin)
         else:
             query, key = k.qk_norm_rope(query, key, attn.norm_q, attn.norm_k, cos, sin)
-        hidden_states = dispatch_attention_fn(query, key, value, attn_mask=attention_mask,
-                                              backend=self._attention_backend, parallel_config=self._parallel_config)
+        hidden_states = self._attend(query, key, value, attention_mask, lambda: dispatch_attention_fn(
+            query, key, value, attn_mask=attention_mask, backend=self._attention_backend,
+            parallel_config=self._parallel_config))
         hidden_states = hidden_states.flatten(2, 3).to(query.dtype)
         if encoder_hidden_states is not None:
             encoder_hidden_states, hidden_states = hidden_states.split_with_sizes(
@@ -98,8 +129,8 @@ class MountedWanAttnProcessor(MountedFluxAttnProcessor):
     """diffusers ``WanAttnProcessor`` with its pair-wise RoPE fused (``x1 * cos - x2 * sin``,
     ``x1 * sin + x2 * cos`` is the rotate-pairs chain: ``a - b`` and ``a + (-b)`` are the same IEEE
     operation). Wan's QK-norm normalizes across heads (over the whole inner dim), which the per-head
-    ``qk_norm`` kernels do not cover: it stays eager; so do the image-conditioning branch (I2V) and
-    the attention itself."""
+    ``qk_norm`` kernels do not cover: it stays eager; so does the image-conditioning branch (I2V: not
+    mounted). The self-attention goes through ``_attend``."""
 
     @classmethod
     def plan(cls, attn: torch.nn.Module, exact: bool) -> tuple[str, ...] | str:
@@ -125,10 +156,10 @@ class MountedWanAttnProcessor(MountedFluxAttnProcessor):
         value = value.unflatten(2, (attn.heads, -1))
         cos, sin = rotary_emb  # [1, S, 1, D], one angle per pair, repeated per element
         query, key = self._sgl_k.rope_qk(query, key, cos[0, :, 0], sin[0, :, 0])
-        hidden_states = dispatch_attention_fn(
+        hidden_states = self._attend(query, key, value, attention_mask, lambda: dispatch_attention_fn(
             query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
             backend=self._attention_backend,
-            parallel_config=(self._parallel_config if encoder_hidden_states is None else None))
+            parallel_config=(self._parallel_config if encoder_hidden_states is None else None)))
         hidden_states = hidden_states.flatten(2, 3).type_as(query)
         hidden_states = attn.to_out[0](hidden_states)
         return attn.to_out[1](hidden_states)
@@ -144,7 +175,8 @@ class MountedHunyuanVideoAttnProcessor(MountedFluxAttnProcessor):
     eager ``cat([rope(x[:, :-S_txt]), x[:, -S_txt:]])`` becomes RoPE in place on those rows (no
     concatenation). exact: the model's norms, then ``apply_rope_qk(exact=True)``; close:
     ``qk_norm_rope`` on the image rows, ``qk_norm`` on the text rows / text stream. The attention
-    stays ``dispatch_attention_fn``.
+    goes through ``_attend``: the joint mask ``[B, 1, 1, S]`` diffusers builds (image, then the valid
+    text, then the padding) is a key prefix, hence ``kv_lens``.
     """
 
     @classmethod
@@ -178,9 +210,9 @@ class MountedHunyuanVideoAttnProcessor(MountedFluxAttnProcessor):
                                                    attn.norm_added_k, inplace=True)
             query, key, value = k.joint_qkv_cat(query, key, value, encoder_query, encoder_key, encoder_value,
                                                 text_first=False)
-        hidden_states = dispatch_attention_fn(query, key, value, attn_mask=attention_mask, dropout_p=0.0,
-                                              is_causal=False, backend=self._attention_backend,
-                                              parallel_config=self._parallel_config)
+        hidden_states = self._attend(query, key, value, attention_mask, lambda: dispatch_attention_fn(
+            query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
+            backend=self._attention_backend, parallel_config=self._parallel_config))
         hidden_states = hidden_states.flatten(2, 3).to(query.dtype)
         hidden_states, encoder_hidden_states = hidden_states[:, :-s_txt], hidden_states[:, -s_txt:]
         if getattr(attn, "to_out", None) is not None:
@@ -231,11 +263,14 @@ class MountedQwenImageAttnProcessor(MountedFluxAttnProcessor):
         from diffusers.models.transformers.transformer_qwenimage import apply_rotary_emb_qwen
 
         k = self._sgl_k
+        # with the attention op: image first, so a padded text mask is a key prefix (kv_lens); attention
+        # does not depend on the order of the tokens, the outputs are split by it
+        text_first, n_img = self._sgl_attn is None, hidden_states.shape[1]
         attention_mask = None
         if encoder_hidden_states_mask is not None:
-            image_mask = torch.ones((hidden_states.shape[0], hidden_states.shape[1]), dtype=torch.bool,
-                                    device=hidden_states.device)
-            attention_mask = torch.cat([encoder_hidden_states_mask, image_mask], dim=1)[:, None, None, :]
+            image_mask = torch.ones((hidden_states.shape[0], n_img), dtype=torch.bool, device=hidden_states.device)
+            parts = [encoder_hidden_states_mask, image_mask]
+            attention_mask = torch.cat(parts if text_first else parts[::-1], dim=1)[:, None, None, :]
         seq_txt = encoder_hidden_states.shape[1]
         head_dim = attn.inner_dim // attn.heads
         img_q, img_k, img_v = (p(hidden_states).unflatten(-1, (-1, head_dim))
@@ -258,12 +293,16 @@ class MountedQwenImageAttnProcessor(MountedFluxAttnProcessor):
                 txt_q = apply_rotary_emb_qwen(txt_q, txt_freqs, use_real=False)
                 txt_k = apply_rotary_emb_qwen(txt_k, txt_freqs, use_real=False)
         joint_query, joint_key, joint_value = k.joint_qkv_cat(img_q, img_k, img_v, txt_q, txt_k, txt_v,
-                                                              text_first=True)
-        out = dispatch_attention_fn(joint_query, joint_key, joint_value, attn_mask=attention_mask, dropout_p=0.0,
-                                    is_causal=False, backend=self._attention_backend,
-                                    parallel_config=self._parallel_config)
+                                                              text_first=text_first)
+        out = self._attend(joint_query, joint_key, joint_value, attention_mask, lambda: dispatch_attention_fn(
+            joint_query, joint_key, joint_value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
+            backend=self._attention_backend, parallel_config=self._parallel_config),
+            kv_mask=encoder_hidden_states_mask, offset=n_img)
         out = out.flatten(2, 3).to(joint_query.dtype)
-        txt_out, img_out = out[:, :seq_txt, :], out[:, seq_txt:, :]
+        if text_first:
+            txt_out, img_out = out[:, :seq_txt, :], out[:, seq_txt:, :]
+        else:
+            img_out, txt_out = out[:, :n_img, :], out[:, n_img:, :]
         img_out = attn.to_out[0](img_out.contiguous())
         if len(attn.to_out) > 1:
             img_out = attn.to_out[1](img_out)
@@ -274,9 +313,9 @@ class MountedQwenImageAttnProcessor(MountedFluxAttnProcessor):
 class MountedSD3AttnProcessor(MountedFluxAttnProcessor):
     """diffusers ``JointAttnProcessor2_0`` of SD3 / SD3.5 with ``qk_norm``: per-head QK-norm (no RoPE),
     then ``cat([image, text])`` of q, k and v. Close mode only: one ``qk_norm`` launch per stream
-    (q and k together, in place) and ``joint_qkv_cat``; attention stays ``F.scaled_dot_product_attention``
-    (it then reads ``[B, H, S, D]`` views of ``[B, S, H, D]`` memory instead of eager's contiguous
-    concatenation)."""
+    (q and k together, in place) and ``joint_qkv_cat``; the attention is ``_attend`` (the attention op
+    on ``[B, S, H, D]``), else ``F.scaled_dot_product_attention`` reading ``[B, H, S, D]`` views of that
+    memory instead of eager's contiguous concatenation)."""
 
     kind = "qk_norm"
 
@@ -311,9 +350,10 @@ class MountedSD3AttnProcessor(MountedFluxAttnProcessor):
                              for p in (attn.add_q_proj, attn.add_k_proj, attn.add_v_proj))
             e_q, e_k = k.qk_norm(e_q, e_k, attn.norm_added_q, attn.norm_added_k, inplace=True)
             query, key, value = k.joint_qkv_cat(query, key, value, e_q, e_k, e_v, text_first=False)
-        hidden_states = torch.nn.functional.scaled_dot_product_attention(
-            query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), dropout_p=0.0, is_causal=False)
-        hidden_states = hidden_states.transpose(1, 2).reshape(batch_size, -1, attn.heads * head_dim)
+        hidden_states = self._attend(query, key, value, None, lambda: torch.nn.functional.scaled_dot_product_attention(
+            query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), dropout_p=0.0,
+            is_causal=False).transpose(1, 2))
+        hidden_states = hidden_states.reshape(batch_size, -1, attn.heads * head_dim)
         hidden_states = hidden_states.to(query.dtype)
         if encoder_hidden_states is not None:
             hidden_states, encoder_hidden_states = hidden_states[:, :s_img], hidden_states[:, s_img:]

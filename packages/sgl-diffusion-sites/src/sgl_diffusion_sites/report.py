@@ -26,7 +26,7 @@ class Site:
 
     ``path``: the module's dotted name in the model (``"transformer_blocks.0.norm1"``);
     ``kind``: what is fused there (``"adaln_zero"``, ``"adaln_continuous"``, ``"block_residuals"``,
-    ``"ff_gelu_tanh"``, ``"qk_norm_rope"``, ...); ``status``: ``"mounted"`` or ``"skipped"``;
+    ``"ff_gelu_tanh"``, ``"qk_norm_rope"``, ``"attention"``, ...); ``status``: ``"mounted"`` or ``"skipped"``;
     ``reason``: why skipped (empty when mounted); ``ops``: the family ops the mounted path
     calls; ``backend``: the backend asked of them (``"auto"``: each op's own choice);
     ``contract``: ``"exact"`` (``torch.equal`` to the eager module, verified per call
