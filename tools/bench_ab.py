@@ -20,6 +20,7 @@ Needs a CUDA or ROCm GPU.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -29,12 +30,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAINS = ("modulate", "norm", "rope", "activation", "layout", "attention")
-# tiny eager calls whose host time is measured: name -> (domain, function, call)
+# tiny eager calls whose host time is measured: name -> (domain, function, its arguments)
 HOST_CALLS = {
-    "scale_shift": ("modulate", "scale_shift", "fn(x, m, m)"),
-    "gated_residual": ("modulate", "gated_residual", "fn(x, x, m)"),
-    "ln_modulate": ("norm", "ln_modulate", "fn(x, m, m)"),
-    "rms_norm": ("norm", "rms_norm", "fn(x)"),
+    "scale_shift": ("modulate", "scale_shift", ("x", "m", "m")),
+    "gated_residual": ("modulate", "gated_residual", ("x", "x", "m")),
+    "ln_modulate": ("norm", "ln_modulate", ("x", "m", "m")),
+    "rms_norm": ("norm", "rms_norm", ("x",)),
 }
 
 
@@ -103,9 +104,10 @@ def worker(tag: str, out: str, ops: list[str] | None, rep: int) -> None:
     x = torch.randn(1, 16, 64, device=dev, dtype=torch.bfloat16)
     m = torch.randn(1, 1, 64, device=dev, dtype=torch.bfloat16)
     calls = {"aten_add": lambda: x + m}
-    for name, (domain, fn_name, call) in HOST_CALLS.items():
-        mod = importlib.import_module(f"sgl_diffusion_{domain}")
-        calls[name] = eval(f"lambda fn=fn: {call}", {"x": x, "m": m, "fn": getattr(mod, fn_name)})
+    tensors = {"x": x, "m": m}
+    for name, (domain, fn_name, arg_names) in HOST_CALLS.items():
+        fn = getattr(importlib.import_module(f"sgl_diffusion_{domain}"), fn_name)
+        calls[name] = functools.partial(fn, *(tensors[a] for a in arg_names))
     for name, fn in calls.items():
         fn()
         runs = sorted(bench.host_us_per_call(fn, dev, calls=200) for _ in range(9))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import sgl_diffusion_attention as attn
-from sgl_diffusion_core import REGISTRY, testing
+from sgl_diffusion_core import REGISTRY, explain, testing
 
 pytestmark = [
     pytest.mark.gpu,
@@ -50,7 +50,7 @@ def test_production_shapes(name, which):
     B, S, H, Dh, pad = SHAPES[name]
     q, k, v, kv_lens = _inputs(B, S, H, Dh, pad)
     if not attn.can_use_attention(q, k, v, kv_lens=kv_lens, backend=which):
-        pytest.skip(f"{which} cannot serve {name}: {attn.attention.__name__} explains why")
+        pytest.skip(f"{which} cannot serve {name}:\n{explain(attn.attention, q, k, v, kv_lens=kv_lens)}")
     out = attn.attention(q, k, v, kv_lens=kv_lens, backend=which)
     qs = q[:, :QUERY_SLICE]
     ref = attn.attention_reference(qs.float(), k.float(), v.float(), kv_lens=kv_lens)
