@@ -5,6 +5,7 @@ before, after, ...), so drift of clocks and temperature falls on both sides.
     python tools/bench_ab.py --before v0.1.0 --after HEAD --ops norm.ln_modulate,modulate.scale_shift
     python tools/bench_ab.py ... --suite op_definition_ab --out docs/benchmarks/op_definition_ab_h200.json
     python tools/bench_ab.py ... --rounds=1 --out X.json --append             # one more round into X.json
+    python tools/bench_ab.py --before /tmp/old --after /tmp/new ...            # trees exported beforehand
 
 Each revision's ``packages/`` is exported with ``git archive`` into a temporary folder and put
 on ``PYTHONPATH`` (the family is pure Python; Triton compiles on the GPU machine), so the two
@@ -40,7 +41,10 @@ HOST_CALLS = {
 
 
 def export_tree(rev: str, dest: Path) -> Path:
-    """``packages/`` of ``rev`` under ``dest``; the ``PYTHONPATH`` of its sources."""
+    """``packages/`` of ``rev`` under ``dest``; the ``PYTHONPATH`` of its sources. A folder holding
+    ``packages/`` (a tree exported beforehand, for a machine without the git history) is used as is."""
+    if (Path(rev) / "packages").is_dir():
+        return Path(os.pathsep.join(str(p.resolve()) for p in sorted((Path(rev) / "packages").glob("*/src"))))
     dest.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", rev, "packages"], cwd=ROOT, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
@@ -138,6 +142,10 @@ def summary(speed: list[dict], host: list[dict]) -> list[str]:
 
 
 def _short_sha(rev: str) -> str:
+    """The short SHA of ``rev``; of an exported folder, its ``REVISION`` file (else its name)."""
+    if (Path(rev) / "packages").is_dir():
+        stamp = Path(rev) / "REVISION"
+        return stamp.read_text().strip() if stamp.exists() else Path(rev).name
     return subprocess.run(
         ["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()

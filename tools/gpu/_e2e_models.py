@@ -1,5 +1,5 @@
-"""The models of ``tools/gpu/sites_e2e.py``: FLUX.1-dev and Wan2.1-T2V-14B transformer configs (real
-and tiny), their forward inputs, the build with random weights cast as ``from_pretrained`` casts, and
+"""The models of ``tools/gpu/sites_e2e.py``: FLUX.1-dev, Wan2.1-T2V-14B and HunyuanVideo transformer
+configs (real and tiny), their forward inputs, the build with random weights cast as ``from_pretrained`` casts, and
 the meta-device dry run."""
 
 from __future__ import annotations
@@ -113,6 +113,59 @@ def wan_spec(tiny: bool, blocks: int | None) -> ModelSpec:
         config=config,
         tokens={"video": s_img, "text": s_txt},
         blocks={"blocks": config["num_layers"], "blocks_full": full},
+        reps=3,
+        make_inputs=make_inputs,
+        notes=notes,
+    )
+
+
+# the constructor arguments in hunyuanvideo-community/HunyuanVideo transformer/config.json
+HUNYUAN_VIDEO = dict(
+    in_channels=16, out_channels=16, num_attention_heads=24, attention_head_dim=128, num_layers=20,
+    num_single_layers=40, num_refiner_layers=2, mlp_ratio=4.0, patch_size=2, patch_size_t=1, qk_norm="rms_norm",
+    guidance_embeds=True, text_embed_dim=4096, pooled_projection_dim=768, rope_theta=256.0,
+    rope_axes_dim=(16, 56, 56),
+)  # fmt: skip
+HUNYUAN_TINY = {**HUNYUAN_VIDEO, "in_channels": 4, "out_channels": 4, "num_attention_heads": 2,
+                "attention_head_dim": 16, "num_refiner_layers": 1, "guidance_embeds": False, "text_embed_dim": 32,
+                "pooled_projection_dim": 32, "rope_axes_dim": (4, 6, 6)}  # fmt: skip
+
+
+def hunyuan_spec(tiny: bool, blocks: tuple[int, int]) -> ModelSpec:
+    """HunyuanVideo at 720p, 129 frames (latent [1, 16, 33, 90, 160]: 118800 video tokens), 256 text
+    tokens of which the last 200 are padding (``encoder_attention_mask``): the padded joint attention
+    case. Built with ``blocks = (double, single)`` blocks, a stack of the model's 20 + 40."""
+    config: dict[str, Any] = dict(HUNYUAN_TINY if tiny else HUNYUAN_VIDEO)
+    latent, s_txt, pad = ((1, 4, 3, 8, 8), 16, 6) if tiny else ((1, 16, 33, 90, 160), 256, 200)
+    full = (config["num_layers"], config["num_single_layers"])
+    double, single = blocks
+    if not (1 <= double <= full[0] and 0 <= single <= full[1]):
+        raise SystemExit(f"--hunyuan-blocks must be D,S with 1 <= D <= {full[0]}, 0 <= S <= {full[1]}")
+    config["num_layers"], config["num_single_layers"] = double, single
+    notes = [f"a stack of {double} of {full[0]} double and {single} of {full[1]} single blocks"]
+    s_img = latent[2] * (latent[3] // 2) * (latent[4] // 2)
+
+    def make_inputs(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
+        mask = torch.ones(1, s_txt, dtype=torch.long, device=device)
+        mask[:, s_txt - pad :] = 0
+        kw = {
+            "hidden_states": _randn(latent, device, dtype, 1),
+            "timestep": torch.tensor([500], device=device),
+            "encoder_hidden_states": _randn((1, s_txt, config["text_embed_dim"]), device, dtype, 2),
+            "encoder_attention_mask": mask,
+            "pooled_projections": _randn((1, config["pooled_projection_dim"]), device, dtype, 3),
+            "return_dict": False,
+        }
+        if config["guidance_embeds"]:
+            kw["guidance"] = torch.tensor([6.0 * 1000], device=device)
+        return kw
+
+    return ModelSpec(
+        key="hunyuan",
+        cls_name="HunyuanVideoTransformer3DModel",
+        config=config,
+        tokens={"video": s_img, "text": s_txt, "text_padded": pad, "joint": s_img + s_txt},
+        blocks={"double": double, "single": single, "double_full": full[0], "single_full": full[1]},
         reps=3,
         make_inputs=make_inputs,
         notes=notes,

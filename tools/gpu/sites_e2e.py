@@ -1,4 +1,5 @@
-"""End-to-end benchmark: sgl-diffusion-sites mounted on the FLUX.1-dev and Wan2.1-T2V-14B transformers.
+"""End-to-end benchmark: sgl-diffusion-sites mounted on the FLUX.1-dev, Wan2.1-T2V-14B and HunyuanVideo
+transformers.
 
 What it measures, per model (random weights at the real config, bf16, batch 1, built on the device):
 the time of one transformer forward (``torch.no_grad()``; CUDA events on a GPU, the host clock on a
@@ -9,6 +10,12 @@ CPU; the median and p20 / p80 of ``--reps`` calls after ``--warmup`` calls) for 
   site's gate (fused and eager both run, timed apart as ``first_call_s``); the output is checked
   ``torch.equal`` to eager's.
 - ``close``: ``optimize(model, quality="close")``; max abs difference and PSNR against eager.
+- ``close_no_attention``: ``optimize(model, quality="close", attention=False)``: every site but attention;
+  its step over ``close``'s is what the attention mount alone gains.
+
+``eager``, ``close`` and ``close_no_attention`` on a GPU also record ``attention_share``: the share of
+the step's GPU kernel time spent in attention kernels (one profiled call; kernels named like SDPA's,
+cuDNN's, flash's or ours).
 - ``compile``: the unmounted model, regionally compiled: diffusers' ``compile_repeated_blocks(
   fullgraph=True)`` (``torch.compile`` of every block class named in ``model._repeated_blocks``, in
   place). The first call (tracing + inductor) is timed apart as ``compile_s``.
@@ -72,9 +79,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, when run as a file
 from _e2e_measure import compare, forward, measure, sync, wall_call  # noqa: E402
-from _e2e_models import ModelSpec, build, dry_run, flux_spec, wan_spec  # noqa: E402
+from _e2e_models import ModelSpec, build, dry_run, flux_spec, hunyuan_spec, wan_spec  # noqa: E402
 
-VARIANTS = ("eager", "exact", "close", "compile", "compile_exact", "compile_close")
+VARIANTS = ("eager", "exact", "close", "close_no_attention", "compile", "compile_exact", "compile_close")
 DEFAULT_VARIANTS = ("eager", "exact", "close", "compile", "compile_exact")
 _T0 = time.perf_counter()
 
@@ -191,15 +198,45 @@ class Bench:
     under_compile: str = "auto"
 
 
+_ATTENTION_KERNELS = ("attention", "fmha", "flash", "sdpa", "cudnn", "_attn")
+
+
+def attention_share(model: torch.nn.Module, kw: dict[str, Any], device: torch.device) -> dict[str, Any] | None:
+    """The share of one call's GPU kernel time spent in attention kernels (profiler, CUDA only)."""
+    if device.type != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        forward(model, kw)
+        sync(device)
+    total = attn = 0.0
+    names: Counter = Counter()
+    for e in prof.key_averages():
+        us = float(getattr(e, "device_time_total", 0.0) or getattr(e, "cuda_time_total", 0.0))
+        if us <= 0 or e.key.startswith(("cudaDevice", "Memcpy", "Memset")):
+            continue
+        total += us
+        if any(p in e.key.lower() for p in _ATTENTION_KERNELS):
+            attn += us
+            names[e.key[:80]] += us
+    return {
+        "share": round(attn / total, 4) if total else None,
+        "attention_ms": round(attn / 1e3, 3),
+        "kernels_ms": round(total / 1e3, 3),
+        "top": {k: round(v / 1e3, 3) for k, v in names.most_common(4)},
+    }
+
+
 def run_eager(b: Bench) -> dict[str, Any]:
     timing, out = measure(b.model, b.kw, b.device, b.reps, b.warmup)
-    return {**timing, **compare(out, b.ref)}
+    return {**timing, **compare(out, b.ref), "attention_share": attention_share(b.model, b.kw, b.device)}
 
 
-def _mounted(b: Bench, quality: str) -> dict[str, Any]:
+def _mounted(b: Bench, quality: str, attention: bool = True) -> dict[str, Any]:
     import sgl_diffusion_sites as sites
 
-    report = sites.optimize(b.model, quality=quality, under_compile=b.under_compile)
+    report = sites.optimize(b.model, quality=quality, under_compile=b.under_compile, attention=attention)
     if not report.mounted:
         raise RuntimeError(f"nothing mounted: {report.notes}")
     first, first_s = wall_call(b.model, b.kw, b.device)  # exact: verifies every gate
@@ -207,6 +244,8 @@ def _mounted(b: Bench, quality: str) -> dict[str, Any]:
     summary = mount_summary(report)
     _print_mount(summary)
     rec = {**timing, "first_call_s": round(first_s, 3), **compare(out, b.ref), "mount": summary}
+    if quality == "close":
+        rec["attention_share"] = attention_share(b.model, b.kw, b.device)
     rec["equal_first_call"] = bool(torch.equal(first, b.ref))
     return rec
 
@@ -217,6 +256,10 @@ def run_exact(b: Bench) -> dict[str, Any]:
 
 def run_close(b: Bench) -> dict[str, Any]:
     return _mounted(b, "close")
+
+
+def run_close_no_attention(b: Bench) -> dict[str, Any]:
+    return _mounted(b, "close", attention=False)
 
 
 def _compiled(b: Bench, quality: str | None) -> dict[str, Any]:
@@ -265,6 +308,7 @@ RUNNERS: dict[str, Callable[[Bench], dict[str, Any]]] = {
     "eager": run_eager,
     "exact": run_exact,
     "close": run_close,
+    "close_no_attention": run_close_no_attention,
     "compile": run_compile,
     "compile_exact": run_compile_exact,
     "compile_close": run_compile_close,
@@ -454,8 +498,9 @@ def print_table(data: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------- main
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--models", default="flux,wan", help="comma list of flux, wan (default: flux,wan)")
+    p.add_argument("--models", default="flux,wan", help="comma list of flux, wan, hunyuan (default: flux,wan)")
     p.add_argument("--wan-blocks", type=int, default=None, help="build Wan with its first N blocks (default: all)")
+    p.add_argument("--hunyuan-blocks", default="2,4", help="HunyuanVideo's double,single blocks (default 2,4)")
     p.add_argument("--reps", type=int, default=None, help="timed calls per variant (default: FLUX 5, Wan 3)")
     p.add_argument("--warmup", type=int, default=1, help="untimed calls before the timed ones (default 1)")
     p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma list of {', '.join(VARIANTS)}")
@@ -475,15 +520,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    bad = [m for m in args.models if m not in ("flux", "wan")] + [v for v in args.variants if v not in VARIANTS]
+    bad = [m for m in args.models if m not in MODELS] + [v for v in args.variants if v not in VARIANTS]
     if bad:
         p.error(f"unknown model or variant: {bad}")
+    try:
+        args.hunyuan_blocks = tuple(int(n) for n in args.hunyuan_blocks.split(","))
+    except ValueError:
+        p.error(f"--hunyuan-blocks takes D,S (two integers), got {args.hunyuan_blocks!r}")
+    if len(args.hunyuan_blocks) != 2:
+        p.error(f"--hunyuan-blocks takes D,S (two integers), got {args.hunyuan_blocks!r}")
     return args
+
+
+MODELS: dict[str, Callable[[argparse.Namespace], ModelSpec]] = {
+    "flux": lambda a: flux_spec(a.tiny),
+    "wan": lambda a: wan_spec(a.tiny, a.wan_blocks),
+    "hunyuan": lambda a: hunyuan_spec(a.tiny, a.hunyuan_blocks),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    specs = [flux_spec(args.tiny) if m == "flux" else wan_spec(args.tiny, args.wan_blocks) for m in args.models]
+    specs = [MODELS[m](args) for m in args.models]
     if args.dry_run:
         dry_run(specs, args.cast_all)
         return 0
