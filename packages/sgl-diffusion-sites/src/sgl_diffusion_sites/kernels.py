@@ -26,7 +26,17 @@ import weakref
 import torch
 import torch.nn.functional as F
 
+import sgl_diffusion_activation as _activation
+import sgl_diffusion_attention as _attention
+import sgl_diffusion_layout as _layout
+import sgl_diffusion_modulate as _modulate
+import sgl_diffusion_norm as _norm
+import sgl_diffusion_rope as _rope
 from sgl_diffusion_core import is_compiling
+
+# The domains are imported here, not inside the methods below: dynamo traces these methods, and
+# torch 2.11's dynamo graph-breaks on an import statement whose module is a domain package (its
+# module class is a ``types.ModuleType`` subclass); attribute access on the module is traced.
 
 UNDER_COMPILE = ("auto", "fused", "eager")
 
@@ -113,7 +123,8 @@ class Kernels:
     # ------------------------------------------------------------------ modulation
     def scale_shift(self, h: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor | None) -> torch.Tensor:
         """``h * (1 + scale) + shift``: bit-exact on every backend."""
-        from sgl_diffusion_modulate import can_use_scale_shift, scale_shift
+        can_use_scale_shift = _modulate.can_use_scale_shift
+        scale_shift = _modulate.scale_shift
 
         if not self._fuse("modulate.scale_shift", can_use_scale_shift, h, scale, shift, backend=self.backend):
             return h * (1 + scale) + shift if shift is not None else h * (1 + scale)
@@ -121,7 +132,8 @@ class Kernels:
 
     def gated_residual(self, residual: torch.Tensor, update: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
         """``residual + gate * update``: bit-exact on every backend."""
-        from sgl_diffusion_modulate import can_use_gated_residual, gated_residual
+        can_use_gated_residual = _modulate.can_use_gated_residual
+        gated_residual = _modulate.gated_residual
 
         if not self._fuse("modulate.gated_residual", can_use_gated_residual, residual, update, gate,
                           backend=self.backend):
@@ -139,7 +151,8 @@ class Kernels:
         """
         params = None if self.exact else _layer_norm_params(norm)
         if params is not None:
-            from sgl_diffusion_norm import can_use_ln_modulate, ln_modulate
+            can_use_ln_modulate = _norm.can_use_ln_modulate
+            ln_modulate = _norm.ln_modulate
 
             eps, weight, bias = params
             kw = {"weight": weight, "bias": bias, "eps": eps, "exact": False, "backend": self.backend}
@@ -151,7 +164,8 @@ class Kernels:
     # ------------------------------------------------------------------ activation
     def gelu_tanh(self, x: torch.Tensor) -> torch.Tensor:
         """``F.gelu(x, approximate="tanh")`` (close kernel; exact mode never mounts it)."""
-        from sgl_diffusion_activation import can_use_gelu_tanh, gelu_tanh
+        can_use_gelu_tanh = _activation.can_use_gelu_tanh
+        gelu_tanh = _activation.gelu_tanh
 
         if not self._fuse("activation.gelu_tanh", can_use_gelu_tanh, x, backend=self.backend, exact=False):
             return F.gelu(x, approximate="tanh")
@@ -166,7 +180,8 @@ class Kernels:
         ``[S, D/2]`` (``sin=None``) Qwen-Image's ``view_as_real(view_as_complex(x.float()) * freqs)
         .type_as(x)`` (close mode only: the exact kernel takes real tables). exact mode: the bit-exact
         kernel. ``inplace``: q and k are overwritten (also by the eager chain) and returned."""
-        from sgl_diffusion_rope import apply_rope_qk, can_use_apply_rope_qk
+        apply_rope_qk = _rope.apply_rope_qk
+        can_use_apply_rope_qk = _rope.can_use_apply_rope_qk
 
         kw = {"interleaved": True, "inplace": inplace, "exact": self.exact,
               "backend": self.backend_for("rope.apply_rope_qk")}
@@ -184,7 +199,8 @@ class Kernels:
         are overwritten and returned."""
         pair = None if self.exact else rms_pair(norm_q, norm_k, q, k)
         if pair is not None:
-            from sgl_diffusion_rope import can_use_qk_norm_rope, qk_norm_rope
+            can_use_qk_norm_rope = _rope.can_use_qk_norm_rope
+            qk_norm_rope = _rope.qk_norm_rope
 
             eps, wq, wk = pair
             kw = {"norm": "rms", "eps": eps, "interleaved": True, "inplace": inplace, "exact": False,
@@ -203,7 +219,8 @@ class Kernels:
         ``inplace`` (honoured on the fused path): q and k are overwritten and returned."""
         pair = None if self.exact else rms_pair(norm_q, norm_k, q, k)
         if pair is not None:
-            from sgl_diffusion_norm import can_use_qk_norm, qk_norm
+            can_use_qk_norm = _norm.can_use_qk_norm
+            qk_norm = _norm.qk_norm
 
             eps, wq, wk = pair
             kw = {"norm": "rms", "eps": eps, "inplace": inplace, "exact": False, "backend": self.backend}
@@ -242,8 +259,7 @@ class Kernels:
         attention (its eager chain): the op cannot serve the input, or, while ``torch.compile`` traces,
         ``under_compile="eager"``. The mount's forced backend is asked first where the op has it and it
         serves the input, else the op's own choice (on the CPU its ``torch`` backend)."""
-        import sgl_diffusion_attention as attn
-
+        attn = _attention
         op = "attention.attention"
         if is_compiling():
             if not compile_ops((op,), self.under_compile):
@@ -309,7 +325,8 @@ class Kernels:
         """``torch.cat([txt_j, img_j], dim=1)`` (``text_first=False``: image first) for j in q, k, v
         (``[B, S, H, D]``): one launch into one buffer, bit-exact (data movement); the three
         results are contiguous views of it."""
-        from sgl_diffusion_layout import can_use_joint_qkv_cat, joint_qkv_cat
+        can_use_joint_qkv_cat = _layout.can_use_joint_qkv_cat
+        joint_qkv_cat = _layout.joint_qkv_cat
 
         args = (img_q, img_k, img_v, txt_q, txt_k, txt_v)
         kw = {"text_first": text_first, "backend": self.backend_for("layout.joint_qkv_cat")}
