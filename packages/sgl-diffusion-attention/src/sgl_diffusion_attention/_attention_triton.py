@@ -49,14 +49,17 @@ class AttnConfig:
         return {"num_warps": self.num_warps, "num_stages": self.num_stages}
 
 
-# The launch rule: platform -> head-dim tile -> configuration. A starting point, not yet swept on
-# hardware: 128-query tiles with 64-key tiles, fewer queries and stages at head dim 256 so that the
-# fp32 accumulator and the pipelined K/V tiles fit registers and shared memory / LDS (the compile
-# lanes report registers, spills and shared memory of every build: tools/aot_compile.py).
-# The interpreter (cpu) takes 32 x 32 tiles, so that small test shapes cross several tiles.
+# The launch rule: platform -> head-dim tile -> configuration. CUDA from a sweep on one H200 (bf16,
+# docs/benchmarks/attention_sweep_h200.json): at head dim 128, 128 x 128 tiles with 8 warps and 3
+# stages were the fastest of 8 configurations at FLUX (469 TFLOP/s), Wan 720p (492) and HunyuanVideo
+# 720p with kv_lens (496), 2-3% over 128 x 64; at 64, 64 x 64 with 4 warps (418 at FLUX's tokens);
+# at 256, 128 x 64 with 8 warps and 2 stages (382, 2.7x the 64 x 32 tiles). ROCm: not measured on
+# hardware; tiles the compile lanes build without spills (tools/aot_compile.py reports registers,
+# spills and LDS of every build). The interpreter (cpu) takes 32 x 32 tiles, so that small test
+# shapes cross several tiles.
 RULE: dict[str, dict[int, AttnConfig]] = {
-    "cuda": {32: AttnConfig(128, 64, 4, 3), 64: AttnConfig(128, 64, 8, 3), 128: AttnConfig(128, 64, 8, 3),
-             256: AttnConfig(64, 32, 8, 2)},
+    "cuda": {32: AttnConfig(128, 64, 4, 3), 64: AttnConfig(64, 64, 4, 3), 128: AttnConfig(128, 128, 8, 3),
+             256: AttnConfig(128, 64, 8, 2)},
     "hip": {32: AttnConfig(128, 64, 4, 1), 64: AttnConfig(128, 64, 4, 1), 128: AttnConfig(128, 64, 4, 1),
             256: AttnConfig(64, 32, 4, 1)},
     "cpu": {32: AttnConfig(32, 32, 4, 1), 64: AttnConfig(32, 32, 4, 1), 128: AttnConfig(32, 32, 4, 1),
@@ -68,9 +71,10 @@ def head_dim_tile(dh: int) -> int:
     return max(32, next_pow2(dh))
 
 
-# CUDA below sm_90 (Ampere's MMA holds the query tile in registers): at head dim 256 only 16 x 32 tiles
-# compile without register spills for sm_80.
-RULE_SM8X: dict[int, AttnConfig] = {256: AttnConfig(16, 32, 4, 2)}
+# CUDA below sm_90: 164 KB of shared memory holds three stages of 128 x 64 K/V tiles at head dim 128
+# (not of 128 x 128 ones), and Ampere's MMA keeps the query tile in registers: at head dim 256 only
+# 16 x 32 tiles compile without register spills for sm_80.
+RULE_SM8X: dict[int, AttnConfig] = {128: AttnConfig(128, 64, 8, 3), 256: AttnConfig(16, 32, 4, 2)}
 
 
 def config_for(platform: str, dh: int, arch: int | str | None = None) -> AttnConfig:
@@ -276,8 +280,8 @@ def _variant(dt, name: str, dh: int, mode: str, kvl: bool, varlen: bool, lse: bo
 def aot_variants(platform: str = "cuda"):
     """bf16 / fp16 at head dims 64, 128 and 256 (the rule's configurations), dense and kv_lens, with
     and without lse; varlen (with and without lse) in bf16: 30 builds. On CUDA, the sm_90+ builds at
-    head dim 256 are skipped for sm_80, which builds the Ampere configuration (kv_lens + lse, bf16 and
-    fp16) instead: 32 builds."""
+    head dims 128 and 256 are skipped for sm_80, which builds the Ampere configurations (kv_lens + lse,
+    bf16 and fp16) instead: 34 builds."""
     out = []
     for dt, name in _NAMES.items():
         for dh in (64, 128, 256):
