@@ -31,6 +31,7 @@ ContractOf = Callable[[str, str], str]
 RULES = {
     "activation_tune": "the activation kernels' tiles (`sgl_diffusion_activation._math_triton.tile_config`)",
     "activation_tune_glu_evict": "the activation kernels' L2 policy on streamed inputs",
+    "attention_sweep": "`attention`'s Triton launch rule (`_attention_triton.RULE`), beside cuDNN SDPA",
     "cat_pad_sweep": "`causal_conv3d_cat_pad`'s word-kernel tiles (`conv_pad_triton._WORDS_RULE`)",
     "channel_cluster_sweep": "`channel_rms_norm`'s two-CTA cluster (`ChannelConfig.ctas`)",
     "channel_hint_probe": "`channel_rms_norm`'s L2 policy on the cluster kernel's loads",
@@ -51,6 +52,7 @@ DOMAINS = ("norm", "modulate", "rope", "activation", "layout", "attention")
 _NOT_CONFIG = {
     "op", "case", "default", "median_us", "p20_us", "p80_us", "frac_of_copy", "gbps", "note", "equal_to_default",
     "shape", "bytes", "copy_gbps", "copy_us", "channels_last", "groups", "process", "date", "label", "config",
+    "tflops", "max_abs_err", "ms",
 }  # fmt: skip
 _REPEAT = re.compile(r"\s*#\d+$")
 
@@ -196,11 +198,19 @@ def _frac(r: dict[str, Any]) -> float | None:
     return f
 
 
+def _measure(rows: list[dict[str, Any]]) -> tuple[Callable[[dict[str, Any]], float | None], str, Callable]:
+    """What a sweep compares: TFLOP/s where its rows carry them (compute-bound kernels), else % of copy."""
+    if any(isinstance(r, dict) and "tflops" in r for r in rows):
+        return (lambda r: r.get("tflops")), "TFLOP/s", (lambda v: f"{v:.0f}")
+    return _frac, "% of copy", _pct
+
+
 def sweep_table(rows: list[dict[str, Any]]) -> list[str]:
     """Per case: the rule's configuration (``default`` rows, or the public op's in a probe), the best one, and
     how many configurations ran (repeats of one configuration count once, at their median)."""
-    rows = [r for r in rows if isinstance(r, dict) and _frac(r) is not None]
-    out = ["| case | the rule (% of copy) | best (% of copy) | best configuration | configurations |\n"]
+    value, unit, fmt = _measure(rows)
+    rows = [r for r in rows if isinstance(r, dict) and value(r) is not None]
+    out = [f"| case | the rule ({unit}) | best ({unit}) | best configuration | configurations |\n"]
     out.append("|---|---|---|---|---|\n")
     by_case: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
@@ -213,12 +223,12 @@ def sweep_table(rows: list[dict[str, Any]]) -> list[str]:
         rule: list[float] = []
         for r in mine:
             label = _config(r, varying, rule_row)
-            configs.setdefault(label, []).append(_frac(r))
+            configs.setdefault(label, []).append(value(r))
             if r.get("default") or label.startswith("public op"):
-                rule.append(_frac(r))
+                rule.append(value(r))
         best_label, best = max(((k, statistics.median(v)) for k, v in configs.items()), key=lambda kv: kv[1])
         out.append(
-            f"| {case} | {_pct(statistics.median(rule)) if rule else '—'} | {_pct(best)} | {best_label} "
+            f"| {case} | {fmt(statistics.median(rule)) if rule else '—'} | {fmt(best)} | {best_label} "
             f"| {len(configs)} |\n"
         )
     return out
