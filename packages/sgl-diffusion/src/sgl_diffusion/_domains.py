@@ -41,6 +41,17 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "can_use_merge_attention_states",
         "merge_attention_states_reference",
     ),
+    "sgl-diffusion-ext": (
+        "interpolate",
+        "can_use_interpolate",
+        "interpolate_reference",
+        "rasterize",
+        "can_use_rasterize",
+        "rasterize_reference",
+        "uv_rasterize",
+        "can_use_uv_rasterize",
+        "uv_rasterize_reference",
+    ),
     "sgl-diffusion-layout": (
         "causal_conv3d_cat_pad",
         "can_use_causal_conv3d_cat_pad",
