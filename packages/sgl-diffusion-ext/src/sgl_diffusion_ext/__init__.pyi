@@ -25,6 +25,15 @@ def rasterize(
     backend: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | torch.Tensor: ...
 
+def uv_inpaint(
+    texture: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    method: str = 'pushpull',
+    iterations: int = 16,
+    backend: str | None = None,
+) -> torch.Tensor: ...
+
 def uv_rasterize(
     uv: torch.Tensor,
     uv_tri: torch.Tensor,
@@ -72,6 +81,23 @@ def rasterize_reference(
     nvdiffrast_layout: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | torch.Tensor: ...
 
+def can_use_uv_inpaint(
+    texture: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    method: str = 'pushpull',
+    iterations: int = 16,
+    backend: str | None = None,
+) -> bool: ...
+
+def uv_inpaint_reference(
+    texture: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    method: str = 'pushpull',
+    iterations: int = 16,
+) -> torch.Tensor: ...
+
 def can_use_uv_rasterize(
     uv: torch.Tensor,
     uv_tri: torch.Tensor,
@@ -90,11 +116,14 @@ __all__ = [
     "__version__",
     "can_use_interpolate",
     "can_use_rasterize",
+    "can_use_uv_inpaint",
     "can_use_uv_rasterize",
     "interpolate",
     "interpolate_reference",
     "rasterize",
     "rasterize_reference",
+    "uv_inpaint",
+    "uv_inpaint_reference",
     "uv_rasterize",
     "uv_rasterize_reference",
 ]

@@ -9,6 +9,9 @@ EXPORTS: dict[str, str] = {
     "rasterize": "rasterize",
     "can_use_rasterize": "rasterize",
     "rasterize_reference": "rasterize",
+    "uv_inpaint": "uv_inpaint",
+    "can_use_uv_inpaint": "uv_inpaint",
+    "uv_inpaint_reference": "uv_inpaint",
     "uv_rasterize": "uv_rasterize",
     "can_use_uv_rasterize": "uv_rasterize",
     "uv_rasterize_reference": "uv_rasterize",
@@ -17,5 +20,6 @@ EXPORTS: dict[str, str] = {
 OPS: dict[str, str] = {
     "ext.interpolate": "interpolate",
     "ext.rasterize": "rasterize",
+    "ext.uv_inpaint": "uv_inpaint",
     "ext.uv_rasterize": "uv_rasterize",
 }

@@ -45,10 +45,10 @@ def _interpolate_kernel(ATTR, FID, BARY, TRI, OUT, n_pix, HW, N, C, F, a_sb, a_s
         tl.store(OUT + offs[:, None] * C + cols[None, :], tl.where(lm, v, 0.0), mask=m[:, None] & cm)
 
 
-# The launch rule: 128 pixels per program, channels in blocks of up to 32 (UV, normals, colours: 2-4
+# The launch rule: 128 pixels per program, channels in blocks of up to 8 (UV, normals, colours: 2-4
 # channels fit one block), 4 warps. Not yet swept on hardware.
 BLOCK_P = 128
-MAX_BLOCK_C = 32
+MAX_BLOCK_C = 8
 NUM_WARPS = 4
 
 
@@ -74,12 +74,12 @@ def prepare(geom, attr, face_id, bary, tri):
 
 
 def aot_variants(platform: str = "cuda"):
-    """Channel blocks 4 and 32: 2 builds."""
+    """Channel blocks 4 and 8: 2 builds."""
     from sgl_diffusion_core import AotVariant
 
     ints = ("n_pix", "HW", "N", "C", "F", "a_sb", "a_sn", "a_sc", "t_sf", "t_sk")
     out = []
-    for bc in (4, 32):
+    for bc in (4, 8):
         sig = {"ATTR": "*fp32", "FID": "*i32", "BARY": "*fp32", "TRI": "*i32", "OUT": "*fp32",
                **{n: "i32" for n in ints}, "BLOCK_P": "constexpr", "BLOCK_C": "constexpr"}
         out.append(AotVariant(name=f"interpolate[fp32,c={bc},p={BLOCK_P},w={NUM_WARPS}]", kernel=_interpolate_kernel,

@@ -263,14 +263,14 @@ def _resolve_kernel(KEYS, FS, PX, PY, FID, BARY, DEPTH, n_pix, F, H, W, NV: tl.c
 
 
 # The launch rule: 128 faces per setup program, 8x8-pixel tiles (one pixel per lane, 2 warps: 64 lanes on
-# NVIDIA, one wavefront on AMD), 8 persistent programs per multiprocessor, 1024 pixels per resolve program
+# NVIDIA, one wavefront on AMD), 8 persistent programs per multiprocessor, 256 pixels per resolve program
 # with 4 warps. Chosen from the cost model in the module docstring; not yet swept on hardware.
 SETUP_BLOCK = 128
 TILE_W = 8
 TILE_H = 8
 RASTER_WARPS = 2
 PROGRAMS_PER_SM = 8
-RESOLVE_BLOCK = 1024
+RESOLVE_BLOCK = 256
 # under the interpreter (CPU tests) each work item costs host time, so tiles are 16x16 there; the 8x8 GPU
 # tile runs on CPU only where a test pins it (make_runner's tile argument)
 INTERPRETER_TILE = (16, 16)
@@ -395,3 +395,12 @@ def aot_variants(platform: str = "cuda"):
             constexprs={"NV": nv, "BLOCK": RESOLVE_BLOCK}, num_warps=4, options={"enable_fp_fusion": False},
             divisible_by_16=("KEYS", "FS", "PX", "PY", "FID", "BARY", "DEPTH")))
     return out
+
+
+def aot_variants_uv(platform: str = "cuda"):
+    """``uv_rasterize`` launches ``rasterize``'s kernels with flip_y off, no prior and separate outputs: those
+    three builds again under uv_rasterize's names (the compile tool wants distinct names per backend)."""
+    from dataclasses import replace
+
+    keep = ("rasterize_setup[flip=0", "rasterize_raster[prior=0", "rasterize_resolve[nv=0")
+    return [replace(v, name="uv_" + v.name) for v in aot_variants(platform) if v.name.startswith(keep)]

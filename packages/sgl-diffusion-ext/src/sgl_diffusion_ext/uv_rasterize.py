@@ -52,7 +52,8 @@ UV_RASTERIZE = Op(
     reference=".rasterize_torch:uv_rasterize",
     backends=[
         Backend("triton", ".rasterize_triton:prepare_uv", S.TRITON_CAPS, S.RASTERIZE_CLOSE, priority=10,
-                notes="rasterize's kernels on (2u - 1, 2v - 1, 0, 1)", executed_on=S.EXECUTED_TRITON),
+                notes="rasterize's kernels on (2u - 1, 2v - 1, 0, 1)", aot="aot_variants_uv",
+                executed_on=S.EXECUTED_TRITON),
         Backend("torch", ".rasterize_torch:prepare_uv", S.TORCH_CAPS, S.RASTERIZE_CLOSE,
                 notes="rasterize's reference on (2u - 1, 2v - 1, 0, 1)", executed_on=S.EXECUTED_TORCH),
     ],
