@@ -173,3 +173,37 @@ def uv_inpaint_cases(device: torch.device, dtype: torch.dtype = torch.float32, n
             bytes=bench.tensor_bytes(tex, known, tex), providers=providers, check=check,
             extra={"holes": hole_frac},
         )
+
+
+# name -> (latitude rings, longitude segments); the torch reference (sequential sweeps) only on the small one
+VERTEX_MESHES: dict[str, tuple[int, int]] = {"2k": (20, 50), "40k": (100, 200)}
+
+
+def vertex_inpaint_cases(device: torch.device, dtype: torch.dtype = torch.float32, names: list[str] | None = None):
+    """A sphere's atlas at 2048², the texels of the vertices on the camera's side (z > 0) painted."""
+    import sgl_diffusion_ext as ext
+
+    for name in _names(names, VERTEX_MESHES, "vertex_inpaint"):
+        p, uv, tri = sphere(*VERTEX_MESHES[name], device)
+        g = torch.Generator().manual_seed(0)
+        tex = torch.rand(RES, RES, 3, generator=g).to(device)
+        rows = (uv[:, 1] * RES).floor().clamp(0, RES - 1).long()
+        cols = (uv[:, 0] * RES).floor().clamp(0, RES - 1).long()
+        mask = torch.zeros(RES, RES, dtype=torch.bool, device=device)
+        front = p[:, 2] > 0
+        mask[rows[front], cols[front]] = True
+        args = (tex, mask, p.contiguous(), uv.contiguous(), tri, tri)
+
+        def ours(args=args):
+            return ext.vertex_inpaint(*args)
+
+        def ref(args=args):
+            return ext.vertex_inpaint_reference(*args)
+
+        small = name == "2k"
+        yield bench.BenchCase(
+            name=name, shape=f"{tri.shape[0]} faces, {RES}x{RES} texture", dtype="float32",
+            bytes=bench.tensor_bytes(*args, tex, mask),
+            providers={"sgl_diffusion": ours, **({"torch reference": ref} if small else {})}, check=None,
+            extra={"faces": tri.shape[0]},
+        )

@@ -42,6 +42,17 @@ def uv_rasterize(
     backend: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
+def vertex_inpaint(
+    texture: torch.Tensor,
+    mask: torch.Tensor,
+    vtx_pos: torch.Tensor,
+    vtx_uv: torch.Tensor,
+    pos_idx: torch.Tensor,
+    uv_idx: torch.Tensor,
+    *,
+    backend: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+
 def can_use_interpolate(
     attr: torch.Tensor,
     face_id: torch.Tensor,
@@ -112,12 +123,33 @@ def uv_rasterize_reference(
     resolution: int | tuple[int, int],
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
+def can_use_vertex_inpaint(
+    texture: torch.Tensor,
+    mask: torch.Tensor,
+    vtx_pos: torch.Tensor,
+    vtx_uv: torch.Tensor,
+    pos_idx: torch.Tensor,
+    uv_idx: torch.Tensor,
+    *,
+    backend: str | None = None,
+) -> bool: ...
+
+def vertex_inpaint_reference(
+    texture: torch.Tensor,
+    mask: torch.Tensor,
+    vtx_pos: torch.Tensor,
+    vtx_uv: torch.Tensor,
+    pos_idx: torch.Tensor,
+    uv_idx: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+
 __all__ = [
     "__version__",
     "can_use_interpolate",
     "can_use_rasterize",
     "can_use_uv_inpaint",
     "can_use_uv_rasterize",
+    "can_use_vertex_inpaint",
     "interpolate",
     "interpolate_reference",
     "rasterize",
@@ -126,4 +158,6 @@ __all__ = [
     "uv_inpaint_reference",
     "uv_rasterize",
     "uv_rasterize_reference",
+    "vertex_inpaint",
+    "vertex_inpaint_reference",
 ]

@@ -15,6 +15,9 @@ EXPORTS: dict[str, str] = {
     "uv_rasterize": "uv_rasterize",
     "can_use_uv_rasterize": "uv_rasterize",
     "uv_rasterize_reference": "uv_rasterize",
+    "vertex_inpaint": "vertex_inpaint",
+    "can_use_vertex_inpaint": "vertex_inpaint",
+    "vertex_inpaint_reference": "vertex_inpaint",
 }
 
 OPS: dict[str, str] = {
@@ -22,4 +25,5 @@ OPS: dict[str, str] = {
     "ext.rasterize": "rasterize",
     "ext.uv_inpaint": "uv_inpaint",
     "ext.uv_rasterize": "uv_rasterize",
+    "ext.vertex_inpaint": "vertex_inpaint",
 }

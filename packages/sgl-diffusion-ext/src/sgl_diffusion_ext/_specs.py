@@ -30,8 +30,8 @@ _INTS = {"int32": (0.0, 0.0), "bool": (0.0, 0.0)}
 RASTERIZE_CLOSE = Contract.close({**_INTS, "float32": (1e-6, 1e-6)})
 INTERPOLATE_EXACT = Contract.exact()
 UV_INPAINT_CLOSE = Contract.close({**_INTS, "float32": (1e-6, 1e-6)})
-# Jacobi vs Gauss-Seidel order: equal (within fp32 summation) where every unpainted vertex is one edge from a
-# painted one; otherwise the order changes which neighbours a vertex sees (see vertex_inpaint's docstring)
+# Jacobi vs Gauss-Seidel order: equal where no two unpainted vertices are adjacent (the same fp32 sums in the
+# same order); otherwise the order changes which neighbours a vertex sees (see vertex_inpaint's docstring)
 VERTEX_INPAINT_CLOSE = Contract.close({**_INTS, "float32": (1e-5, 1e-5)})
 
 RASTERIZE_TRITON_NOTE = ("per-face setup kernel, a persistent kernel over (face, 8x8 tile of its bounding box) work "
@@ -42,7 +42,8 @@ INTERPOLATE_TORCH_NOTE = "the reference: gathers and (b0*a0 + b1*a1) + b2*a2 in 
 UV_INPAINT_TRITON_NOTE = ("push (2x2 means of known texels) and pull (bilinear) kernels per pyramid level, "
                           "Jacobi diffusion")
 UV_INPAINT_TORCH_NOTE = "the reference: the same pyramid with tensor gathers"
-VERTEX_INPAINT_TRITON_NOTE = "Jacobi sweeps over a CSR vertex graph (one kernel per sweep), converged every 8 sweeps"
-VERTEX_INPAINT_TORCH_NOTE = "the reference: sequential Gauss-Seidel sweeps in vertex order, fp64 sums"
+VERTEX_INPAINT_TRITON_NOTE = ("Jacobi sweeps over a CSR vertex graph (one kernel per sweep), convergence checked "
+                              "every 8 sweeps")
+VERTEX_INPAINT_TORCH_NOTE = "the reference: sequential Gauss-Seidel sweeps in vertex order, fp32 sums in CSR order"
 EXECUTED_TRITON = ("cpu-interpreter",)
 EXECUTED_TORCH = ("cpu",)

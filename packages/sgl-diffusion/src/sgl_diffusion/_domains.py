@@ -54,6 +54,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "uv_rasterize",
         "can_use_uv_rasterize",
         "uv_rasterize_reference",
+        "vertex_inpaint",
+        "can_use_vertex_inpaint",
+        "vertex_inpaint_reference",
     ),
     "sgl-diffusion-layout": (
         "causal_conv3d_cat_pad",
