@@ -45,12 +45,14 @@ def jacobi(colour, painted, rowptr, nbr, wt):
             return colour, painted
 
 
-def vertex_colours(case, order):
-    from sgl_diffusion_ext import _vertex_graph as G
-    from sgl_diffusion_ext.vertex_inpaint_torch import gauss_seidel
+def reference_module():
+    return testing.backend_module(ext.vertex_inpaint, "torch")  # its setup / write-back (G) and sweeps
 
-    texel, cv, colour, painted, rowptr, nbr, wt = G.setup(*case)
-    return (gauss_seidel if order == "gs" else jacobi)(colour, painted, rowptr, nbr, wt)
+
+def vertex_colours(case, order):
+    ref = reference_module()
+    texel, cv, colour, painted, rowptr, nbr, wt = ref.G.setup(*case)
+    return (ref.gauss_seidel if order == "gs" else jacobi)(colour, painted, rowptr, nbr, wt)
 
 
 def corner(k):
@@ -62,8 +64,7 @@ def test_triton_equals_jacobi_oracle(device):
     mod = testing.backend_module(ext.vertex_inpaint, "triton")
     assert mod.CHECK_EVERY == 8
     out_t, out_m = ext.vertex_inpaint(*[t.to(device) for t in case], backend="triton")
-    from sgl_diffusion_ext import _vertex_graph as G
-
+    G = reference_module().G
     texel, cv, *_ = G.setup(*case)
     colour, painted = vertex_colours(case, "jacobi")
     ref_t, ref_m = G.write_back(case[0], case[1], texel, cv, colour, painted)
