@@ -337,6 +337,40 @@ o1, o2 = (torch.randn(2, 9, 2, 32, generator=g).to(torch.bfloat16) for _ in rang
 lse1, lse2 = (torch.randn(2, 2, 9, generator=g) * 3 for _ in range(2))
 CASE = (merge_attention_states, merge_attention_states_reference, (o1, lse1, o2, lse2), {})
 """,
+    "ext.rasterize": """
+import torch
+from sgl_diffusion_ext import rasterize, rasterize_reference
+g = torch.Generator().manual_seed(0)
+pos = torch.cat([torch.rand(2, 12, 2, generator=g) * 2 - 1, torch.rand(2, 12, 1, generator=g),
+                 torch.ones(2, 12, 1)], dim=2)
+tri = torch.randint(0, 12, (8, 3), generator=g, dtype=torch.int32)
+CASE = (rasterize, rasterize_reference, (pos, tri, (9, 13)), {})
+""",
+    "ext.interpolate": """
+import torch
+from sgl_diffusion_ext import interpolate, interpolate_reference, rasterize_reference
+g = torch.Generator().manual_seed(0)
+pos = torch.cat([torch.rand(12, 2, generator=g) * 2 - 1, torch.zeros(12, 1), torch.ones(12, 1)], dim=1)
+tri = torch.randint(0, 12, (8, 3), generator=g, dtype=torch.int32)
+face_id, bary, _ = rasterize_reference(pos, tri, 10)
+CASE = (interpolate, interpolate_reference, (torch.randn(12, 3, generator=g), face_id, bary, tri), {})
+""",
+    "ext.uv_rasterize": """
+import torch
+from sgl_diffusion_ext import uv_rasterize, uv_rasterize_reference
+g = torch.Generator().manual_seed(0)
+uv = torch.rand(10, 2, generator=g)
+uv_tri = torch.randint(0, 10, (6, 3), generator=g, dtype=torch.int32)
+CASE = (uv_rasterize, uv_rasterize_reference, (uv, uv_tri, (8, 12)), {})
+""",
+    "ext.uv_inpaint": """
+import torch
+from sgl_diffusion_ext import uv_inpaint, uv_inpaint_reference
+g = torch.Generator().manual_seed(0)
+texture = torch.rand(11, 14, 3, generator=g)
+mask = torch.rand(11, 14, generator=g) > 0.56
+CASE = (uv_inpaint, uv_inpaint_reference, (texture, mask), {"method": "diffuse", "iterations": 3})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

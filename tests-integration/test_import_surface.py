@@ -497,3 +497,46 @@ def test_compile_lane_catches_fma_in_exact_kernels() -> None:
     assert not aot_compile.fused_multiply_adds(mul, "cuda")
     assert not aot_compile.fused_multiply_adds(sub, "cuda")
     assert aot_compile.fused_multiply_adds(sub.replace("0xBF80", "0x4000"), "cuda")  # a real factor: 2.0
+
+
+def test_compile_lane_tells_amd_division_from_contraction() -> None:
+    """fp32 division on AMD expands into FMAs (the correctly rounded algorithm): not contractions,
+    while an FMA that consumes the quotient, or is unrelated to a division, still fails the check."""
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import aot_compile
+    finally:
+        sys.path.pop(0)
+
+    @triton.jit
+    def div_axpy(X, Y, Z, n, BLOCK: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = o < n
+        q = tl.load(X + o, mask=m) / tl.load(Y + o, mask=m)
+        tl.store(Z + o, q * tl.load(Z + o, mask=m) + tl.load(Y + o, mask=m), mask=m)
+
+    src = triton.compiler.ASTSource(
+        fn=div_axpy,
+        signature={"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 256},
+    )
+    target = GPUTarget("hip", "gfx942", 64)
+    asm = {f: triton.compile(src, target=target, options={"enable_fp_fusion": f}).asm["amdgcn"] for f in (True, False)}
+    assert "v_div_scale_f32" in asm[False], "the division was not expanded: the test checks nothing"
+    assert not aot_compile.fused_multiply_adds(asm[False], "hip"), "division steps taken for contractions"
+    assert aot_compile.fused_multiply_adds(asm[True], "hip"), "q * z + y contracted, yet not reported"
+    div = (
+        "v_div_scale_f32 v3, s[0:1], v21, v21, v2\nv_rcp_f32_e32 v4, v3\nv_div_scale_f32 v5, vcc, v2, v21, v2\n"
+        "v_fma_f32 v11, -v3, v4, 1.0\nv_fmac_f32_e32 v4, v11, v4\nv_mul_f32_e32 v11, v5, v4\n"
+        "v_fma_f32 v12, -v3, v11, v5\nv_fmac_f32_e32 v11, v12, v4\nv_fma_f32 v3, -v3, v11, v5\n"
+        "v_div_fmas_f32 v3, v3, v4, v11\nv_div_fixup_f32 v4, v3, v21, v2\n"
+    )
+    assert not aot_compile.fused_multiply_adds(div, "hip")
+    assert aot_compile.fused_multiply_adds(div + "v_fma_f32 v9, v4, v8, v9\n", "hip")  # uses the quotient
+    assert aot_compile.fused_multiply_adds(div + "v_fmac_f32_e32 v5, v6, v7\n", "hip")  # unrelated
+    reloaded = div.replace("v_div_fmas", "global_load_dword v11, v[0:1], off\nv_div_fmas")
+    assert aot_compile.fused_multiply_adds(reloaded + "v_fmac_f32_e32 v11, v6, v7\n", "hip")  # v11 reloaded

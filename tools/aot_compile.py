@@ -243,6 +243,35 @@ _ONE = {
 }
 _ZERO = {"0f00000000", "0f80000000", "0", "neg(0)", "-0", "0.0", "0x8000", "0x0000"}
 _PTX_CONST = re.compile(r"^\s*mov\.(?:b16|b32|f32|u16|u32)\s+(%\w+),\s*([-\w.]+);")
+# fp32 ``x / y`` on AMD is not one instruction: LLVM expands the correctly rounded division into
+# v_div_scale (scaled operands), v_rcp, a Newton-Raphson refinement of FMAs, v_div_fmas and
+# v_div_fixup; those FMAs are the division's own steps, not a contraction of the kernel's a * b + c.
+# An FMA is one of them when a factor derives (through v_rcp / v_mul / FMAs) from the v_div_scale
+# of a division (keyed by its denominator, numerator) whose v_div_fixup has not yet come.
+_AMD_DIV_STEP = re.compile(r"^\s*(v_div_scale|v_div_fixup|v_rcp|v_mul|v_fmac?)_f32(?:_e(?:32|64))?\s+(.+)$")
+_AMD_VDST = re.compile(r"^\s*[a-z]\w*\s+v(?:(\d+)\b|\[(\d+):(\d+)\])")  # first operand, a VGPR or a range
+
+
+def _amd_division_steps(asm: str) -> set[int]:
+    """Indices of the lines of AMDGCN that are FMAs inside an expanded fp32 division (see above)."""
+    tainted: dict[str, tuple[str, ...]] = {}  # VGPR -> (denominator, numerator) of its division
+    steps: set[int] = set()
+    for i, line in enumerate(asm.splitlines()):
+        d = _AMD_VDST.match(line)
+        if not d:
+            continue
+        first, last = (d.group(1), d.group(1)) if d.group(1) else (d.group(2), d.group(3))
+        written = [f"v{r}" for r in range(int(first), int(last) + 1)]
+        m = _AMD_DIV_STEP.match(line)
+        mn, ops = (m.group(1), [re.sub(r"[^\w]", "", o) for o in m.group(2).split(",")]) if m else ("", [])
+        factors = ops[1:3] if mn.startswith("v_fma") else ops[1:]
+        key = tuple(ops[-2:]) if mn == "v_div_scale" else next((tainted[f] for f in factors if f in tainted), None)
+        for r in [r for r, k in tainted.items() if r in written or (mn == "v_div_fixup" and k == tuple(ops[-2:]))]:
+            del tainted[r]  # overwritten (a load, a move, v_div_fmas ...), or its division is complete
+        if key is not None and mn != "v_div_fixup":
+            tainted.update(dict.fromkeys(written, key))
+            steps.update([i] if mn.startswith("v_fma") else [])
+    return steps
 
 
 def fused_multiply_adds(asm: str, backend: str) -> list[str]:
@@ -251,7 +280,8 @@ def fused_multiply_adds(asm: str, backend: str) -> list[str]:
     An FMA with a factor of +-1.0 or an addend of +-0.0 rounds once, like the single add,
     subtract or multiply it stands for: that is how sm_80 (no bf16 ``add`` / ``sub`` / ``mul``
     instructions) emits them, so those are not contractions. The constant may be a literal
-    or a register set by one ``mov`` of a constant (PTX).
+    or a register set by one ``mov`` of a constant (PTX). The FMAs of an fp32 division's
+    correctly rounded expansion on AMD (``_amd_division_steps``) are not contractions either.
     """
     pat = _FMA_PATTERNS[backend]
     consts: dict[str, str] = {}
@@ -261,9 +291,10 @@ def fused_multiply_adds(asm: str, backend: str) -> list[str]:
             if c:
                 consts.setdefault(c.group(1), c.group(2))
     out = []
-    for line in asm.splitlines():
+    division = _amd_division_steps(asm) if backend == "hip" else set()
+    for i, line in enumerate(asm.splitlines()):
         m = pat.search(line)
-        if not m:
+        if not m or i in division:
             continue
         text = re.sub(r"\s+\w+:\S+|\s+clamp\b", "", m.group("ops"))  # drop AMD modifiers (op_sel_hi:[1,0,0])
         ops = [o.strip() for o in text.split(",")]

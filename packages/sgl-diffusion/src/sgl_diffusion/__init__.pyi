@@ -65,6 +65,21 @@ from sgl_diffusion_core import register_op as register_op
 from sgl_diffusion_core import select_impl as select_impl
 from sgl_diffusion_core import tensor_platform as tensor_platform
 from sgl_diffusion_core import triton_interpret as triton_interpret
+from sgl_diffusion_ext import can_use_interpolate as can_use_interpolate
+from sgl_diffusion_ext import can_use_rasterize as can_use_rasterize
+from sgl_diffusion_ext import can_use_uv_inpaint as can_use_uv_inpaint
+from sgl_diffusion_ext import can_use_uv_rasterize as can_use_uv_rasterize
+from sgl_diffusion_ext import can_use_vertex_inpaint as can_use_vertex_inpaint
+from sgl_diffusion_ext import interpolate as interpolate
+from sgl_diffusion_ext import interpolate_reference as interpolate_reference
+from sgl_diffusion_ext import rasterize as rasterize
+from sgl_diffusion_ext import rasterize_reference as rasterize_reference
+from sgl_diffusion_ext import uv_inpaint as uv_inpaint
+from sgl_diffusion_ext import uv_inpaint_reference as uv_inpaint_reference
+from sgl_diffusion_ext import uv_rasterize as uv_rasterize
+from sgl_diffusion_ext import uv_rasterize_reference as uv_rasterize_reference
+from sgl_diffusion_ext import vertex_inpaint as vertex_inpaint
+from sgl_diffusion_ext import vertex_inpaint_reference as vertex_inpaint_reference
 from sgl_diffusion_layout import build_varlen_meta as build_varlen_meta
 from sgl_diffusion_layout import build_varlen_meta_reference as build_varlen_meta_reference
 from sgl_diffusion_layout import can_use_build_varlen_meta as can_use_build_varlen_meta
@@ -222,6 +237,7 @@ __all__ = [
     "can_use_group_norm_silu",
     "can_use_indexed_gated_residual",
     "can_use_indexed_scale_shift",
+    "can_use_interpolate",
     "can_use_joint_qkv_cat",
     "can_use_joint_split",
     "can_use_layer_norm",
@@ -230,6 +246,7 @@ __all__ = [
     "can_use_nearest_upsample",
     "can_use_qk_norm",
     "can_use_qk_norm_rope",
+    "can_use_rasterize",
     "can_use_rms_modulate",
     "can_use_rms_norm",
     "can_use_rope_3d",
@@ -243,8 +260,11 @@ __all__ = [
     "can_use_ulysses_unpack_qkv",
     "can_use_usp_merge_heads",
     "can_use_usp_split_heads",
+    "can_use_uv_inpaint",
+    "can_use_uv_rasterize",
     "can_use_varlen_pack_qkv",
     "can_use_varlen_scatter",
+    "can_use_vertex_inpaint",
     "causal_conv3d_cat_pad",
     "causal_conv3d_cat_pad_reference",
     "channel_rms_norm",
@@ -280,6 +300,8 @@ __all__ = [
     "indexed_gated_residual_reference",
     "indexed_scale_shift",
     "indexed_scale_shift_reference",
+    "interpolate",
+    "interpolate_reference",
     "is_mounted",
     "joint_qkv_cat",
     "joint_qkv_cat_reference",
@@ -302,6 +324,8 @@ __all__ = [
     "qk_norm_reference",
     "qk_norm_rope",
     "qk_norm_rope_reference",
+    "rasterize",
+    "rasterize_reference",
     "register",
     "register_op",
     "rms_modulate",
@@ -336,8 +360,14 @@ __all__ = [
     "usp_merge_heads_reference",
     "usp_split_heads",
     "usp_split_heads_reference",
+    "uv_inpaint",
+    "uv_inpaint_reference",
+    "uv_rasterize",
+    "uv_rasterize_reference",
     "varlen_pack_qkv",
     "varlen_pack_qkv_reference",
     "varlen_scatter",
     "varlen_scatter_reference",
+    "vertex_inpaint",
+    "vertex_inpaint_reference",
 ]

@@ -35,9 +35,8 @@ DISTRIBUTIONS: dict[str, str] = {
     "sgl-diffusion-activation": "sgl_diffusion_activation",
     "sgl-diffusion-layout": "sgl_diffusion_layout",
     "sgl-diffusion-attention": "sgl_diffusion_attention",
+    "sgl-diffusion-ext": "sgl_diffusion_ext",
     "sgl-diffusion-sites": "sgl_diffusion_sites",
-    # Later domains are one row each, e.g.:
-    # "sgl-diffusion-ext": "sgl_diffusion_ext",
 }
 
 # distribution -> the public names the umbrella re-exports from its top-level module
