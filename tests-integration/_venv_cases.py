@@ -371,6 +371,19 @@ texture = torch.rand(11, 14, 3, generator=g)
 mask = torch.rand(11, 14, generator=g) > 0.56
 CASE = (uv_inpaint, uv_inpaint_reference, (texture, mask), {"method": "diffuse", "iterations": 3})
 """,
+    "ext.vertex_inpaint": """
+import torch
+from sgl_diffusion_ext import vertex_inpaint, vertex_inpaint_reference
+g = torch.Generator().manual_seed(0)
+# a fan of four faces around one unpainted centre vertex: both sweep orders give the same colours
+vtx_pos = torch.rand(5, 3, generator=g)
+vtx_uv = torch.tensor([[0.5, 0.5], [0.05, 0.05], [0.95, 0.05], [0.95, 0.95], [0.05, 0.95]])
+idx = torch.tensor([[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1]], dtype=torch.int32)
+texture = torch.rand(8, 8, 3, generator=g)
+mask = torch.zeros(8, 8, dtype=torch.bool)
+mask[0, 0] = mask[0, 7] = mask[7, 7] = mask[7, 0] = True
+CASE = (vertex_inpaint, vertex_inpaint_reference, (texture, mask, vtx_pos, vtx_uv, idx, idx), {})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.
