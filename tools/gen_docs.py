@@ -274,8 +274,9 @@ def selection_matrix(root: Path) -> str:
         "`exact=` request); an explicit `backend=` that cannot serve raises `UnsupportedInputError`.\n",
         "`sgl_diffusion_core.explain(op, *args)` shows the verdict of every backend for one call.\n\n",
         "**Executed on hardware**: where our test lanes ran the backend (`KernelSpec.executed_on`).\n",
-        f"**Compiled only**: the compile-lane targets ({', '.join(targets)}) of a backend with\n",
-        "ahead-of-time variants that it was compiled for in CI but never run on.\n\n",
+        f"**Compiled only**: the compile-lane targets ({', '.join(targets)} for Triton; gfx942, gfx950\n",
+        "and gfx1201 for FlyDSL) of a backend with ahead-of-time variants that it was compiled for in\n",
+        "CI but never run on: compiled, not executed.\n\n",
         "| op | distribution | backends (by priority) | summary |\n|---|---|---|---|\n",
     ]
     for op in ops:
@@ -298,14 +299,16 @@ def selection_matrix(root: Path) -> str:
         notes = []
         for s in reg.specs(op):
             caps = s.capabilities
-            compiled = [t for t in targets if t not in s.executed_on] if s.aot else []
+            built = s.compiled_for or (targets if s.aot else [])
+            compiled = [t for t in built if t not in s.executed_on]
             cells = [
                 f"`{s.backend}`",
                 str(s.priority),
                 _contract(s.contract),
                 ", ".join(caps.dtypes),
                 ", ".join(caps.layouts) or "all",
-                str(caps.max_last_dim) if caps.max_last_dim is not None else "no limit",
+                (str(caps.max_last_dim) if caps.max_last_dim is not None else "no limit")
+                + (f" (multiple of {caps.last_dim_multiple})" if caps.last_dim_multiple else ""),
                 _platforms(caps),
                 ", ".join(f"`{m}`" for m in caps.requires) or "—",
                 ", ".join(s.executed_on) or "**never**",

@@ -79,6 +79,7 @@ class Backend:
         than ``prepare`` (one backend module of a family serving several ops).
     caps, contract, priority, notes, executed_on: as :class:`KernelSpec`.
     aot: name of the module's function listing the kernel variants the compile lanes build.
+    compiled_for: as :class:`KernelSpec` (the targets of a compile lane other than Triton's).
     """
 
     name: str
@@ -89,6 +90,7 @@ class Backend:
     notes: str = ""
     aot: str | None = None
     executed_on: tuple[str, ...] = ()
+    compiled_for: tuple[str, ...] = ()
 
 
 class Chooser(Protocol):
@@ -183,6 +185,7 @@ class Op:
                 op=id, backend=b.name, target=f"{module}:{prepare or 'prepare'}", capabilities=b.caps,
                 contract=b.contract, priority=b.priority, notes=b.notes,
                 aot=None if b.aot is None else f"{module}:{b.aot}", executed_on=b.executed_on,
+                compiled_for=b.compiled_for,
             ))
 
     def __repr__(self) -> str:

@@ -93,6 +93,8 @@ class Capabilities:
         list of supported gfx names for ROCm (``("hip", "gfx942")``, one pair per name).
     dtypes: storage dtypes of the main input.
     max_last_dim: the largest last (reduced/hidden) dimension; None for no limit.
+    last_dim_multiple: the last dimension must be a multiple of this (vector width of a
+        kernel without a masked tail); None for any.
     layouts: layout tags the backend serves (op-defined, e.g. ``"per-frame"``); empty = all.
     interpretable: a Triton backend that also runs on CPU tensors under ``TRITON_INTERPRET=1``
         (never auto-selected there: the interpreter is a testing tool; ask with ``backend=``).
@@ -103,6 +105,7 @@ class Capabilities:
     dtypes: tuple[str, ...] = FLOAT_DTYPES
     min_arch: tuple[tuple[str, int | str], ...] = ()
     max_last_dim: int | None = None
+    last_dim_multiple: int | None = None
     layouts: tuple[str, ...] = ()
     interpretable: bool = False
     requires: tuple[str, ...] = ()
@@ -126,6 +129,10 @@ class KernelSpec:
     # "cpu"); any target of the compile lanes not listed here was only compiled. The docs'
     # selection matrix reports both, so nobody mistakes a compile for a run.
     executed_on: tuple[str, ...] = ()
+    # The compile targets of a backend built by a compile lane other than Triton's (the FlyDSL
+    # lane's gfx names); empty for Triton backends, whose ``aot`` variants the Triton compile
+    # lanes build for every target of tools/aot_compile.py.
+    compiled_for: tuple[str, ...] = ()
 
     def load(self) -> Callable[..., Any]:
         """Import and return the target (imports the backend module on first use)."""
@@ -172,6 +179,8 @@ class KernelSpec:
         if caps.max_last_dim is not None and desc.last_dim is not None:
             if desc.last_dim > caps.max_last_dim:
                 out.append(f"last dim {desc.last_dim} exceeds this backend's limit {caps.max_last_dim}")
+        if caps.last_dim_multiple and desc.last_dim is not None and desc.last_dim % caps.last_dim_multiple:
+            out.append(f"last dim {desc.last_dim} is not a multiple of {caps.last_dim_multiple}")
         if caps.layouts:
             for lay in desc.layouts:
                 if lay not in caps.layouts:

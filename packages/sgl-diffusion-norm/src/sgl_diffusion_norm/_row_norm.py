@@ -47,6 +47,16 @@ TRITON_CAPS = Capabilities(
     interpretable=True,
     requires=("triton",),
 )
+# FlyDSL (ROCm): D divisible by 8 (128-bit vectors, no masked tail), the Triton limit; the
+# wave size of each target is the compile target's (see _row_norm_flydsl).
+FLYDSL_CAPS = Capabilities(
+    platforms=("hip",),
+    min_arch=(("hip", "gfx942"), ("hip", "gfx950"), ("hip", "gfx1201")),
+    max_last_dim=65536,
+    last_dim_multiple=8,
+    layouts=MODULATION_LAYOUTS,
+    requires=("flydsl",),
+)
 TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"), layouts=MODULATION_LAYOUTS)
 
 # The close kernels round once; the eager chain they are compared with rounds after every op
@@ -62,11 +72,15 @@ RMS_TOL = {"bfloat16": (1e-2, 2**-6), "float16": (1e-3, 2**-9), "float32": (1e-5
 
 TRITON_NOTE = ("fp32 statistics, one rounding; one program per row, whole row in registers up to 8192 columns, "
                "chunked two-pass above")
+FLYDSL_NOTE = ("fp32 statistics, one rounding; one workgroup per row held in registers, 128-bit buffer accesses "
+               "bounded by the row; compiled for gfx942/gfx950 (wave64) and gfx1201 (wave32), not yet run on AMD "
+               "hardware, so below Triton until measured; its arithmetic is checked on the CPU by a numerical model")
 EXACT_NOTE = ("eager's rounding points and (where read from ATen) its reduction order; trusted per call signature "
               "only after a BitExactFusionGate saw it match eager, else eager runs")
 TORCH_NOTE = "the eager chain itself (the definition of the exact contract; see _row_norm_torch.py)"
 EXECUTED_TRITON = ("sm_90", "cpu-interpreter")
 EXECUTED_TORCH = ("cpu",)
+FLYDSL_TARGETS = ("gfx942", "gfx950", "gfx1201")
 
 # public name -> (op id, norm, modulated)
 OPS = {
@@ -93,6 +107,8 @@ def backends(name: str, tol: dict, close_aot: str) -> list[Backend]:
                 notes=TRITON_NOTE, aot=close_aot, executed_on=EXECUTED_TRITON),
         Backend("triton_exact", f"._row_norm_exact_triton:{prepare}", TRITON_CAPS, Contract.exact(), priority=5,
                 notes=EXACT_NOTE, aot=f"aot_variants_{name}", executed_on=EXECUTED_TRITON),
+        Backend("flydsl", f"._row_norm_flydsl:{prepare}", FLYDSL_CAPS, Contract.close(tol), priority=4,
+                notes=FLYDSL_NOTE, aot=f"flydsl_variants_{name}", compiled_for=FLYDSL_TARGETS),
         Backend("torch", f".{name}_torch", TORCH_CAPS, Contract.exact(), notes=TORCH_NOTE,
                 executed_on=EXECUTED_TORCH),
     ]

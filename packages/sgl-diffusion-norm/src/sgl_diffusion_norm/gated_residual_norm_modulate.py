@@ -101,6 +101,9 @@ GATED_RESIDUAL_NORM_MODULATE = Op(
         Backend("triton", "._row_norm_triton:prepare_gated", R.TRITON_CAPS, Contract.close(R.MOD_TOL), priority=10,
                 notes="new_residual bit-exact to eager (rounded per op, no FMA); out close (fp32 statistics, "
                 "one rounding)", aot="aot_variants_gated", executed_on=R.EXECUTED_TRITON),
+        Backend("flydsl", "._row_norm_flydsl:prepare_gated", R.FLYDSL_CAPS, Contract.close(R.MOD_TOL), priority=4,
+                notes="new_residual bit-exact to eager (rounded per op, no FMA); out close. " + R.FLYDSL_NOTE,
+                aot="flydsl_variants_gated", compiled_for=R.FLYDSL_TARGETS),
         Backend("torch", ".gated_residual_norm_modulate_torch", R.TORCH_CAPS, Contract.exact(),
                 notes="the eager chain itself: gated_residual, then the norm + modulate chain",
                 executed_on=R.EXECUTED_TORCH),
