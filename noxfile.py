@@ -72,6 +72,9 @@ TARGETS = ("sm_80", "sm_90", "sm_100", "gfx942", "gfx950")
 # are tuned for, H100/H200 (sm_90) and MI300 (gfx942); the others compile one variant per kernel
 # and argument types (tools/aot_compile.py --sample): every kernel and dtype, not every constexpr.
 FULL_TARGETS = ("sm_90", "gfx942")
+# The FlyDSL compile lanes (tools/compile_rocm.py: every variant of every FlyDSL kernel, ISA checks),
+# one per AMD target; they run beside the Triton lanes in ci's compile step.
+FLYDSL_LANES = ("flydsl-gfx942", "flydsl-gfx950", "flydsl-gfx1201")
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["ci"]
@@ -154,7 +157,11 @@ def tests(session: nox.Session, package: str, platform: str) -> None:
 
 
 def compile_command(target: str) -> list[str]:
-    """The arguments of tools/aot_compile.py for one target's lane (see FULL_TARGETS)."""
+    """The arguments of tools/aot_compile.py for one target's lane (see FULL_TARGETS), or of
+    tools/compile_rocm.py for a FlyDSL lane (``flydsl-<gfx>``)."""
+    if target.startswith("flydsl-"):
+        gfx = target.removeprefix("flydsl-")
+        return ["tools/compile_rocm.py", "--target", gfx, "--json", f"build/rocm/{gfx}.json"]
     return [
         "tools/aot_compile.py",
         "--target",
@@ -179,7 +186,7 @@ class CompileLanes:
     step ``ci`` widens to every core and waits. Lanes start longest first (the full lanes, CUDA
     before ROCm), so the short sampled ones balance the cores at the end."""
 
-    ORDER = ("sm_90", "gfx942", "sm_100", "sm_80", "gfx950")  # longest first
+    ORDER = ("sm_90", "gfx942", "sm_100", "sm_80", "gfx950", *FLYDSL_LANES)  # longest first
 
     def __init__(self, session: nox.Session, targets: Sequence[str], slots: int = 1):
         self.py = _py(session)
@@ -280,6 +287,47 @@ def run_compile_parallel(session: nox.Session, targets: Sequence[str]) -> None:
 def compile_all(session: nox.Session) -> None:
     """Every compile lane (or the targets given after --), in parallel; what ci runs."""
     run_compile_parallel(session, session.posargs or TARGETS)
+
+
+def run_rocm_setup(session: nox.Session) -> None:
+    """What the FlyDSL lanes need, installed by the lane itself: flydsl, Debian's lld-19, ROCM_PATH."""
+    session.run(_py(session), "tools/compile_rocm.py", "--setup")
+
+
+@nox.session(name="compile-rocm", venv_backend="none")
+def compile_rocm(session: nox.Session) -> None:
+    """Every FlyDSL kernel variant for gfx942, gfx950 and gfx1201, ISA checked (installs what it needs),
+    then the Triton ROCm lanes (gfx942, gfx950) with the same scratch and VGPR checks."""
+    run_rocm_setup(session)
+    run_compile_parallel(session, [*FLYDSL_LANES, "gfx942", "gfx950"])
+
+
+_BENCH_OPS = (
+    "import sgl_diffusion_core as c, aot_compile\n"
+    "aot_compile.import_family()\n"
+    "print(' '.join(o for o in c.REGISTRY.ops() if c.REGISTRY.op(o).bench))\n"
+)
+
+
+@nox.session(name="rocm-matrix", venv_backend="none")
+def rocm_matrix(session: nox.Session) -> None:
+    """On an AMD GPU, the whole ROCm matrix: every package's rocm lane (Triton and FlyDSL backends,
+    gpu tests included), then every op's benchmark suite, written as
+    docs/benchmarks/<op>_bench_<gfx>.json (the records the H200 runs write), then the docs."""
+    py = _py(session)
+    gpu = _gpu_present(session, "rocm")
+    if gpu is None:
+        session.error("rocm-matrix needs a ROCm build of torch and an AMD GPU; none found on this machine")
+    session.run(py, "-m", "pip", "install", "--quiet", "flydsl>=0.5,<0.6", "numpy")  # norm's [flydsl] extra
+    for p in PACKAGES:
+        run_tests(session, p, "rocm")
+    arch_code = "import torch; print(torch.cuda.get_device_properties(0).gcnArchName.split(':')[0])"
+    arch = (session.run(py, "-c", arch_code, silent=True) or "").strip().splitlines()[-1]
+    ops = (session.run(py, "-c", _BENCH_OPS, silent=True, env={"PYTHONPATH": str(ROOT / "tools")}) or "").split()
+    for op in ops:
+        out = f"docs/benchmarks/{op.rpartition('.')[2]}_bench_{arch}.json"
+        session.run(py, "-m", "sgl_diffusion", "bench", "--op", op, "--out", out)
+    session.run(py, "tools/gen_docs.py")
 
 
 @nox.session(name="compile", venv_backend="none")
@@ -450,7 +498,7 @@ def ci(session: nox.Session) -> None:
         steps.append((f"tests(package='{p}', platform='cpu')", lambda p=p: run_tests(session, p, "cpu")))
     # The compile lanes run in the background from the first step on, one at a time while the
     # single-threaded steps before the compile step run; that step gives them every core and waits.
-    steps.append((f"compile(targets={','.join(TARGETS)})", lambda: lanes.finish(session)))
+    steps.append((f"compile(targets={','.join(TARGETS + FLYDSL_LANES)})", lambda: lanes.finish(session)))
     steps.append(("build", lambda: run_build(session)))
     steps.append(("integration", lambda: run_integration(session)))
     steps.append(("docs", lambda: run_docs(session)))
@@ -471,8 +519,12 @@ def ci(session: nox.Session) -> None:
             session.log(f"  {status:<6} {secs:7.1f}s  {label}")
 
     failed: list[str] = []
-    session.log(f"ci: compile lanes {', '.join(TARGETS)} start in the background (logs in build/aot/<target>.log)")
-    lanes = CompileLanes(session, TARGETS, slots=1)
+    session.log(
+        f"ci: compile lanes {', '.join(TARGETS + FLYDSL_LANES)} start in the background "
+        "(logs in build/aot/<target>.log)"
+    )
+    run_rocm_setup(session)  # the FlyDSL lanes' tools, before the lanes start
+    lanes = CompileLanes(session, TARGETS + FLYDSL_LANES, slots=1)
     try:
         for i, (label, step) in enumerate(steps, 1):
             session.log(f"===== ci step {i}/{len(steps)}: {label} =====")

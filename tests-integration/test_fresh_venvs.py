@@ -184,3 +184,44 @@ def test_umbrella(fresh_venv: Venv, wheelhouse: Path) -> None:
     proc = venv.cmd(str(venv.path / "bin" / "sgl-diffusion"), "doctor", "--json")
     doctor = json.loads(proc.stdout)
     assert doctor, "sgl-diffusion doctor --json printed nothing"
+
+
+# --- 1b. the norm domain with its [flydsl] extra ----------------------------------------------------
+
+WITH_FLYDSL = """
+import torch
+import sgl_diffusion_norm as norm
+import sgl_diffusion_core as core
+x = torch.randn(2, 4, 64, dtype=torch.bfloat16)
+s = torch.randn(2, 64, dtype=torch.bfloat16)
+y = norm.ln_modulate(x, s, s)
+ex = core.explain(norm.ln_modulate, x, s, s, backend="flydsl", exact=False)
+fly = next(v for v in ex.verdicts if v.backend == "flydsl")
+try:
+    norm.ln_modulate(x, s, s, backend="flydsl", exact=False)
+    err = None
+except core.UnsupportedInputError as e:
+    err = str(e)
+import sys
+loaded = sorted(m for m in sys.modules if m.split(".")[0] == "flydsl")
+import flydsl
+res = {"flydsl_loaded_before": loaded, "ok": bool(torch.equal(y, norm.ln_modulate_reference(x, s, s))),
+       "reasons": list(fly.reasons), "error": err, "flydsl": flydsl.__version__}
+print(json.dumps(res))
+"""
+
+
+@pytest.mark.venv(triton=True)
+def test_norm_with_flydsl_extra(fresh_venv: Venv, wheelhouse: Path) -> None:
+    """``pip install 'sgl-diffusion-norm[flydsl]'``: FlyDSL installed, never imported by the domain, its
+    backend refusing CPU tensors with the platform as the only reason (the module is there)."""
+    pkg = next(p for p in DOMAINS if p.dist == "sgl-diffusion-norm")
+    project = workspace.tomllib.loads(pkg.pyproject.read_text())["project"]
+    fresh_venv.pip("install", "--no-compile", *project["optional-dependencies"]["flydsl"])  # from the index
+    fresh_venv.install_family(wheelhouse, f"{pkg.dist}[triton,flydsl]")
+    fresh_venv.pip("check")
+    out = fresh_venv.run(script({}, WITH_FLYDSL))
+    assert not out["flydsl_loaded_before"], "importing sgl_diffusion_norm (and running an op) imported flydsl"
+    assert out["ok"]
+    assert out["reasons"] and all("tensors on cpu" in r for r in out["reasons"]), out["reasons"]
+    assert out["error"] and "runs on hip" in out["error"], out["error"]

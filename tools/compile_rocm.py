@@ -106,8 +106,11 @@ def setup() -> int:
     lld = find_lld()
     if lld is None:
         if shutil.which("apt-get") is None or os.geteuid() != 0:
-            print("compile_rocm: error: no ld.lld found and apt-get is not usable here; install Debian's lld-19 "
-                  "(or any ld.lld on PATH)", file=sys.stderr)
+            print(
+                "compile_rocm: error: no ld.lld found and apt-get is not usable here; install Debian's lld-19 "
+                "(or any ld.lld on PATH)",
+                file=sys.stderr,
+            )
             return 1
         print("compile_rocm: installing Debian's lld-19", flush=True)
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
@@ -119,8 +122,10 @@ def setup() -> int:
         if lld is None:
             print("compile_rocm: error: lld-19 installed but no ld.lld found", file=sys.stderr)
             return 1
-    print(f"compile_rocm: ld.lld = {lld}; ROCM_PATH layout {rocm_layout(lld)} "
-          f"({time.perf_counter() - t0:.0f}s)", flush=True)
+    print(
+        f"compile_rocm: ld.lld = {lld}; ROCM_PATH layout {rocm_layout(lld)} ({time.perf_counter() - t0:.0f}s)",
+        flush=True,
+    )
     return 0
 
 
@@ -143,10 +148,16 @@ def read_isa(text: str) -> dict:
 
     if not re.search(r"^\s*\.vgpr_count:", meta, re.M):
         raise RuntimeError("no .vgpr_count in the ISA's metadata")
-    return {"vgpr": field("vgpr_count"), "agpr": field("agpr_count"), "sgpr": field("sgpr_count"),
-            "scratch": field("private_segment_fixed_size"),
-            "spills": field("vgpr_spill_count") + field("sgpr_spill_count"), "wave": field("wavefront_size"),
-            "ops": ops, "contracted": aot_compile.fused_multiply_adds(text, "hip")}
+    return {
+        "vgpr": field("vgpr_count"),
+        "agpr": field("agpr_count"),
+        "sgpr": field("sgpr_count"),
+        "scratch": field("private_segment_fixed_size"),
+        "spills": field("vgpr_spill_count") + field("sgpr_spill_count"),
+        "wave": field("wavefront_size"),
+        "ops": ops,
+        "contracted": aot_compile.fused_multiply_adds(text, "hip"),
+    }
 
 
 # --- one target, in a clean process --------------------------------------------------------------
@@ -154,14 +165,16 @@ def read_isa(text: str) -> dict:
 
 def clean_env(target: str, work: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LEAKY}
-    env.update({
-        "FLYDSL_GPU_ARCH": target,
-        "ROCM_PATH": str(ROCM_LAYOUT),
-        "FLYDSL_DEBUG_DUMP_ASM": "1",
-        "FLYDSL_RUNTIME_ENABLE_CACHE": "0",
-        "FLYDSL_RUNTIME_CACHE_DIR": str(work / "cache"),
-        "FLYDSL_DUMP_DIR": str(work / "isa"),
-    })
+    env.update(
+        {
+            "FLYDSL_GPU_ARCH": target,
+            "ROCM_PATH": str(ROCM_LAYOUT),
+            "FLYDSL_DEBUG_DUMP_ASM": "1",
+            "FLYDSL_RUNTIME_ENABLE_CACHE": "0",
+            "FLYDSL_RUNTIME_CACHE_DIR": str(work / "cache"),
+            "FLYDSL_DUMP_DIR": str(work / "isa"),
+        }
+    )
     return env
 
 
@@ -225,15 +238,29 @@ def child(target: str, name_filter: str | None, json_path: Path | None, export: 
         r.seconds = time.perf_counter() - t0
         results.append(r)
         state = "ok" if r.ok else "FAILED"
-        print(f"[{len(results)}] {state} {r.seconds:.2f}s {v.name} ({sid}): {r.vgpr}v/{r.sgpr}s/{r.agpr}a, "
-              f"scratch {r.scratch} B, wave{r.wave}" + (f"\n    {r.error}" if r.error else "")
-              + "".join(f"\n    {p}" for p in r.problems), flush=True)
+        print(
+            f"[{len(results)}] {state} {r.seconds:.2f}s {v.name} ({sid}): {r.vgpr}v/{r.sgpr}s/{r.agpr}a, "
+            f"scratch {r.scratch} B, wave{r.wave}"
+            + (f"\n    {r.error}" if r.error else "")
+            + "".join(f"\n    {p}" for p in r.problems),
+            flush=True,
+        )
     if not variants and not problems:
         problems.append(f"no FlyDSL variant for {target}" + (f" matching -k {name_filter!r}" if name_filter else ""))
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps({"target": target, "flydsl": flydsl.__version__, "problems": problems,
-                                         "results": [dataclasses.asdict(r) for r in results]}, indent=2) + "\n")
+        json_path.write_text(
+            json.dumps(
+                {
+                    "target": target,
+                    "flydsl": flydsl.__version__,
+                    "problems": problems,
+                    "results": [dataclasses.asdict(r) for r in results],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     failed = [r for r in results if not r.ok]
     for p in problems:
         print(f"compile_rocm: error: {p}", file=sys.stderr)

@@ -5,7 +5,8 @@ Providers: ``sgl_diffusion`` (the public op with its default, ``exact=None``: th
 kernel behind its gate for the norms, so eager itself for a signature the gate sent back;
 the close kernel for the gated op), ``sgl_diffusion(close)`` (``exact=False``: the close
 kernel), ``sgl_diffusion(exact kernel)`` (the norms' exact kernel alone, without its gate:
-its speed whatever the gate decided), ``eager`` (the eager chain) and ``torch.compile`` of
+its speed whatever the gate decided), ``sgl_diffusion(flydsl)`` (``backend="flydsl"``, on ROCm
+with ``flydsl`` installed), ``eager`` (the eager chain) and ``torch.compile`` of
 that chain specialized to the shape; ``ln_modulate`` adds ``torch.compile(dynamic)``
 (``dynamic=True``: what one compiled function gets once it has seen a second shape).
 
@@ -75,15 +76,38 @@ def _inputs(name: str, dtype: torch.dtype, device: torch.device):
     return (B, S, D), x, mod, w
 
 
-def _case(op_name, name, dtype, ours, eager, check, nbytes, shape, kernel=None):
+def flydsl_provider(fn, args: tuple, kw: dict):
+    """The public op forced to its FlyDSL backend (``exact=False``), or None where it cannot serve
+    (not ROCm, flydsl not installed, an input it refuses)."""
+    from sgl_diffusion_core import explain
+
+    if explain(fn, *args, backend="flydsl", exact=False, **kw).chosen != "flydsl":
+        return None
+    return lambda: fn(*args, exact=False, backend="flydsl", **kw)
+
+
+def _case(op_name, name, dtype, ours, eager, check, nbytes, shape, kernel=None, fly=None):
     torch._dynamo.reset()  # dynamo's recompile limit counts every compiled wrapper of one code object
     compiled = torch.compile(eager, dynamic=False)
-    providers = {"sgl_diffusion": lambda: ours(None), "sgl_diffusion(close)": lambda: ours(False), "eager": eager,
-                 "torch.compile": compiled}
+    providers = {
+        "sgl_diffusion": lambda: ours(None),
+        "sgl_diffusion(close)": lambda: ours(False),
+        "eager": eager,
+        "torch.compile": compiled,
+    }
     if kernel is not None:  # the exact kernel alone, whatever its gate decided (its speed)
         providers["sgl_diffusion(exact kernel)"] = kernel
-    return bench.BenchCase(name=name, shape=shape, dtype=str(dtype).removeprefix("torch."), bytes=nbytes,
-                           providers=providers, check=check, extra={"op": op_name})
+    if fly is not None:
+        providers["sgl_diffusion(flydsl)"] = fly
+    return bench.BenchCase(
+        name=name,
+        shape=shape,
+        dtype=str(dtype).removeprefix("torch."),
+        bytes=nbytes,
+        providers=providers,
+        check=check,
+        extra={"op": op_name},
+    )
 
 
 def _norm_cases(op_name: str, device, dtype, names) -> Iterator[bench.BenchCase]:
@@ -112,8 +136,18 @@ def _norm_cases(op_name: str, device, dtype, names) -> Iterator[bench.BenchCase]
             testing.assert_close(ours(False), eager(), atol=spec_tol[0], rtol=spec_tol[1])
 
         nbytes = bench.tensor_bytes(x, out, w) + (2 * D * mod.element_size() if op_name == "rms_modulate" else 0)
-        yield _case(op_name, name, dtype, ours, eager, check, nbytes, f"[{B}, {S}, {D}] per-sample",
-                    kernel=exact_kernel(op_id, args, kw, tensors))
+        yield _case(
+            op_name,
+            name,
+            dtype,
+            ours,
+            eager,
+            check,
+            nbytes,
+            f"[{B}, {S}, {D}] per-sample",
+            kernel=exact_kernel(op_id, args, kw, tensors),
+            fly=flydsl_provider(fn, args, kw),
+        )
         del x, mod, out
 
 
@@ -155,8 +189,17 @@ def gated_residual_norm_modulate_cases(device, dtype=torch.bfloat16, names=None)
             testing.assert_close(o, ro, atol=tol[0], rtol=tol[1])
 
         nbytes = bench.tensor_bytes(r, u, out, new) + 3 * D * mod.element_size()
-        yield _case("gated_residual_norm_modulate", name, dtype, ours, eager, check, nbytes,
-                    f"[{B}, {S}, {D}] per-sample")
+        yield _case(
+            "gated_residual_norm_modulate",
+            name,
+            dtype,
+            ours,
+            eager,
+            check,
+            nbytes,
+            f"[{B}, {S}, {D}] per-sample",
+            fly=flydsl_provider(gated_residual_norm_modulate, args, {}),
+        )
         del r, u, mod, out, new
 
 
@@ -184,7 +227,7 @@ def make_inputs(B: int, S: int, D: int, layout: str, dtype: torch.dtype, device:
         scale, shift = mod[:, 1:2], mod[:, 0:1]
     elif layout == "per-token":  # strided chunks of a [B, S, 6*D] projection (Wan2.2-TI2V style)
         proj = torch.randn(B, S, 6 * D, device=device, dtype=dtype, generator=g) * 0.1
-        scale, shift = proj[..., D:2 * D], proj[..., :D]
+        scale, shift = proj[..., D : 2 * D], proj[..., :D]
     else:  # per-frame, 21 latent frames
         Fr = 21
         L = S // Fr
@@ -193,8 +236,9 @@ def make_inputs(B: int, S: int, D: int, layout: str, dtype: torch.dtype, device:
     return x, scale, shift, L
 
 
-def ln_modulate_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
-                      names: list[str] | None = None) -> Iterator[bench.BenchCase]:
+def ln_modulate_cases(
+    device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None
+) -> Iterator[bench.BenchCase]:
     """``ln_modulate(x, scale, shift)`` in the layouts of LN_SHAPES."""
     from sgl_diffusion_norm import ln_modulate, ln_modulate_reference
 
@@ -217,6 +261,7 @@ def ln_modulate_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
             testing.assert_close(ln_modulate(x, scale, shift, exact=False), ref, atol=atol, rtol=rtol)
 
         kernel = exact_kernel("norm.ln_modulate", (x, scale, shift), {}, (x, scale, shift, None, None))
+        fly = flydsl_provider(ln_modulate, (x, scale, shift), {})
         nbytes = bench.tensor_bytes(x, out) + (
             bench.tensor_bytes(scale, shift) if not layout.startswith("per-sample") else 2 * D * scale.element_size()
         )
@@ -229,6 +274,7 @@ def ln_modulate_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
                 "sgl_diffusion": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b),
                 "sgl_diffusion(close)": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b, exact=False),
                 **({"sgl_diffusion(exact kernel)": kernel} if kernel is not None else {}),
+                **({"sgl_diffusion(flydsl)": fly} if fly is not None else {}),
                 "eager": lambda x=x, a=scale, b=shift, L=L: _ln_eager(x, a, b, L),
                 "torch.compile": lambda x=x, a=scale, b=shift, L=L, f=compiled: f(x, a, b, L),
                 "torch.compile(dynamic)": lambda x=x, a=scale, b=shift, L=L, f=compiled_dyn: f(x, a, b, L),
@@ -239,12 +285,14 @@ def ln_modulate_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
         del x, scale, shift, out
 
 
-def ln_modulate_tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None,
-                     progress=print) -> list[dict]:
+def ln_modulate_tune(
+    device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None, progress=print
+) -> list[dict]:
     """Sweep launch configurations of the close kernel at the ln_modulate shapes (GPU tuning aid of
     the core row rule, ``sgl_diffusion_core.launch.RowConfig``). One row per (case, block, chunks,
     num_warps, num_stages, max_registers) with time and % of a same-run copy."""
     from sgl_diffusion_core import RowConfig
+
     K = testing.backend_module("norm.rms_norm", "triton")
 
     rows = []
@@ -260,20 +308,35 @@ def ln_modulate_tune(device: torch.device, dtype: torch.dtype = torch.bfloat16, 
                 if block // (32 * warps) < 2:
                     continue
                 for stages, max_regs in ((1, None), (2, None), (1, 80), (1, 128)) if chunks > 1 else ((1, None),):
-                    cfg = RowConfig(block=block, chunks=chunks, num_warps=warps, num_stages=stages,
-                                    max_registers=max_regs)
+                    cfg = RowConfig(
+                        block=block, chunks=chunks, num_warps=warps, num_stages=stages, max_registers=max_regs
+                    )
                     try:
                         run = K.prepare(geom, x, scale, shift, None, None, config=cfg)
-                        t = bench.time_gpu(lambda run=run, x=x, a=scale, b=shift: run(x, a, b, None, None, 1e-6, 1.0),
-                                           device, rep=40)
+                        t = bench.time_gpu(
+                            lambda run=run, x=x, a=scale, b=shift: run(x, a, b, None, None, 1e-6, 1.0), device, rep=40
+                        )
                     except Exception as exc:  # a config the compiler rejects (e.g. out of resources)
                         progress(f"{name} {cfg}: failed {type(exc).__name__}")
                         continue
                     gbps = t.gbps(nbytes)
-                    rows.append({"case": name, "D": D, "block": block, "chunks": chunks, "num_warps": warps,
-                                 "num_stages": stages, "max_registers": max_regs, "median_us": t.median_ms * 1e3,
-                                 "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
-                    progress(f"{name} D={D} block={block} chunks={chunks} warps={warps} stages={stages} "
-                             f"maxnreg={max_regs}: {t.median_ms * 1e3:.1f} us {100 * gbps / copy_gbps:.1f}% of copy")
+                    rows.append(
+                        {
+                            "case": name,
+                            "D": D,
+                            "block": block,
+                            "chunks": chunks,
+                            "num_warps": warps,
+                            "num_stages": stages,
+                            "max_registers": max_regs,
+                            "median_us": t.median_ms * 1e3,
+                            "gbps": gbps,
+                            "frac_of_copy": gbps / copy_gbps,
+                        }
+                    )
+                    progress(
+                        f"{name} D={D} block={block} chunks={chunks} warps={warps} stages={stages} "
+                        f"maxnreg={max_regs}: {t.median_ms * 1e3:.1f} us {100 * gbps / copy_gbps:.1f}% of copy"
+                    )
         del x, scale, shift
     return rows
