@@ -67,6 +67,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import amd_isa  # noqa: E402
 
 # target name -> (Triton backend, arch, warp size)
 TARGETS: dict[str, tuple[str, int | str, int]] = {
@@ -214,35 +216,6 @@ def rocm_usage(kernel: Any, res: Result) -> None:
     res.stack = _amd_field(meta, "private_segment_fixed_size")
 
 
-# The VGPRs (architectural + accumulation) one lane of a CDNA SIMD holds: a workgroup of w waves
-# spreads over the 4 SIMDs of a CU, so each of its waves may use at most 512 / ceil(w / 4).
-CDNA_VGPRS_PER_LANE = 512
-_AMD_WIDE_LOAD = re.compile(r"^\s*(?:global|buffer)_load_(?:dwordx4|b128)\b", re.M)
-_AMD_LOAD = re.compile(r"^\s*(?:global|buffer)_load_\w+", re.M)
-
-
-def rocm_checks(asm: str, res: Result, variant: Any) -> list[str]:
-    """The checks the FlyDSL lane applies too (tools/compile_rocm.py): no scratch, and VGPRs within
-    what the launch's workgroup can hold. The count of 128-bit global loads is noted (and kept in
-    the JSON), and flagged as a note, not a failure, in a kernel whose pointers are declared
-    16-byte aligned (``divisible_by_16``) but that has none: several Triton kernels (gathers,
-    the exact row norms' narrow lanes, small tiles) load narrower on gfx942 by design or by
-    Triton's choice, which only a measurement on AMD hardware can judge."""
-    out = []
-    if res.stack:
-        out.append(f"uses {res.stack} B of scratch (private segment) per lane")
-    vgpr, _, agpr = (int(p[:-1]) for p in res.registers.split("/"))
-    budget = CDNA_VGPRS_PER_LANE // -(-max(res.num_warps, 1) // 4)
-    if vgpr + agpr > budget:
-        out.append(f"{vgpr} VGPRs + {agpr} AGPRs exceed the {budget} a {res.num_warps}-wave workgroup may use")
-    body = asm.split(".amdgpu_metadata", 1)[0]
-    wide, loads = len(_AMD_WIDE_LOAD.findall(body)), len(_AMD_LOAD.findall(body))
-    res.notes.append(f"global loads: {wide} of {loads} are 128-bit")
-    if getattr(variant, "divisible_by_16", ()) and loads and not wide:
-        res.notes.append("declares 16-byte aligned arguments, yet no global load is 128-bit")
-    return out
-
-
 # --- compile ----------------------------------------------------------------------------------------
 
 
@@ -256,20 +229,8 @@ _FMA_PATTERNS = {
 # +-1.0 and +-0.0 as they appear in PTX / AMDGCN: fp32 literals, and bf16/fp16 bit patterns
 # (0x3F80 / 0xBF80 bf16 +-1.0, 0x3C00 / 0xBC00 fp16 +-1.0) held in registers by mov instructions.
 # A factor of +-1 makes the product exact, so the FMA rounds once, as the add / subtract it is.
-_ONE = {
-    "0f3F800000",
-    "0fBF800000",
-    "1.0",
-    "-1.0",
-    "0x3F80",
-    "0x3f80",
-    "0xBF80",
-    "0xbf80",
-    "0x3C00",
-    "0x3c00",
-    "0xBC00",
-    "0xbc00",
-}
+_ONE = {"0f3F800000", "0fBF800000", "1.0", "-1.0", "0x3F80", "0x3f80", "0xBF80", "0xbf80", "0x3C00", "0x3c00",
+        "0xBC00", "0xbc00"}  # fmt: skip
 _ZERO = {"0f00000000", "0f80000000", "0", "neg(0)", "-0", "0.0", "0x8000", "0x0000"}
 _PTX_CONST = re.compile(r"^\s*mov\.(?:b16|b32|f32|u16|u32)\s+(%\w+),\s*([-\w.]+);")
 # fp32 ``x / y`` on AMD is not one instruction: LLVM expands the correctly rounded division into
@@ -383,7 +344,7 @@ def compile_variant(variant: Any, spec_id: str, target: str, workdir: Path) -> R
             cuda_usage(kernel, res, vdir, printed.getvalue() if "bytes spill stores" in printed.getvalue() else None)
         else:
             rocm_usage(kernel, res)
-            problems = rocm_checks(kernel.asm["amdgcn"], res, variant)
+            problems = amd_isa.rocm_checks(kernel.asm["amdgcn"], res, variant)
             if problems:
                 raise RuntimeError("; ".join(problems))
         if options.get("enable_fp_fusion") is False and getattr(variant, "explicit_fma", False):
