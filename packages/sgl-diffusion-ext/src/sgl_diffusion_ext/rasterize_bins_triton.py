@@ -58,9 +58,10 @@ def _bin_kernel(CUM, FI, BCNT, BLIST, OVER, BF, F, NBX, NBY, CAP, steps, P,
         nbx = xh // TILE_W - bx0 + 1
         by = yl // TILE_H + local // nbx
         bx = bx0 + local % nbx
-        b = f // F
-        face = (f - b * F).to(tl.int32)
-        bin = (b * NBY + by) * NBX + bx
+        f32 = f.to(tl.int32)  # B * F < 2**31 (the setup's lane index); a 32-bit division
+        b = f32 // F
+        face = f32 - b * F
+        bin = (b.to(tl.int64) * NBY + by) * NBX + bx
         slot = tl.atomic_add(BCNT + bin, 1, mask=m)
         fits = m & (slot < CAP)
         tl.store(BLIST + bin * CAP + slot, face, mask=fits)

@@ -398,7 +398,7 @@ def make_runner(B, N, F, H, W, flip_y, nv, pos_strides, tri_strides, prior_strid
         from .rasterize_bins_triton import _bin_kernel, _bin_raster_kernel
 
         binning = PreparedLaunch(_bin_kernel, (P,), {"TILE_W": tw, "TILE_H": th, "BLOCK": BIN_BLOCK}, n_ptrs=5,
-                                 options={"num_warps": 4}, device=device)
+                                 options={"num_warps": 4}, fp_fusion=False, device=device)
         bin_raster = PreparedLaunch(_bin_raster_kernel, (max(n_bins, 1),),
                                     {"HAS_PRIOR": has_prior, "NV": bool(nv), "TILE_W": tw, "TILE_H": th,
                                      "CHUNK": BIN_CHUNK},
@@ -537,7 +537,7 @@ def _bin_variants(prior: bool, nv: bool, with_binning: bool):
         out.append(AotVariant(
             name=f"rasterize_bin[tile={TILE_W}x{TILE_H},block={BIN_BLOCK}]", kernel=_bin_kernel, signature=sig,
             constexprs={"TILE_W": TILE_W, "TILE_H": TILE_H, "BLOCK": BIN_BLOCK}, num_warps=4,
-            divisible_by_16=("CUM", "FI", "BCNT", "BLIST", "OVER")))
+            options={"enable_fp_fusion": False}, divisible_by_16=("CUM", "FI", "BCNT", "BLIST", "OVER")))
     sig = {"FS": "*fp32", "BCNT": "*i32", "BLIST": "*i32", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
            "KEYS": "*i64", "FID": "*i32" if not nv else "*fp32", "BARY": "*fp32", "DEPTH": "*fp32",
            **{n: "i32" for n in ("F", "H", "W", "NBX", "NBY", "CAP", "pr_sb", "pr_sh", "pr_sw")}, "eps": "fp32",
