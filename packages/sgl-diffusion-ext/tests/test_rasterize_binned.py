@@ -151,3 +151,26 @@ def test_forced_backends_agree(backend, device):
     pos, tri = random_mesh(80, 15, size=0.3)
     out = ext.rasterize(pos.to(device), tri.to(device), (36, 52), backend=backend)
     check([t.cpu() for t in out], ext.rasterize_reference(pos, tri, (36, 52)))
+
+
+def test_public_triton_backend_follows_the_rule(mod, monkeypatch):
+    """``backend="triton"`` asks the rule once per call signature and runs the path it picks (thresholds lowered
+    so that a small mesh crosses them)."""
+    picked = []
+    rule = mod.RasterConfig.from_heuristic.__func__
+
+    def spy(cls, *args, **kwargs):
+        cfg = rule(cls, *args, **kwargs)
+        picked.append(cfg.binned)
+        return cfg
+
+    monkeypatch.setattr(mod.RasterConfig, "from_heuristic", classmethod(spy))
+    monkeypatch.setattr(mod, "BINNED_MIN_FACES", 50)
+    monkeypatch.setattr(mod, "BINNED_MIN_PIXELS", 32 * 32)
+    pos, tri = random_mesh(61, 16)  # sizes no other test uses: each call below builds its plan
+    small = tri[:41].contiguous()
+    for t, res, binned in ((tri, (33, 41), True), (tri, (25, 23), False), (small, (33, 41), False)):
+        out = ext.rasterize(pos[0], t, res, backend="triton")
+        check(out, ext.rasterize_reference(pos[0], t, res))
+        assert picked == [binned]
+        picked.clear()
