@@ -11,10 +11,9 @@ Two ways to run them:
 
 Providers: ``sgl_diffusion`` (the public op on the device, its default backend), for ``rasterize`` also
 ``sgl_diffusion(binned)`` and ``sgl_diffusion(perface)`` (each Triton path forced: the data behind
-``RasterConfig.from_heuristic``), ``torch reference`` (the op's torch reference on the same device; only up to
-``REFERENCE_UP_TO`` faces, where its per-tile fragment lists stay small), and with ``cpu=True`` the baselines
-that run on the CPU, timed by the host clock: ``torch reference (cpu)`` (up to ``CPU_REFERENCE_UP_TO`` faces)
-and ``cv2.inpaint (cpu)`` (Telea, radius 3, on the uint8 texture: what pipelines call today; opencv is a
+``RasterConfig.from_heuristic``), ``torch reference`` (the op's torch reference on the same device), and with
+``cpu=True`` the baselines that run on the CPU, timed by the host clock: ``torch reference (cpu)`` and
+``cv2.inpaint (cpu)`` (Telea, radius 3, on the uint8 texture: what pipelines call today; opencv is a
 benchmark-only baseline, never a dependency: ``pip install opencv-python-headless``).
 Bytes: the outputs written once plus the inputs read once (a rasterizer's real traffic depends on overdraw).
 """
@@ -35,8 +34,6 @@ from sgl_diffusion_core import bench, testing
 RES = 2048
 # name -> (latitude rings, longitude segments); faces = 2 * rings * segments
 MESHES: dict[str, tuple[int, int]] = {"40k": (100, 200), "200k": (250, 400), "1m": (500, 1000)}
-REFERENCE_UP_TO = 40_000  # faces: the torch reference is timed on meshes up to this size
-CPU_REFERENCE_UP_TO = 40_000  # faces: the same on the CPU (seconds per call at 2048²)
 HOLES = 0.56
 CPU = torch.device("cpu")
 # the issue's H200 targets, microseconds: (op, case) -> the most our default may take
@@ -76,8 +73,7 @@ def _names(names: list[str] | None, known: dict, op: str) -> list[str]:
 
 
 def _check_raster(ours, ref, *more):
-    """Face ids equal and barycentrics close: ``ours`` and every one of ``more`` against ``ref`` (the reference,
-    or on meshes too large for it, one of our paths against the other)."""
+    """Face ids equal and barycentrics close: ``ours`` and every one of ``more`` against the reference ``ref``."""
 
     def check():
         rf, rb, *_ = ref()
@@ -106,7 +102,6 @@ def _raster_cases(op: str, device: torch.device, names: list[str] | None, cpu: b
     for name in _names(names, MESHES, op):
         p, uv, tri = sphere(*MESHES[name], device)
         F = tri.shape[0]
-        small = F <= REFERENCE_UP_TO
         more: dict[str, Callable] = {}
         if op == "rasterize":
             pos = clip_space(p)
@@ -121,7 +116,7 @@ def _raster_cases(op: str, device: torch.device, names: list[str] | None, cpu: b
                     "sgl_diffusion(perface)": lambda ours=ours: ours(backend="triton_perface")}
             cpu_args = (pos, tri)
             nbytes = bench.tensor_bytes(pos, tri) + RES * RES * (4 + 12 + 4)
-            check = _check_raster(ours, *((ref, *more.values()) if small else more.values()))
+            check = _check_raster(ours, ref, *more.values())
         elif op == "uv_rasterize":
 
             def ours(uv=uv, tri=tri):
@@ -147,14 +142,14 @@ def _raster_cases(op: str, device: torch.device, names: list[str] | None, cpu: b
 
             cpu_args = (attr, face_id, bary, tri)
             nbytes = bench.tensor_bytes(attr, face_id, bary, tri) + RES * RES * attr.shape[1] * 4
-        providers = {"sgl_diffusion": ours, **more, **({"torch reference": ref} if small else {})}
-        if cpu and F <= CPU_REFERENCE_UP_TO:
+        providers = {"sgl_diffusion": ours, **more, "torch reference": ref}
+        if cpu:
             reference = getattr(ext, f"{op}_reference")
             providers["torch reference (cpu)"] = _on_cpu(
                 (lambda *a, reference=reference: reference(*a, RES)) if op != "interpolate" else reference, *cpu_args)
         yield bench.BenchCase(
             name=name, shape=f"{F} faces -> {RES}x{RES}", dtype="float32", bytes=nbytes, providers=providers,
-            check=check if small or op == "rasterize" else None, extra=_extra(op, name, faces=F),
+            check=check, extra=_extra(op, name, faces=F),
         )
 
 
