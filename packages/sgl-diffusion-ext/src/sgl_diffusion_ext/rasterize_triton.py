@@ -335,12 +335,11 @@ class RasterConfig:
                        path: str | None = None) -> RasterConfig:
         """The rule: the binned path when there are at least ``BINNED_MIN_FACES`` faces (over the batch) and
         the image has at least ``BINNED_MIN_PIXELS`` pixels per sample, the per-face path otherwise; ``path``
-        (``"binned"`` / ``"perface"``) forces one. Why: the per-face path walks (face, tile) items one after
-        another inside each persistent program, so many small faces make each program's walk long, while
-        the binned path resolves a bin's faces 16 at a time in parallel programs; a few faces or a small
-        image leave the binned path's extra launches and its key fill without work to amortize them.
-        Thresholds from the cost model in the module docstrings, not yet measured; the benchmark
-        ``benchmarks/ext_bench.py`` times both paths side by side (``docs/benchmarks/ext_bench_<device>.json``).
+        (``"binned"`` / ``"perface"``) forces one. Why: a persistent program of the per-face path walks its
+        (face, tile) items one after another, which many small faces make long, while the binned path takes a
+        bin's faces 16 at a time but pays two more launches that few faces or a small image do not amortize.
+        The thresholds come from the cost model in the module docstrings and are not yet measured: the data
+        will be ``docs/benchmarks/rasterize_bench_<device>.json`` (``benchmarks/ext_bench.py`` times both paths).
         """
         if path not in (None, "binned", "perface"):
             raise ValueError(f"path must be None, 'binned' or 'perface', got {path!r}")
