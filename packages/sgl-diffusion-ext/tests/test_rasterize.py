@@ -48,13 +48,15 @@ def test_backend_matches_reference(backend, device):
     assert bool((ref[2][~hit] == float("inf")).all()) and bool((ref[1][~hit] == 0).all())
 
 
-def test_gpu_tile_rule_under_interpreter():
-    """The 8x8 tile of the GPU launch rule (the interpreter otherwise runs 16x16 tiles)."""
+@pytest.mark.parametrize("binned", [False, True])
+def test_gpu_tile_rule_under_interpreter(binned):
+    """The 8x8 tile and bin of the GPU launch rule (the interpreter otherwise runs 16x16 ones)."""
     if "triton" not in testing.runnable_backends(OP, torch.device("cpu")):
         pytest.skip("needs triton under TRITON_INTERPRET=1")
     mod = testing.backend_module(ext.rasterize, "triton")
     pos, tri = random_mesh(40, seed=4)
-    run = mod.make_runner(1, pos.shape[1], 40, 24, 40, False, False, (0, 4, 1), (3, 1), None, pos.device, tile=(8, 8))
+    cfg = mod.RasterConfig(binned, (8, 8), mod.bin_capacity(40, 3 * 5), 2)
+    run = mod.make_runner(1, pos.shape[1], 40, 24, 40, False, False, (0, 4, 1), (3, 1), None, pos.device, cfg)
     out = run(pos[0], tri, None, 1e-6)
     check_against_reference(out, ext.rasterize_reference(pos[0], tri, (24, 40)))
 

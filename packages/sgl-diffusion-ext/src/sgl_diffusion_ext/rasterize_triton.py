@@ -1,6 +1,9 @@
 """Triton kernels of ``rasterize`` and ``uv_rasterize`` (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``).
 
-Three launches and one ``cumsum``, no host synchronization:
+Two paths, picked per call signature by ``RasterConfig.from_heuristic`` (``triton_perface`` and
+``triton_binned`` force one); neither synchronizes with the host.
+
+The per-face path, three launches and one ``cumsum``:
 
 1. ``_setup_kernel``, one lane per (sample, face): the rows of adj(M), det, sign, z, validity and a
    pixel bounding box (one pixel wider than the projected triangle, clipped to the image); the
@@ -15,12 +18,19 @@ Three launches and one ``cumsum``, no host synchronization:
    order, so it is deterministic.
 4. ``_resolve_kernel``, one lane per pixel: the winner's barycentrics and z/w recomputed from its setup.
 
+The binned path (``rasterize_bins_triton``): the same setup counting screen-aligned bins instead of
+tiles, a binning kernel that writes per-bin face lists, the per-face raster kernel for the faces that
+did not fit a full bin (nothing to do when none), then one program per bin that reduces its faces'
+keys in registers and resolves in place: no pixel atomics and no resolve pass.
+
 Why tiles of the bounding box as work items: a thread (or program) per face leaves the few
 large faces of a mesh running long after the small ones finish; here a large face is many
-items spread over all programs and the load is even. Cost model at 2048^2 (the H200 targets
-of 0.5 / 1 / 3 ms for 40k / 200k / 1M faces): the key buffer is 32 MiB (a fill and one read in
-the resolve), fragments are about H*W times the depth complexity atomics, minus the early
-rejects; per face the setup reads 12 floats and writes 22 words. These figures are a design
+items spread over all programs and the load is even. Its weak side is many small faces: a program
+walks its items one after another. Cost model at 2048^2 (the H200 targets of 0.5 / 1 / 3 ms for
+40k / 200k / 1M faces): the key buffer is 32 MiB (a fill and one read in the resolve), fragments
+are about H*W times the depth complexity atomics, minus the early rejects; per face the setup reads
+12 floats and writes 22 words. The binned path spends one atomic per (face, bin) pair and evaluates
+every pixel of a bin against each of its faces, 16 faces per step. These figures are a design
 target: the kernels were compiled for the AOT targets and run under the interpreter, not timed
 on a GPU.
 
@@ -30,6 +40,8 @@ pixel centres come from the same fp64-rounded tables.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
 
 import torch
 import triton
@@ -45,8 +57,11 @@ NFS = 16  # floats of one face's setup: A0 B0 C0 A1 B1 C1 A2 B2 C2 det sgn z0 z1
 
 @triton.jit(do_not_specialize=["BF", "F", "N", "H", "W", "p_sb", "p_sn", "p_sc", "t_sf", "t_sk"])
 def _setup_kernel(POS, TRI, FS, FI, CNT, BF, F, N, H, W, p_sb, p_sn, p_sc, t_sf, t_sk, half_w, half_h,
-                  FLIP: tl.constexpr, TILE_W: tl.constexpr, TILE_H: tl.constexpr, BLOCK: tl.constexpr):
-    """One lane per (sample, face); long: the whole per-face setup is one pass over the face's vertices."""
+                  FLIP: tl.constexpr, TILE_W: tl.constexpr, TILE_H: tl.constexpr, BINNED: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """One lane per (sample, face); long: the whole per-face setup is one pass over the face's vertices.
+    ``CNT``: the ``TILE_W x TILE_H`` tiles of the face's box (per-face path), or with ``BINNED`` the
+    screen-aligned bins of that size the box overlaps."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < BF
     b = offs // F
@@ -111,7 +126,10 @@ def _setup_kernel(POS, TRI, FS, FI, CNT, BF, F, N, H, W, p_sb, p_sn, p_sc, t_sf,
     yl = tl.where(ok, tl.maximum(lo_r, 0.0), 0.0).to(tl.int32)
     xh = tl.where(ok, tl.minimum(hi_c, wf - 1.0), 0.0).to(tl.int32)
     yh = tl.where(ok, tl.minimum(hi_r, hf - 1.0), 0.0).to(tl.int32)
-    n = ((xh - xl) // TILE_W + 1).to(tl.int64) * ((yh - yl) // TILE_H + 1)
+    if BINNED:
+        n = (xh // TILE_W - xl // TILE_W + 1).to(tl.int64) * (yh // TILE_H - yl // TILE_H + 1)
+    else:
+        n = ((xh - xl) // TILE_W + 1).to(tl.int64) * ((yh - yl) // TILE_H + 1)
     tl.store(CNT + offs, tl.where(ok, n, 0), mask=m)
     o = offs.to(tl.int64)
     tl.store(FI + o * 4, xl, mask=m)
@@ -227,19 +245,12 @@ def _raster_kernel(FS, FI, CUM, PX, PY, PRIOR, KEYS, BF, F, H, W, pr_sb, pr_sh, 
         tl.atomic_min(KEYS + pix, key, mask=cov)
 
 
-@triton.jit(do_not_specialize=["n_pix", "F", "H", "W"])
-def _resolve_kernel(KEYS, FS, PX, PY, FID, BARY, DEPTH, n_pix, F, H, W, NV: tl.constexpr, BLOCK: tl.constexpr):
-    """One lane per pixel: the winning face's barycentrics and z/w, or the background."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n_pix
-    key = tl.load(KEYS + offs, mask=m, other=0x7FFFFFFFFFFFFFFF)
+@triton.jit
+def _resolve_store(key, offs, m, b, row, col, FS, PX, PY, FID, BARY, DEPTH, F, NV: tl.constexpr):
+    """The pixels ``offs`` (sample ``b``, ``row``, ``col``; ``m`` the valid lanes) from their minimum keys: the
+    winning face's barycentrics and z/w, or the background (shared by the resolve and the binned kernel)."""
     hit = m & (key != 0x7FFFFFFFFFFFFFFF)
     face = tl.where(hit, key & 0xFFFFFFFF, 0)
-    hw = H * W
-    b = offs // hw
-    rem = offs - b * hw
-    row = rem // W
-    col = rem - row * W
     px = tl.load(PX + col, mask=m, other=0.0)
     py = tl.load(PY + row, mask=m, other=0.0)
     a0, b0, c0, a1, b1, c1, a2, b2, c2, det, z0, z1, z2 = _load_setup(FS + (b * F + face) * 16, hit)
@@ -262,43 +273,115 @@ def _resolve_kernel(KEYS, FS, PX, PY, FID, BARY, DEPTH, n_pix, F, H, W, NV: tl.c
         tl.store(DEPTH + offs, tl.where(hit, depth, float("inf")), mask=m)
 
 
-# The launch rule: 128 faces per setup program, 8x8-pixel tiles (one pixel per lane, 2 warps: 64 lanes on
-# NVIDIA, one wavefront on AMD), 8 persistent programs per multiprocessor, 256 pixels per resolve program
-# with 4 warps. Chosen from the cost model in the module docstring; not yet swept on hardware.
+@triton.jit(do_not_specialize=["n_pix", "F", "H", "W"])
+def _resolve_kernel(KEYS, FS, PX, PY, FID, BARY, DEPTH, n_pix, F, H, W, NV: tl.constexpr, BLOCK: tl.constexpr):
+    """One lane per pixel: the winning face's barycentrics and z/w, or the background."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n_pix
+    key = tl.load(KEYS + offs, mask=m, other=0x7FFFFFFFFFFFFFFF)
+    hw = H * W
+    b = offs // hw
+    rem = offs - b * hw
+    row = rem // W
+    col = rem - row * W
+    _resolve_store(key, offs, m, b, row, col, FS, PX, PY, FID, BARY, DEPTH, F, NV)
+
+
+# Launch settings of the per-face path: 128 faces per setup program, 8x8-pixel tiles (one pixel per lane,
+# 2 warps: 64 lanes on NVIDIA, one wavefront on AMD), 8 persistent programs per multiprocessor, 256 pixels per
+# resolve program with 4 warps. Chosen from the cost model in the module docstring; not yet swept on hardware.
 SETUP_BLOCK = 128
 TILE_W = 8
 TILE_H = 8
 RASTER_WARPS = 2
 PROGRAMS_PER_SM = 8
 RESOLVE_BLOCK = 256
-# under the interpreter (CPU tests) each work item costs host time, so tiles are 16x16 there; the 8x8 GPU
-# tile runs on CPU only where a test pins it (make_runner's tile argument)
+# the binned path (rasterize_bins_triton): 8x8-pixel bins, 16 faces per step over 4 warps (8 fragments per
+# thread), 256 (face, bin) pairs per step of the binning kernel
+BIN_CHUNK = 16
+BIN_WARPS = 4
+BIN_BLOCK = 256
+# under the interpreter (CPU tests) each work item costs host time, so tiles and bins are 16x16 there; the
+# 8x8 GPU tile runs on CPU only where a test pins it (make_runner's config argument)
 INTERPRETER_TILE = (16, 16)
 INTERPRETER_PROGRAMS = 2
+# the rule's thresholds (RasterConfig.from_heuristic)
+BINNED_MIN_FACES = 4096
+BINNED_MIN_PIXELS = 128 * 128
+# faces listed per bin: 32x the mean (face, bin) pairs a bin would get if faces spread evenly, a power of two
+# in [64, 512], and the whole list at most 2**26 entries (256 MiB); pairs past it take the per-face path
+CAP_PER_MEAN = 32
+CAP_RANGE = (64, 512)
+LIST_ENTRIES = 2**26
 
 
-def tile_for(device: torch.device) -> tuple[int, int]:
-    """``(TILE_W, TILE_H)`` of the raster kernel on this device."""
-    return (TILE_W, TILE_H) if device.type == "cuda" else INTERPRETER_TILE
+@dataclass(frozen=True)
+class RasterConfig:
+    """How one call signature of ``rasterize`` / ``uv_rasterize`` runs on the GPU.
+
+    binned: the binned path (``rasterize_bins_triton``) or the per-face path (``_raster_kernel``).
+    tile: ``(TILE_W, TILE_H)``, the per-face path's tile of a face's box and the binned path's screen bin.
+    cap: faces listed per bin (binned path); a bin's further faces take the per-face path.
+    programs: persistent programs of ``_raster_kernel`` and ``_bin_kernel``.
+    """
+
+    binned: bool
+    tile: tuple[int, int]
+    cap: int
+    programs: int
+
+    @classmethod
+    def from_heuristic(cls, B: int, F: int, H: int, W: int, device: torch.device,
+                       path: str | None = None) -> RasterConfig:
+        """The rule: the binned path when there are at least ``BINNED_MIN_FACES`` faces (over the batch) and
+        the image has at least ``BINNED_MIN_PIXELS`` pixels per sample, the per-face path otherwise; ``path``
+        (``"binned"`` / ``"perface"``) forces one. Why: a persistent program of the per-face path walks its
+        (face, tile) items one after another, which many small faces make long, while the binned path takes a
+        bin's faces 16 at a time but pays two more launches that few faces or a small image do not amortize.
+        The thresholds come from the cost model in the module docstrings and are not yet measured: the data
+        will be ``docs/benchmarks/rasterize_bench_<device>.json`` (``benchmarks/ext_bench.py`` times both paths).
+        """
+        if path not in (None, "binned", "perface"):
+            raise ValueError(f"path must be None, 'binned' or 'perface', got {path!r}")
+        if path is None:
+            binned = B * F >= BINNED_MIN_FACES and H * W >= BINNED_MIN_PIXELS
+        else:
+            binned = path == "binned"
+        tile = (TILE_W, TILE_H) if device.type == "cuda" else INTERPRETER_TILE
+        n_bins = triton.cdiv(H, tile[1]) * triton.cdiv(W, tile[0])
+        return cls(binned, tile, bin_capacity(F, n_bins, B), persistent_programs(device))
+
+
+def bin_capacity(F: int, n_bins: int, B: int = 1) -> int:
+    """Faces listed per bin: ``CAP_PER_MEAN`` x the mean (face, bin) pairs per bin (``F / n_bins`` for ``n_bins``
+    bins per sample), a power of two in ``CAP_RANGE``, at most ``LIST_ENTRIES / (B * n_bins)`` (at least 1)."""
+    lo, hi = CAP_RANGE
+    cap = min(hi, max(lo, 1 << max(0, (CAP_PER_MEAN * F // max(n_bins, 1)) - 1).bit_length()))
+    while cap > 1 and cap * B * n_bins > LIST_ENTRIES:
+        cap //= 2
+    return cap
 
 
 def persistent_programs(device: torch.device) -> int:
-    """Programs of the raster kernel: ``PROGRAMS_PER_SM`` per multiprocessor on a GPU, 2 under the interpreter."""
+    """Programs of the persistent kernels: ``PROGRAMS_PER_SM`` per multiprocessor on a GPU, 2 under the
+    interpreter."""
     if device.type != "cuda":
         return INTERPRETER_PROGRAMS
     return PROGRAMS_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def make_runner(B, N, F, H, W, flip_y, nv, pos_strides, tri_strides, prior_strides, device, tile=None):
-    """``run(pos, tri, prior, eps)`` for one call signature (prior_strides None: no depth prior; tile: the
-    ``(TILE_W, TILE_H)`` of the raster kernel, default ``tile_for(device)``)."""
+def make_runner(B, N, F, H, W, flip_y, nv, pos_strides, tri_strides, prior_strides, device, config=None):
+    """``run(pos, tri, prior, eps)`` for one call signature (prior_strides None: no depth prior; config: a
+    ``RasterConfig``, default ``RasterConfig.from_heuristic``)."""
     BF = B * F
-    tw, th = tile or tile_for(device)
-    P = persistent_programs(device)
+    cfg = config or RasterConfig.from_heuristic(B, F, H, W, device)
+    tw, th = cfg.tile
+    P = cfg.programs
     px, py = pixel_centres(H, W, flip_y, device)
     has_prior = prior_strides is not None
     setup = PreparedLaunch(_setup_kernel, (triton.cdiv(max(BF, 1), SETUP_BLOCK),),
-                           {"FLIP": bool(flip_y), "TILE_W": tw, "TILE_H": th, "BLOCK": SETUP_BLOCK},
+                           {"FLIP": bool(flip_y), "TILE_W": tw, "TILE_H": th, "BINNED": cfg.binned,
+                            "BLOCK": SETUP_BLOCK},
                            n_ptrs=5, options={"num_warps": 4}, fp_fusion=False, device=device)
     raster = PreparedLaunch(_raster_kernel, (P,), {"HAS_PRIOR": has_prior, "TILE_W": tw, "TILE_H": th},
                             n_ptrs=7, options={"num_warps": RASTER_WARPS}, fp_fusion=False, device=device)
@@ -308,46 +391,85 @@ def make_runner(B, N, F, H, W, flip_y, nv, pos_strides, tri_strides, prior_strid
                              fp_fusion=False, device=device)
     setup_ints = (BF, F, N, H, W, *pos_strides, *tri_strides, 0.5 * W, 0.5 * H)
     raster_ints = (BF, F, H, W, *(prior_strides or (0, 0, 0)))
+    nbx, nby = triton.cdiv(W, tw), triton.cdiv(H, th)
+    n_bins = B * nbx * nby
+    if cfg.binned:
+        from .rasterize_bins_triton import _bin_kernel, _bin_raster_kernel
+
+        binning = PreparedLaunch(_bin_kernel, (P,), {"TILE_W": tw, "TILE_H": th, "BLOCK": BIN_BLOCK}, n_ptrs=5,
+                                 options={"num_warps": 4}, fp_fusion=False, device=device)
+        bin_raster = PreparedLaunch(_bin_raster_kernel, (max(n_bins, 1),),
+                                    {"HAS_PRIOR": has_prior, "NV": bool(nv), "TILE_W": tw, "TILE_H": th,
+                                     "CHUNK": BIN_CHUNK},
+                                    n_ptrs=10, options={"num_warps": BIN_WARPS}, fp_fusion=False, device=device)
+        bin_ints = (BF, F, nbx, nby, cfg.cap, max(BF, 1).bit_length(), P)
+        tile_ints = (F, H, W, nbx, nby, cfg.cap, *(prior_strides or (0, 0, 0)))
+
+    def outputs():
+        if nv:
+            out = torch.empty(B, H, W, 4, dtype=torch.float32, device=device)
+            return out, (out, out, out)
+        face_id = torch.empty(B, H, W, dtype=torch.int32, device=device)
+        bary = torch.empty(B, H, W, 3, dtype=torch.float32, device=device)
+        depth = torch.empty(B, H, W, dtype=torch.float32, device=device)
+        return (face_id, bary, depth), (face_id, bary, depth)
 
     def run(pos, tri, prior, eps):
         keys = torch.full((n_pix,), KEY_NONE, dtype=torch.int64, device=device)
+        result, outs = outputs()
         if BF > 0:
             fs = torch.empty(BF, NFS, dtype=torch.float32, device=device)
             fi = torch.empty(BF, 4, dtype=torch.int32, device=device)
             cnt = torch.empty(BF, dtype=torch.int64, device=device)
             setup(pos, tri, fs, fi, cnt, *setup_ints)
             cum = torch.cumsum(cnt, 0)
-            raster(fs, fi, cum, px, py, prior if has_prior else keys, keys, *raster_ints, float(eps), P)
-        else:
-            fs = torch.zeros(1, NFS, dtype=torch.float32, device=device)
-        if nv:
-            out = torch.empty(B, H, W, 4, dtype=torch.float32, device=device)
-            resolve(keys, fs, px, py, out, out, out, n_pix, F, H, W)
-            return out
-        face_id = torch.empty(B, H, W, dtype=torch.int32, device=device)
-        bary = torch.empty(B, H, W, 3, dtype=torch.float32, device=device)
-        depth = torch.empty(B, H, W, dtype=torch.float32, device=device)
-        resolve(keys, fs, px, py, face_id, bary, depth, n_pix, F, H, W)
-        return face_id, bary, depth
+            pr = prior if has_prior else keys
+            if not cfg.binned:
+                raster(fs, fi, cum, px, py, pr, keys, *raster_ints, float(eps), P)
+                resolve(keys, fs, px, py, *outs, n_pix, F, H, W)
+                return result
+            bcnt = torch.zeros(n_bins, dtype=torch.int32, device=device)
+            blist = torch.empty(n_bins * cfg.cap, dtype=torch.int32, device=device)
+            over = torch.zeros(BF, dtype=torch.int64, device=device)
+            binning(cum, fi, bcnt, blist, over, *bin_ints)
+            # the faces of pairs past a bin's capacity, whole, through the per-face path (no work when none)
+            raster(fs, fi, torch.cumsum(over, 0), px, py, pr, keys, *raster_ints, float(eps), P)
+            bin_raster(fs, bcnt, blist, px, py, pr, keys, *outs, *tile_ints, float(eps))
+            return result
+        fs = torch.zeros(1, NFS, dtype=torch.float32, device=device)
+        resolve(keys, fs, px, py, *outs, n_pix, F, H, W)
+        return result
 
     return run
 
 
-def prepare(geom, pos, tri, depth_prior):
-    """A runner of ``rasterize`` for one call signature: ``(pos, tri, depth_prior, eps) -> outputs``."""
+def prepare(geom, pos, tri, depth_prior, path=None):
+    """A runner of ``rasterize`` for one call signature: ``(pos, tri, depth_prior, eps) -> outputs``; ``path``
+    forces the binned or the per-face path (``RasterConfig.from_heuristic``)."""
     ps = pos.stride()
     pos_strides = (ps[0], ps[1], ps[2]) if geom.batched else (0, ps[0], ps[1])
     prior_strides = None
     if geom.has_prior:
         st = depth_prior.stride()
         prior_strides = (st[0], st[1], st[2]) if geom.prior_batched else (0, st[0], st[1])
+    cfg = RasterConfig.from_heuristic(geom.B, geom.F, geom.H, geom.W, pos.device, path)
     run = make_runner(geom.B, geom.N, geom.F, geom.H, geom.W, geom.flip_y, geom.nvdiffrast_layout, pos_strides,
-                      tuple(tri.stride()), prior_strides, pos.device)
+                      tuple(tri.stride()), prior_strides, pos.device, cfg)
 
     def runner(pos, tri, depth_prior, eps, *_):
         return run(pos, tri, depth_prior, eps)
 
     return runner
+
+
+def prepare_binned(geom, pos, tri, depth_prior):
+    """The ``triton_binned`` backend: ``prepare`` with the binned path forced."""
+    return prepare(geom, pos, tri, depth_prior, "binned")
+
+
+def prepare_perface(geom, pos, tri, depth_prior):
+    """The ``triton_perface`` backend: ``prepare`` with the per-face path forced."""
+    return prepare(geom, pos, tri, depth_prior, "perface")
 
 
 def prepare_uv(geom, uv, uv_tri):
@@ -362,45 +484,112 @@ def prepare_uv(geom, uv, uv_tri):
     return runner
 
 
-def aot_variants(platform: str = "cuda"):
-    """The GPU launch rule's builds: setup (flip_y off / on), raster (with / without a depth prior), resolve
-    (separate outputs / nvdiffrast layout): 6 builds."""
+def _setup_variant(flip: bool, binned: bool):
     from sgl_diffusion_core import AotVariant
 
+    ints = ("BF", "F", "N", "H", "W", "p_sb", "p_sn", "p_sc", "t_sf", "t_sk")
+    sig = {"POS": "*fp32", "TRI": "*i32", "FS": "*fp32", "FI": "*i32", "CNT": "*i64", **{n: "i32" for n in ints},
+           "half_w": "fp32", "half_h": "fp32", "FLIP": "constexpr", "TILE_W": "constexpr", "TILE_H": "constexpr",
+           "BINNED": "constexpr", "BLOCK": "constexpr"}
+    return AotVariant(
+        name=f"rasterize_setup[flip={int(flip)},binned={int(binned)},block={SETUP_BLOCK}]", kernel=_setup_kernel,
+        signature=sig, constexprs={"FLIP": flip, "TILE_W": TILE_W, "TILE_H": TILE_H, "BINNED": binned,
+                                   "BLOCK": SETUP_BLOCK},
+        num_warps=4, options={"enable_fp_fusion": False}, divisible_by_16=("POS", "TRI", "FS", "FI", "CNT"))
+
+
+def _raster_variant(prior: bool):
+    from sgl_diffusion_core import AotVariant
+
+    sig = {"FS": "*fp32", "FI": "*i32", "CUM": "*i64", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
+           "KEYS": "*i64", **{n: "i32" for n in ("BF", "F", "H", "W", "pr_sb", "pr_sh", "pr_sw")},
+           "eps": "fp32", "P": "i32", "HAS_PRIOR": "constexpr", "TILE_W": "constexpr", "TILE_H": "constexpr"}
+    return AotVariant(
+        name=f"rasterize_raster[prior={int(prior)},tile={TILE_W}x{TILE_H},w={RASTER_WARPS}]",
+        kernel=_raster_kernel, signature=sig, constexprs={"HAS_PRIOR": prior, "TILE_W": TILE_W, "TILE_H": TILE_H},
+        num_warps=RASTER_WARPS, options={"enable_fp_fusion": False},
+        divisible_by_16=("FS", "FI", "CUM", "PX", "PY", "PRIOR", "KEYS"))
+
+
+def _resolve_variant(nv: bool):
+    from sgl_diffusion_core import AotVariant
+
+    sig = {"KEYS": "*i64", "FS": "*fp32", "PX": "*fp32", "PY": "*fp32", "FID": "*i32" if not nv else "*fp32",
+           "BARY": "*fp32", "DEPTH": "*fp32", **{n: "i32" for n in ("n_pix", "F", "H", "W")},
+           "NV": "constexpr", "BLOCK": "constexpr"}
+    return AotVariant(
+        name=f"rasterize_resolve[nv={int(nv)},block={RESOLVE_BLOCK}]", kernel=_resolve_kernel, signature=sig,
+        constexprs={"NV": nv, "BLOCK": RESOLVE_BLOCK}, num_warps=4, options={"enable_fp_fusion": False},
+        divisible_by_16=("KEYS", "FS", "PX", "PY", "FID", "BARY", "DEPTH"))
+
+
+def _bin_variants(prior: bool, nv: bool, with_binning: bool):
+    from sgl_diffusion_core import AotVariant
+
+    from .rasterize_bins_triton import _bin_kernel, _bin_raster_kernel
+
     out = []
-    setup_ints = ("BF", "F", "N", "H", "W", "p_sb", "p_sn", "p_sc", "t_sf", "t_sk")
-    for flip in (False, True):
-        sig = {"POS": "*fp32", "TRI": "*i32", "FS": "*fp32", "FI": "*i32", "CNT": "*i64",
-               **{n: "i32" for n in setup_ints}, "half_w": "fp32", "half_h": "fp32",
-               "FLIP": "constexpr", "TILE_W": "constexpr", "TILE_H": "constexpr", "BLOCK": "constexpr"}
+    if with_binning:
+        sig = {"CUM": "*i64", "FI": "*i32", "BCNT": "*i32", "BLIST": "*i32", "OVER": "*i64",
+               **{n: "i32" for n in ("BF", "F", "NBX", "NBY", "CAP", "steps", "P")},
+               "TILE_W": "constexpr", "TILE_H": "constexpr", "BLOCK": "constexpr"}
         out.append(AotVariant(
-            name=f"rasterize_setup[flip={int(flip)},block={SETUP_BLOCK}]", kernel=_setup_kernel, signature=sig,
-            constexprs={"FLIP": flip, "TILE_W": TILE_W, "TILE_H": TILE_H, "BLOCK": SETUP_BLOCK}, num_warps=4,
-            options={"enable_fp_fusion": False}, divisible_by_16=("POS", "TRI", "FS", "FI", "CNT")))
-    for prior in (False, True):
-        sig = {"FS": "*fp32", "FI": "*i32", "CUM": "*i64", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
-               "KEYS": "*i64", **{n: "i32" for n in ("BF", "F", "H", "W", "pr_sb", "pr_sh", "pr_sw")},
-               "eps": "fp32", "P": "i32", "HAS_PRIOR": "constexpr", "TILE_W": "constexpr", "TILE_H": "constexpr"}
-        out.append(AotVariant(
-            name=f"rasterize_raster[prior={int(prior)},tile={TILE_W}x{TILE_H},w={RASTER_WARPS}]",
-            kernel=_raster_kernel, signature=sig, constexprs={"HAS_PRIOR": prior, "TILE_W": TILE_W, "TILE_H": TILE_H},
-            num_warps=RASTER_WARPS, options={"enable_fp_fusion": False},
-            divisible_by_16=("FS", "FI", "CUM", "PX", "PY", "PRIOR", "KEYS")))
-    for nv in (False, True):
-        sig = {"KEYS": "*i64", "FS": "*fp32", "PX": "*fp32", "PY": "*fp32", "FID": "*i32" if not nv else "*fp32",
-               "BARY": "*fp32", "DEPTH": "*fp32", **{n: "i32" for n in ("n_pix", "F", "H", "W")},
-               "NV": "constexpr", "BLOCK": "constexpr"}
-        out.append(AotVariant(
-            name=f"rasterize_resolve[nv={int(nv)},block={RESOLVE_BLOCK}]", kernel=_resolve_kernel, signature=sig,
-            constexprs={"NV": nv, "BLOCK": RESOLVE_BLOCK}, num_warps=4, options={"enable_fp_fusion": False},
-            divisible_by_16=("KEYS", "FS", "PX", "PY", "FID", "BARY", "DEPTH")))
+            name=f"rasterize_bin[tile={TILE_W}x{TILE_H},block={BIN_BLOCK}]", kernel=_bin_kernel, signature=sig,
+            constexprs={"TILE_W": TILE_W, "TILE_H": TILE_H, "BLOCK": BIN_BLOCK}, num_warps=4,
+            options={"enable_fp_fusion": False}, divisible_by_16=("CUM", "FI", "BCNT", "BLIST", "OVER")))
+    sig = {"FS": "*fp32", "BCNT": "*i32", "BLIST": "*i32", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
+           "KEYS": "*i64", "FID": "*i32" if not nv else "*fp32", "BARY": "*fp32", "DEPTH": "*fp32",
+           **{n: "i32" for n in ("F", "H", "W", "NBX", "NBY", "CAP", "pr_sb", "pr_sh", "pr_sw")}, "eps": "fp32",
+           "HAS_PRIOR": "constexpr", "NV": "constexpr", "TILE_W": "constexpr", "TILE_H": "constexpr",
+           "CHUNK": "constexpr"}
+    out.append(AotVariant(
+        name=f"rasterize_bin_raster[prior={int(prior)},nv={int(nv)},tile={TILE_W}x{TILE_H},chunk={BIN_CHUNK},"
+             f"w={BIN_WARPS}]",
+        kernel=_bin_raster_kernel, signature=sig,
+        constexprs={"HAS_PRIOR": prior, "NV": nv, "TILE_W": TILE_W, "TILE_H": TILE_H, "CHUNK": BIN_CHUNK},
+        num_warps=BIN_WARPS, options={"enable_fp_fusion": False},
+        divisible_by_16=("FS", "BCNT", "BLIST", "PX", "PY", "PRIOR", "KEYS", "FID", "BARY", "DEPTH")))
     return out
 
 
-def aot_variants_uv(platform: str = "cuda"):
-    """``uv_rasterize`` launches ``rasterize``'s kernels with flip_y off, no prior and separate outputs: those
-    three builds again under uv_rasterize's names (the compile tool wants distinct names per backend)."""
-    from dataclasses import replace
+def _perface_variants():
+    return [*(_setup_variant(f, False) for f in (False, True)), *(_raster_variant(p) for p in (False, True)),
+            *(_resolve_variant(nv) for nv in (False, True))]
 
-    keep = ("rasterize_setup[flip=0", "rasterize_raster[prior=0", "rasterize_resolve[nv=0")
+
+def _binned_variants():
+    out = [*(_setup_variant(f, True) for f in (False, True)), *(_raster_variant(p) for p in (False, True))]
+    for prior in (False, True):
+        for nv in (False, True):
+            out += _bin_variants(prior, nv, with_binning=not prior and not nv)
+    return out
+
+
+def aot_variants(platform: str = "cuda"):
+    """The GPU launch rule's builds, both paths: setup (flip_y off / on, per-face tiles / bins), the per-face
+    raster kernel (with / without a depth prior; the binned path's overflow runs it too), resolve (separate
+    outputs / nvdiffrast layout), the binning kernel and the binned raster kernel (prior x layout): 13 builds."""
+    seen, out = set(), []
+    for v in _perface_variants() + _binned_variants():
+        if v.name not in seen:
+            seen.add(v.name)
+            out.append(v)
+    return out
+
+
+def aot_variants_binned(platform: str = "cuda"):
+    """The ``triton_binned`` backend's builds (``aot_variants``' binned path) under its own names."""
+    return [replace(v, name="binned_" + v.name) for v in _binned_variants()]
+
+
+def aot_variants_perface(platform: str = "cuda"):
+    """The ``triton_perface`` backend's builds (``aot_variants``' per-face path) under its own names."""
+    return [replace(v, name="perface_" + v.name) for v in _perface_variants()]
+
+
+def aot_variants_uv(platform: str = "cuda"):
+    """``uv_rasterize`` launches ``rasterize``'s kernels with flip_y off, no prior and separate outputs, on either
+    path: those builds again under uv_rasterize's names (the compile tool wants distinct names per backend)."""
+    keep = ("rasterize_setup[flip=0", "rasterize_raster[prior=0", "rasterize_resolve[nv=0", "rasterize_bin[",
+            "rasterize_bin_raster[prior=0,nv=0")
     return [replace(v, name="uv_" + v.name) for v in aot_variants(platform) if v.name.startswith(keep)]
