@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -97,6 +98,9 @@ def test_doctor_json(run_python):
     assert {"sgl_diffusion", "python", "platform", "triton", "distributions", "ops"} <= set(report)
     assert report["platform"]["describe"]
     assert set(report["triton"]) >= {"available", "version", "interpret"}
+    fly = report["flydsl"]
+    assert "norm.ln_modulate/flydsl" in fly["backends"] and "not yet executed" in fly["status"]
+    assert fly["available"] == (importlib.util.find_spec("flydsl") is not None)
     dists = {d["distribution"]: d for d in report["distributions"]}
     assert set(dists) == set(_exports.DISTRIBUTIONS)
     for d in dists.values():

@@ -142,6 +142,24 @@ def _triton_info(core: Any) -> dict[str, Any]:
             "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET")}
 
 
+def _flydsl_info(core: Any) -> dict[str, Any]:
+    """FlyDSL (the ROCm kernels' DSL): installed or not, without importing it, and FlyDSL 0.5's
+    unprefixed variables that would break its backends when set."""
+    available = core.module_available("flydsl")
+    version = None
+    if available:
+        try:
+            version = importlib.metadata.version("flydsl")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown"
+    leaky = {v: os.environ[v] for v in ("ARCH", "COMPILE_ONLY") if os.environ.get(v)}
+    return {"available": available, "version": version, "leaky_env": leaky,
+            "backends": sorted({f"{s.op}/{s.backend}" for s in core.REGISTRY.all_specs()
+                                if "flydsl" in s.capabilities.requires}),
+            "status": "compiled for gfx942, gfx950 and gfx1201, not yet executed on AMD hardware; "
+                      "ranked below Triton (backend='flydsl' forces it)"}
+
+
 def _ops_info(core: Any, platform: str, arch: Any) -> list[dict[str, Any]]:
     desc_kw = {"platform": platform, "arch": arch, "dtypes": (DOCTOR_DTYPE,)}
     out = []
@@ -218,6 +236,7 @@ def collect_doctor() -> dict[str, Any]:
         "default_arch": arch,
     }
     report["triton"] = _triton_info(core)
+    report["flydsl"] = _flydsl_info(core)
     report["representative_input"] = {"dtype": DOCTOR_DTYPE, "device": str(dev), "platform": plat, "arch": arch}
     report["ops"] = _ops_info(core, plat, arch)
     return report
@@ -234,7 +253,15 @@ def format_doctor(report: dict[str, Any]) -> str:
         lines += ["platform", f"  {p['describe']}", f"  default device: {p['default_device']}"]
         t = report["triton"]
         tri = f"triton {t['version']}" if t["available"] else "triton not installed"
-        lines += [f"  {tri}; TRITON_INTERPRET {'on' if t['interpret'] else 'off'}", ""]
+        lines += [f"  {tri}; TRITON_INTERPRET {'on' if t['interpret'] else 'off'}"]
+        f = report.get("flydsl")
+        if f and f["backends"]:
+            how = (f"flydsl {f['version']}" if f["available"]
+                   else "flydsl not installed (pip install 'sgl-diffusion-norm[flydsl]')")
+            lines.append(f"  {how}: the flydsl backends ({len(f['backends'])}) are {f['status']}")
+            for var, val in f["leaky_env"].items():
+                lines.append(f"  warning: {var}={val!r} is set; FlyDSL 0.5 reads it: the flydsl backends refuse to run")
+        lines.append("")
     lines.append("distributions")
     width = max(len(d["distribution"]) for d in report["distributions"])
     for d in report["distributions"]:
