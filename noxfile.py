@@ -69,9 +69,11 @@ PACKAGES = _discover_packages()
 PLATFORMS = ("cpu", "cuda", "rocm")
 TARGETS = ("sm_80", "sm_90", "sm_100", "gfx942", "gfx950")
 # Every variant (each launch configuration a rule can pick) is compiled for the targets the kernels
-# are tuned for, H100/H200 (sm_90) and MI300 (gfx942); the others compile one variant per kernel
-# and argument types (tools/aot_compile.py --sample): every kernel and dtype, not every constexpr.
-FULL_TARGETS = ("sm_90", "gfx942")
+# are tuned for, H100/H200 (sm_90), and for both AMD targets, MI300 (gfx942) and MI355 (gfx950),
+# where the ROCm checks (no scratch, VGPRs within the workgroup's share) apply to every variant;
+# sm_80 and sm_100 compile one variant per kernel and argument types (tools/aot_compile.py
+# --sample): every kernel and dtype, not every constexpr.
+FULL_TARGETS = ("sm_90", "gfx942", "gfx950")
 # The FlyDSL compile lanes (tools/compile_rocm.py: every variant of every FlyDSL kernel, ISA checks),
 # one per AMD target; they run beside the Triton lanes in ci's compile step.
 FLYDSL_LANES = ("flydsl-gfx942", "flydsl-gfx950", "flydsl-gfx1201")
@@ -186,7 +188,7 @@ class CompileLanes:
     step ``ci`` widens to every core and waits. Lanes start longest first (the full lanes, CUDA
     before ROCm), so the short sampled ones balance the cores at the end."""
 
-    ORDER = ("sm_90", "gfx942", "sm_100", "sm_80", "gfx950", *FLYDSL_LANES)  # longest first
+    ORDER = ("sm_90", "gfx942", "gfx950", "sm_100", "sm_80", *FLYDSL_LANES)  # longest first
 
     def __init__(self, session: nox.Session, targets: Sequence[str], slots: int = 1):
         self.py = _py(session)
