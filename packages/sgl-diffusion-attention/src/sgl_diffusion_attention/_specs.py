@@ -83,3 +83,20 @@ MERGE_TORCH_NOTE = "the definition: logaddexp and exp(lse_i - lse) weights in fp
 EXECUTED_TRITON = ("cpu-interpreter",)
 EXECUTED_TORCH = ("cpu",)
 EXECUTED_SDPA: tuple[str, ...] = ()
+
+# usp_attention: its backends are the local attention's. Outputs: each ring block's partial output is
+# rounded to the input dtype by the local attention, the partials are merged in fp32 and rounded once
+# more: twice the attention bound per dtype (fp32: the torch definition's fp32 math, reordered by the
+# merges).
+USP_TOLERANCES = {"bfloat16": (2e-2, 2**-6), "float16": (4e-3, 2**-8), "float32": (1e-5, 1e-5)}
+USP_CLOSE = Contract.close(USP_TOLERANCES)
+USP_NOTE = ("each rank's local attention is attention(backend='{}') (None: attention's own choice); "
+            "Ulysses all-to-all and ring P2P through torch.distributed")
+
+
+def usp_backends() -> list[tuple[str, Capabilities, Contract, int]]:
+    """``(name, capabilities, contract, priority)`` of each backend of ``usp_attention``: one per
+    backend of ``attention``, with its capabilities (the local call's features are the tags)."""
+    sdpa = [(name, sdpa_caps(name), USP_CLOSE, prio)
+            for name, prio in (("sdpa_cudnn", 40), ("sdpa_flash", 30), ("sdpa_efficient", 20))]
+    return [*sdpa, ("triton", TRITON_CAPS, USP_CLOSE, 10), ("torch", TORCH_CAPS, USP_CLOSE, 0)]

@@ -29,13 +29,20 @@ from sgl_diffusion_activation import silu_and_mul_reference as silu_and_mul_refe
 from sgl_diffusion_activation import silu_mul as silu_mul
 from sgl_diffusion_activation import silu_mul_reference as silu_mul_reference
 from sgl_diffusion_activation import silu_reference as silu_reference
+from sgl_diffusion_attention import UspMesh as UspMesh
 from sgl_diffusion_attention import attention as attention
 from sgl_diffusion_attention import attention_autotune_cache as attention_autotune_cache
 from sgl_diffusion_attention import attention_reference as attention_reference
 from sgl_diffusion_attention import can_use_attention as can_use_attention
 from sgl_diffusion_attention import can_use_merge_attention_states as can_use_merge_attention_states
+from sgl_diffusion_attention import can_use_usp_attention as can_use_usp_attention
+from sgl_diffusion_attention import init_usp as init_usp
 from sgl_diffusion_attention import merge_attention_states as merge_attention_states
 from sgl_diffusion_attention import merge_attention_states_reference as merge_attention_states_reference
+from sgl_diffusion_attention import usp_attention as usp_attention
+from sgl_diffusion_attention import usp_attention_reference as usp_attention_reference
+from sgl_diffusion_attention import usp_gather as usp_gather
+from sgl_diffusion_attention import usp_shard as usp_shard
 from sgl_diffusion_core import REGISTRY as REGISTRY
 from sgl_diffusion_core import BackendRejectedWarning as BackendRejectedWarning
 from sgl_diffusion_core import BitExactFusionGate as BitExactFusionGate
@@ -208,6 +215,7 @@ __all__ = [
     "Site",
     "UnknownOpError",
     "UnsupportedInputError",
+    "UspMesh",
     "Verdict",
     "__version__",
     "apply_rope",
@@ -258,6 +266,7 @@ __all__ = [
     "can_use_ulysses_pack_qkv",
     "can_use_ulysses_unpack_out",
     "can_use_ulysses_unpack_qkv",
+    "can_use_usp_attention",
     "can_use_usp_merge_heads",
     "can_use_usp_split_heads",
     "can_use_uv_inpaint",
@@ -300,6 +309,7 @@ __all__ = [
     "indexed_gated_residual_reference",
     "indexed_scale_shift",
     "indexed_scale_shift_reference",
+    "init_usp",
     "interpolate",
     "interpolate_reference",
     "is_mounted",
@@ -356,8 +366,12 @@ __all__ = [
     "ulysses_unpack_qkv",
     "ulysses_unpack_qkv_reference",
     "unmount",
+    "usp_attention",
+    "usp_attention_reference",
+    "usp_gather",
     "usp_merge_heads",
     "usp_merge_heads_reference",
+    "usp_shard",
     "usp_split_heads",
     "usp_split_heads_reference",
     "uv_inpaint",
