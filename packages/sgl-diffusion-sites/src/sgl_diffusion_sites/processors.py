@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+import sgl_diffusion_attention as _attention
+
 from .kernels import Kernels
 from .report import Site
 
@@ -48,13 +50,18 @@ class MountedFluxAttnProcessor:
         self._sgl_attn = attention  # the attention site: mounted here (close mode), else None
         self._attention_backend = getattr(original, "_attention_backend", None)
         self._parallel_config = getattr(original, "_parallel_config", None)
+        self._sgl_usp: tuple[Any, str | None] | None = None  # (UspMesh, backend) under parallelize()
 
-    def _attend(self, query, key, value, mask, dispatch, *, kv_mask=_SAME, offset: int = 0):
+    def _attend(self, query, key, value, mask, dispatch, *, kv_mask=_SAME, offset: int = 0, text: int = 0):
         """The attention of one call, ``[B, S, H, Dh]`` in and out: ``sgl_diffusion_attention.attention``
         where this processor's attention site is mounted, else ``dispatch()`` (the model's own attention,
         with ``mask``). ``kv_mask``: the boolean key mask to turn into ``kv_lens`` (default: ``mask``),
-        whose first key is key ``offset``; the keys before it are all valid (Qwen-Image's image keys)."""
+        whose first key is key ``offset``; the keys before it are all valid (Qwen-Image's image keys).
+        Under ``parallelize`` it is ``usp_attention`` over the mesh, the last ``text`` rows being the
+        joint text (replicated on every rank)."""
         k = self._sgl_k
+        if self._sgl_usp is not None:
+            return self._usp_attend(query, key, value, mask if kv_mask is _SAME else kv_mask, offset, text)
         if self._sgl_attn is None:
             return dispatch()
         if self._attention_backend is not None or self._parallel_config is not None:
@@ -68,6 +75,23 @@ class MountedFluxAttnProcessor:
         out = k.attention(query, key, value, kv_lens)
         return dispatch() if out is None else out
 
+    def _usp_attend(self, query, key, value, kv_mask, offset: int, text: int):
+        """``usp_attention`` of this rank's image rows (the text rows, if any, last: ``joint_strategy="rear"``);
+        a key mask must be a key-padding prefix over the joint key order (image of every rank, then text)."""
+        mesh, backend = self._sgl_usp
+        kv_lens = None if kv_mask is None else self._sgl_k.key_padding_lens(kv_mask, query.shape[0], offset)
+        if kv_lens is False:
+            raise ValueError("parallelize: an attention mask that is not a key-padding prefix reached a parallel "
+                             "attention; usp_attention serves key-padding prefixes only (kv_lens)")
+        A = _attention
+        if not text:
+            return A.usp_attention(query, key, value, **mesh.groups(), kv_lens=kv_lens, backend=backend)
+        n = query.shape[1] - text
+        out, joint = A.usp_attention(query[:, :n], key[:, :n], value[:, :n], **mesh.groups(), joint_q=query[:, n:],
+                                     joint_k=key[:, n:], joint_v=value[:, n:], joint_strategy="rear", kv_lens=kv_lens,
+                                     backend=backend)
+        return torch.cat([out, joint], dim=1)
+
     def _route(self, attn, handled: bool, *args):
         """``self._fused(attn, *args)`` through the site's gate when the call is one this processor
         handles, the original processor otherwise. ``args``: the call's arguments after ``attn``,
@@ -76,6 +100,11 @@ class MountedFluxAttnProcessor:
         def ref():
             return self._sgl_original(attn, *args)
 
+        if self._sgl_usp is not None:  # parallelize: the sequence is sharded, the original would be wrong
+            if not handled:
+                raise ValueError(f"parallelize: {type(self._sgl_original).__name__} got a call it cannot run "
+                                 "in parallel (no rotary table or no text stream)")
+            return self._fused(attn, *args)
         if not handled:
             return ref()
         return self._sgl_site.run(lambda: self._fused(attn, *args), ref, *args, module=attn)
@@ -212,7 +241,7 @@ class MountedHunyuanVideoAttnProcessor(MountedFluxAttnProcessor):
                                                 text_first=False)
         hidden_states = self._attend(query, key, value, attention_mask, lambda: dispatch_attention_fn(
             query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
-            backend=self._attention_backend, parallel_config=self._parallel_config))
+            backend=self._attention_backend, parallel_config=self._parallel_config), text=s_txt)
         hidden_states = hidden_states.flatten(2, 3).to(query.dtype)
         hidden_states, encoder_hidden_states = hidden_states[:, :-s_txt], hidden_states[:, -s_txt:]
         if getattr(attn, "to_out", None) is not None:

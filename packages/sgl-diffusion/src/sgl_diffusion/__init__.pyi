@@ -179,15 +179,19 @@ from sgl_diffusion_rope import qk_norm_rope as qk_norm_rope
 from sgl_diffusion_rope import qk_norm_rope_reference as qk_norm_rope_reference
 from sgl_diffusion_rope import rope_3d as rope_3d
 from sgl_diffusion_rope import rope_3d_reference as rope_3d_reference
+from sgl_diffusion_sites import PARALLEL_MODELS as PARALLEL_MODELS
 from sgl_diffusion_sites import SUPPORTED_MODELS as SUPPORTED_MODELS
 from sgl_diffusion_sites import MountReport as MountReport
 from sgl_diffusion_sites import Site as Site
 from sgl_diffusion_sites import compile_repeated_blocks as compile_repeated_blocks
 from sgl_diffusion_sites import is_mounted as is_mounted
+from sgl_diffusion_sites import is_parallelized as is_parallelized
 from sgl_diffusion_sites import mount_plan as mount_plan
 from sgl_diffusion_sites import mount_report as mount_report
 from sgl_diffusion_sites import optimize as optimize
+from sgl_diffusion_sites import parallelize as parallelize
 from sgl_diffusion_sites import unmount as unmount
+from sgl_diffusion_sites import unparallelize as unparallelize
 
 from .__about__ import __version__ as __version__
 
@@ -210,6 +214,7 @@ __all__ = [
     "MissingPackageError",
     "MountReport",
     "OpDef",
+    "PARALLEL_MODELS",
     "REGISTRY",
     "SUPPORTED_MODELS",
     "Site",
@@ -313,6 +318,7 @@ __all__ = [
     "interpolate",
     "interpolate_reference",
     "is_mounted",
+    "is_parallelized",
     "joint_qkv_cat",
     "joint_qkv_cat_reference",
     "joint_split",
@@ -330,6 +336,7 @@ __all__ = [
     "nearest_upsample",
     "nearest_upsample_reference",
     "optimize",
+    "parallelize",
     "qk_norm",
     "qk_norm_reference",
     "qk_norm_rope",
@@ -366,6 +373,7 @@ __all__ = [
     "ulysses_unpack_qkv",
     "ulysses_unpack_qkv_reference",
     "unmount",
+    "unparallelize",
     "usp_attention",
     "usp_attention_reference",
     "usp_gather",
