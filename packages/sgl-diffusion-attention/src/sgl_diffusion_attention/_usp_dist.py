@@ -194,7 +194,9 @@ def _text_out(o_text, L: Layout, ring_group, ulysses_group, like: torch.Tensor):
     import torch.distributed as dist
 
     hl = L.hs[L.u]
-    t = o_text.contiguous() if o_text is not None else like.new_empty(L.B, L.T, hl, L.Dh)
+    # a copy of the text rows: the result shares no memory with the sequence output
+    t = o_text.clone(memory_format=torch.contiguous_format) if o_text is not None else like.new_empty(
+        L.B, L.T, hl, L.Dh)
     if L.R > 1:
         dist.broadcast(t, C.global_rank(ring_group, L.text_block()), group=ring_group)
     if L.U == 1:
