@@ -195,6 +195,7 @@ def results():
     return testing.run_ranks(_worker, 4, timeout=150)
 
 
+@pytest.mark.multiproc
 @pytest.mark.parametrize("name", list(CASES))
 def test_usp_attention_matches_single_process(results, name):
     ranks = (0, 1) if CASES[name][0] in ("u2", "r2") else (0, 1, 2, 3)
@@ -202,6 +203,7 @@ def test_usp_attention_matches_single_process(results, name):
         assert results[r].get(name) == "ok", f"rank {r}: {results[r].get(name)}"
 
 
+@pytest.mark.multiproc
 @pytest.mark.parametrize("name", list(BAD))
 def test_bad_input_raises_on_every_rank(results, name):
     for r in range(4):
@@ -209,10 +211,12 @@ def test_bad_input_raises_on_every_rank(results, name):
         assert got.startswith("raised:") and OWN_REASON.get((name, r), BAD[name]) in got, f"rank {r}: {got}"
 
 
+@pytest.mark.multiproc
 def test_compiled_with_groups(results):
     assert all(results[r]["compiled"] == "ok" for r in range(4)), [results[r]["compiled"] for r in range(4)]
 
 
+@pytest.mark.multiproc
 def test_groups_in_step_after_errors(results):
     assert all(results[r]["after_errors"] == "ok" for r in range(4)), [results[r]["after_errors"] for r in range(4)]
 

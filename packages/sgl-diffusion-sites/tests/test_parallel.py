@@ -99,6 +99,7 @@ def results():
     return testing.run_ranks(_worker, 4, timeout=180)
 
 
+@pytest.mark.multiproc
 @pytest.mark.parametrize("name", list(CASES))
 def test_parallel_model_matches_unparallelized(results, name):
     for r in range(4):

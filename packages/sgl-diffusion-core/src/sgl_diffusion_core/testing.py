@@ -165,15 +165,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _rank_entry(target, rank: int, world: int, port: int, collective_timeout: float, results, args) -> None:
+def _rank_entry(target, rank: int, world: int, port: int, collective_timeout: float, results, args,
+                backend: str) -> None:
     import datetime
     import traceback
 
     import torch.distributed as dist
 
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=collective_timeout))
+        kw = {}
+        if backend == "nccl":  # one GPU per rank
+            torch.cuda.set_device(rank)
+            kw["device_id"] = torch.device("cuda", rank)
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=collective_timeout), **kw)
         results.put((rank, True, target(rank, world, *args)))
     except BaseException:  # reported to the parent, which fails the test with it
         results.put((rank, False, traceback.format_exc()))
@@ -182,9 +187,11 @@ def _rank_entry(target, rank: int, world: int, port: int, collective_timeout: fl
             dist.destroy_process_group()
 
 
-def run_ranks(target, world: int, *args, timeout: float = 120.0, collective_timeout: float = 30.0) -> list:
-    """``target(rank, world, *args)`` in ``world`` spawned processes joined by a gloo process group
-    (CPU, ``torch.distributed``); returns each rank's result, in rank order.
+def run_ranks(target, world: int, *args, timeout: float = 120.0, collective_timeout: float = 30.0,
+              backend: str = "gloo") -> list:
+    """``target(rank, world, *args)`` in ``world`` spawned processes joined by a ``torch.distributed``
+    process group (``backend``: ``"gloo"`` on the CPU, or ``"nccl"`` with GPU ``rank`` set as each
+    rank's device); returns each rank's result, in rank order.
 
     ``target`` must be a module-level function (the children import it) returning something
     picklable. A collective that waits longer than ``collective_timeout`` seconds raises in its
@@ -200,8 +207,8 @@ def run_ranks(target, world: int, *args, timeout: float = 120.0, collective_time
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_rank_entry, args=(target, r, world, port, collective_timeout, results, args))
-             for r in range(world)]
+    procs = [ctx.Process(target=_rank_entry, args=(target, r, world, port, collective_timeout, results, args,
+                                                   backend)) for r in range(world)]
     for p in procs:
         p.start()
     got: dict[int, tuple[bool, object]] = {}
