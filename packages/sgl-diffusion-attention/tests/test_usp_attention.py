@@ -51,6 +51,7 @@ BAD = {
     "kv_lens_differs_across_ranks": "kv_lens (min) differs",
     "kv_lens_out_of_range": "kv_lens values must lie",
     "joint_strategy_differs_across_ranks": "joint_strategy differs",
+    "fewer_heads_than_the_ulysses_degree": "each Ulysses rank needs a head",
 }
 OWN_REASON = {("one_rank_refused_locally", 1): "must have q's shape"}
 
@@ -127,7 +128,7 @@ def _bad_call(name: str, rank: int, mesh) -> None:
     if name == "degrees_not_matching_the_world":
         A.init_usp(ulysses=3, ring=1)
         return
-    B, H, Dh = 1, 2, 8
+    B, H, Dh = 1, 1 if name == "fewer_heads_than_the_ulysses_degree" else 2, 8
     lens = {"shards_of_different_lengths": [4, 2, 3, 3]}.get(name, [3, 3, 3, 3])
     dtype = torch.float16 if name == "dtype_differs_across_ranks" and rank == 3 else torch.float32
     q = torch.randn(B, lens[mesh.shard], H, Dh).to(dtype)

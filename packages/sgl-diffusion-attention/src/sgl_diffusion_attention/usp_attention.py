@@ -99,6 +99,9 @@ def describe_usp_attention(q, k, v, joint_q=None, joint_k=None, joint_v=None, kv
     _shape_problems(q, k, v, joints, problems)
     if kv_lens is not None:
         G.check_index("kv_lens", kv_lens, q.device, (torch.int32, torch.int64), q.shape[0], problems)
+    if q.shape[2] < U:
+        problems.append(f"{q.shape[2]} heads on a Ulysses group of {U} ranks: each Ulysses rank needs a head "
+                        "(a smaller Ulysses degree, the rest as a ring)")
     if problems:
         return desc
     B, Sl, H, Dh = q.shape
