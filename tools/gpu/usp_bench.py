@@ -23,7 +23,9 @@ What it measures (bf16; times are the median over ``--reps`` calls of the slowes
   one GPU, then ``sgl_diffusion_sites.parallelize`` with each factorization.
 
 The issue's bars on 2 x H200: layer >= 1.8x one GPU with Ulysses, >= 1.6x with ring; blocks >= 1.7x
-(the record holds the ratios; the reader judges). ``--quick`` runs tiny shapes (a smoke run);
+(the record holds the ratios; the reader judges). ``--profile DIR`` also writes one Chrome trace
+per mesh and rank of one layer call (the timeline of the collectives against the kernels). ``--quick``
+runs tiny shapes (a smoke run);
 ``--device cpu`` runs over gloo on the CPU (timings meaningless, the code paths the same). NVLink
 multicast stays off (``NCCL_NVLS_ENABLE=0``).
 """
@@ -157,6 +159,21 @@ def _compute_alone(mesh, full_shape, dev, dtype, reps, backend) -> float:
     return _timed(run, dev, reps)
 
 
+def _trace(fn, name: str, folder: str, dev: torch.device) -> str:
+    """One call under ``torch.profiler`` (the collectives' and kernels' timeline), a Chrome trace per rank."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"usp_{name}_rank{dist.get_rank()}.json")
+    dist.barrier()
+    with profile(activities=acts) as prof:
+        fn()
+        _sync(dev)
+    prof.export_chrome_trace(path)
+    return path
+
+
 def bench_layer(args, dev, dtype) -> dict:
     shape = LAYER_QUICK if args.quick else LAYER
     full = _full_inputs(shape, dev, dtype)
@@ -192,6 +209,8 @@ def bench_layer(args, dev, dtype) -> dict:
         if R > 1:
             local = [t[:, : shards[0].shape[1]] for t in full]
             row["ring_local_backend"] = core.explain(A.attention, *local, return_lse=True).chosen
+        if args.profile:
+            row["trace"] = _trace(call, f"ulysses{U}_ring{R}", args.profile, dev)
         rec["meshes"][f"ulysses{U}_ring{R}"] = row
         del shards, got
     return rec
@@ -245,7 +264,10 @@ def bench_blocks(args, dev, dtype) -> dict:
 
 def _env(dev) -> dict:
     names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if dev.type == "cuda" else []
-    nccl = ".".join(map(str, torch.cuda.nccl.version())) if dev.type == "cuda" else None
+    nccl = None
+    if dev.type == "cuda":
+        v = torch.cuda.nccl.version()
+        nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
     return {
         "world": dist.get_world_size(),
         "backend": str(dist.get_backend()),
@@ -266,6 +288,7 @@ def main() -> int:
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--quick", action="store_true", help="tiny shapes: a smoke run of every path")
     p.add_argument("--skip-blocks", action="store_true")
+    p.add_argument("--profile", default=None, help="a folder for one Chrome trace per mesh and rank (torch.profiler)")
     args = p.parse_args()
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
