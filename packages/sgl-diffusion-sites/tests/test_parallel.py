@@ -1,10 +1,11 @@
-"""parallelize: a tiny diffusers Wan and HunyuanVideo transformer run by 4 CPU ranks (gloo, one spawn
+"""parallelize: a tiny diffusers Wan, HunyuanVideo and Flux transformer run by 4 CPU ranks (gloo, one spawn
 for the module) equal to the same model unparallelized, within the tolerance below; unparallelize
 gives the original model back (torch.equal to its first output).
 
 The configs are the tiny ones of ``tiny_models`` with 3 / 5 heads (not divisible by the Ulysses
 degree: 2, 1 on 2 ranks; 2, 1, 1, 1 on 4) and token counts that do not divide by the ranks (Wan 27 on
-4: 7, 7, 7, 6); HunyuanVideo's text is padded (a key-padding mask over the joint sequence: kv_lens).
+4: 7, 7, 7, 6; Flux 18 image tokens on 4: 5, 5, 4, 4); HunyuanVideo's text is padded (a key-padding
+mask over the joint sequence: kv_lens), at the rear; Flux's text is in front.
 fp32 throughout. Tolerance: the attention's declared fp32 bound (1e-5) carried through two blocks
 of projections, norms and MLPs; 1e-4 absolute and relative. About 15-25 s on two loaded cores
 (four processes importing diffusers).
@@ -58,12 +59,30 @@ def hunyuan_video(seed=0):
     return _init(m, seed), kw
 
 
+def flux(seed=0):
+    from diffusers import FluxTransformer2DModel
+
+    m = FluxTransformer2DModel(patch_size=1, in_channels=8, num_layers=1, num_single_layers=1, attention_head_dim=16,
+                               num_attention_heads=3, joint_attention_dim=32, pooled_projection_dim=32,
+                               guidance_embeds=False, axes_dims_rope=(4, 6, 6))
+    g = torch.Generator().manual_seed(seed + 1)
+    s_img, s_txt = 18, 8  # an image of 3 x 6 patches
+    img_ids = torch.zeros(s_img, 3)
+    img_ids[:, 1], img_ids[:, 2] = torch.arange(s_img) // 6, torch.arange(s_img) % 6
+    kw = dict(hidden_states=torch.randn(1, s_img, 8, generator=g),
+              encoder_hidden_states=torch.randn(1, s_txt, 32, generator=g),
+              pooled_projections=torch.randn(1, 32, generator=g), timestep=torch.tensor([0.5]), img_ids=img_ids,
+              txt_ids=torch.zeros(s_txt, 3), return_dict=False)
+    return _init(m, seed), kw
+
+
 # name -> (builder, ulysses, ring)
 CASES = {
     "wan_2x2": (wan, 2, 2),
     "wan_ring4": (wan, 1, 4),
     "hunyuan_video_2x2": (hunyuan_video, 2, 2),
     "hunyuan_video_ulysses4": (hunyuan_video, 4, 1),
+    "flux_2x2": (flux, 2, 2),
 }
 
 

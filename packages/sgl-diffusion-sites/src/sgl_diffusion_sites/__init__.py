@@ -4,8 +4,8 @@
 modulate, gated residuals, activations) by fused ops behind per-site verification gates and
 returns a :class:`MountReport`; ``unmount(model)`` restores the original modules;
 ``compile_repeated_blocks(model, **compile_kwargs)`` compiles a mounted model regionally;
-``parallelize(model, ulysses=U, ring=R)`` runs a video transformer sequence-parallel on ``U * R``
-ranks (``unparallelize`` undoes it).
+``parallelize(model, ulysses=U, ring=R)`` runs a transformer (Wan, HunyuanVideo, Flux)
+sequence-parallel on ``U * R`` ranks (``unparallelize`` undoes it).
 
 The surface is lazy (PEP 562): importing this package registers no op, imports no diffusers,
 no backend and no Triton.
