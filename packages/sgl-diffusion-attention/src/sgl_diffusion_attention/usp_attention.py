@@ -173,8 +173,7 @@ def usp_attention(
         the text (``"rear"``). A sequence padded to equal shards with ``"rear"`` text is not a key
         prefix: use the uneven split instead of padding.
     backend: the local attention's backend on every rank (``attention``'s names); None lets
-        ``attention`` choose per call. With a ring (R > 1) the local calls return lse, which
-        PyTorch's SDPA backends do not serve.
+        ``attention`` choose per call. With a ring (R > 1) the local calls return the lse.
 
     Returns ``out`` ``[B, Sl, H, Dh]`` (contiguous, q's dtype), and with joint tensors
     ``(out, joint_out)``: ``joint_out`` ``[B, T, H, Dh]`` is the full text output, bit-identical on
