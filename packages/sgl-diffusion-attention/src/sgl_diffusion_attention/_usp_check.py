@@ -2,10 +2,10 @@
 collectives so that a mismatch raises the same ``UnsupportedInputError`` on every rank instead of
 hanging one of them in a collective the others never enter.
 
-Two small ``all_gather`` of integers, one host sync: first inside the Ulysses group (this rank's
-ring block), then inside the ring group, carrying the first stage's verdict and a summary of each
-block. Every ring group sees one member of every Ulysses group, so every rank of the mesh reaches
-the same verdict from the same numbers.
+One small ``all_gather`` of integers per group of more than one rank, one host sync: first inside
+the Ulysses group (this rank's ring block), then inside the ring group, carrying the first stage's
+verdict and a summary of each block. Every ring group sees one member of every Ulysses group, so
+every rank of the mesh reaches the same verdict from the same numbers.
 
 Compared: batch, heads, head dim, k/v heads, dtype, device type, joint length and strategy,
 ``kv_lens`` (presence, min, max and a weighted sum of its values), the two degrees, the mesh

@@ -182,7 +182,7 @@ def usp_attention(
     ``torch.equal`` to the single-process ``attention``); with R > 1 the ring's partial outputs are
     merged in fp32 and rounded once (the declared ``close`` tolerance). A collective over both
     groups: every rank calls it with the same groups. Every rank raises ``UnsupportedInputError``
-    (checked by two small gathers before the exchange) when the ranks disagree on dtypes, batch,
+    (checked by small gathers before the exchange) when the ranks disagree on dtypes, batch,
     heads, head dim, joint length or strategy, kv_lens or the degrees, when shard lengths are not
     as above, or when one rank's own inputs are refused.
     """
