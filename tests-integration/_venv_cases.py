@@ -337,6 +337,15 @@ o1, o2 = (torch.randn(2, 9, 2, 32, generator=g).to(torch.bfloat16) for _ in rang
 lse1, lse2 = (torch.randn(2, 2, 9, generator=g) * 3 for _ in range(2))
 CASE = (merge_attention_states, merge_attention_states_reference, (o1, lse1, o2, lse2), {})
 """,
+    "attention.usp_attention": """
+import torch
+from sgl_diffusion_attention import usp_attention, usp_attention_reference
+g = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(2, 24, 2, 32, generator=g).to(torch.bfloat16) for _ in range(3))
+jq, jk, jv = (torch.randn(2, 5, 2, 32, generator=g).to(torch.bfloat16) for _ in range(3))
+joint = {"joint_q": jq, "joint_k": jk, "joint_v": jv, "joint_strategy": "rear"}
+CASE = (usp_attention, usp_attention_reference, (q, k, v), {**joint, "kv_lens": torch.tensor([29, 26])})
+""",
     "ext.rasterize": """
 import torch
 from sgl_diffusion_ext import rasterize, rasterize_reference

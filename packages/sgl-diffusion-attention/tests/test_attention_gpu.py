@@ -68,6 +68,22 @@ def test_triton_lse(name):
     testing.assert_close(lse[:, :, :QUERY_SLICE], ref_lse, atol=1e-3, rtol=0.0)
 
 
+@pytest.mark.parametrize("name", ["flux", "wan-720p", "flux-dh64"])
+@pytest.mark.parametrize("which", ["sdpa_cudnn", "sdpa_flash", "sdpa_efficient"])
+def test_sdpa_lse(name, which):
+    """The SDPA kernels' own lse (their ATen ops): output and lse against the definition."""
+    B, S, H, Dh, pad = SHAPES[name]
+    q, k, v, _ = _inputs(B, S, H, Dh, pad)
+    if not attn.can_use_attention(q, k, v, return_lse=True, backend=which):
+        pytest.skip(f"{which} cannot serve {name} with the lse:\n{explain(attn.attention, q, k, v, return_lse=True)}")
+    out, lse = attn.attention(q, k, v, return_lse=True, backend=which)
+    assert lse.shape == (B, H, S) and lse.dtype == torch.float32
+    qs = q[:, :QUERY_SLICE]
+    ref, ref_lse = attn.attention_reference(qs.float(), k.float(), v.float(), return_lse=True)
+    _close(out[:, :QUERY_SLICE], ref, torch.bfloat16)
+    testing.assert_close(lse[:, :, :QUERY_SLICE], ref_lse, atol=1e-3, rtol=0.0)
+
+
 def test_kv_lens_equals_dense_over_valid_keys():
     """HunyuanVideo's padded text: kv_lens == dense attention over the valid keys (and SDPA's masked form)."""
     q, k, v, _ = _inputs(2, 4608, 24, 128, 0)

@@ -2,6 +2,8 @@
 
 import torch
 
+from sgl_diffusion_core import UspMesh as UspMesh
+
 from .__about__ import __version__ as __version__
 
 def attention(
@@ -34,6 +36,41 @@ def merge_attention_states(
     layout: str = 'bshd',
     backend: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+def usp_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    ulysses_group=None,
+    ring_group=None,
+    joint_q: torch.Tensor | None = None,
+    joint_k: torch.Tensor | None = None,
+    joint_v: torch.Tensor | None = None,
+    joint_strategy: str = 'none',
+    kv_lens: torch.Tensor | None = None,
+    backend: str | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
+
+def init_usp(
+    ulysses: int = 1,
+    ring: int = 1,
+    *,
+    group=None,
+    device_mesh=None,
+) -> UspMesh | None: ...
+
+def usp_shard(
+    x: torch.Tensor,
+    mesh: UspMesh,
+    dim: int = 1,
+) -> torch.Tensor: ...
+
+def usp_gather(
+    x: torch.Tensor,
+    mesh: UspMesh,
+    dim: int = 1,
+) -> torch.Tensor: ...
 
 def can_use_attention(
     q: torch.Tensor,
@@ -87,13 +124,49 @@ def merge_attention_states_reference(
     layout: str = 'bshd',
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
+def can_use_usp_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    ulysses_group=None,
+    ring_group=None,
+    joint_q: torch.Tensor | None = None,
+    joint_k: torch.Tensor | None = None,
+    joint_v: torch.Tensor | None = None,
+    joint_strategy: str = 'none',
+    kv_lens: torch.Tensor | None = None,
+    backend: str | None = None,
+) -> bool: ...
+
+def usp_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    ulysses_group=None,
+    ring_group=None,
+    joint_q: torch.Tensor | None = None,
+    joint_k: torch.Tensor | None = None,
+    joint_v: torch.Tensor | None = None,
+    joint_strategy: str = 'none',
+    kv_lens: torch.Tensor | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
+
 __all__ = [
+    "UspMesh",
     "__version__",
     "attention",
     "attention_autotune_cache",
     "attention_reference",
     "can_use_attention",
     "can_use_merge_attention_states",
+    "can_use_usp_attention",
+    "init_usp",
     "merge_attention_states",
     "merge_attention_states_reference",
+    "usp_attention",
+    "usp_attention_reference",
+    "usp_gather",
+    "usp_shard",
 ]

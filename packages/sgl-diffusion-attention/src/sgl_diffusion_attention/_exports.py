@@ -10,9 +10,17 @@ EXPORTS: dict[str, str] = {
     "merge_attention_states": "merge_attention_states",
     "can_use_merge_attention_states": "merge_attention_states",
     "merge_attention_states_reference": "merge_attention_states",
+    "usp_attention": "usp_attention",
+    "can_use_usp_attention": "usp_attention",
+    "usp_attention_reference": "usp_attention",
+    "UspMesh": "usp_mesh",
+    "init_usp": "usp_mesh",
+    "usp_shard": "usp_mesh",
+    "usp_gather": "usp_mesh",
 }
 
 OPS: dict[str, str] = {
     "attention.attention": "attention",
     "attention.merge_attention_states": "merge_attention_states",
+    "attention.usp_attention": "usp_attention",
 }

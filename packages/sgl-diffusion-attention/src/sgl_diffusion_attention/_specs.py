@@ -56,10 +56,11 @@ TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))  # eve
 
 
 def sdpa_caps(name: str) -> Capabilities:
-    """One SDPA backend: dense bshd / bhsd inputs with as many k/v heads as q heads, on CUDA."""
+    """One SDPA backend: dense bshd / bhsd inputs (with or without the lse) with as many k/v heads as q
+    heads, on CUDA."""
     others = tuple(v for k, v in TORCH_REFUSES.items() if k != name)
     return Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
-                        layouts=(BSHD, BHSD, LONG_ROWS, *others, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
+                        layouts=(BSHD, BHSD, LONG_ROWS, LSE, *others, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
 # Output tolerances of the close backends, per output dtype: fp32 math, the probabilities rounded to the
@@ -76,10 +77,28 @@ MERGE_TORCH_CAPS = TORCH_CAPS
 TRITON_NOTE = ("flash-attention forward: online softmax in fp32 (exp2, log2(e) folded into the scale), "
                "K/V loop bounded by the sample's kv_len or varlen segment, GQA by head index, any strides")
 TORCH_NOTE = "the definition: fp32 scores, masked keys -inf, fp32 softmax, one rounding; query chunks bound memory"
-SDPA_NOTE = ("torch.nn.functional.scaled_dot_product_attention under sdpa_kernel({}); bshd inputs as "
-             "transposed views (no copy); kv_lens, varlen, return_lse and GQA go to the triton backend")
+SDPA_NOTE = ("torch.nn.functional.scaled_dot_product_attention under sdpa_kernel({}) (return_lse: the "
+             "kernel's ATen op); bshd inputs as transposed views (no copy); kv_lens, varlen and GQA go to the "
+             "triton backend")
 MERGE_TRITON_NOTE = "one program per (sample, head, token block): weights from the two lse, fp32, one rounding"
 MERGE_TORCH_NOTE = "the definition: logaddexp and exp(lse_i - lse) weights in fp32, one rounding"
 EXECUTED_TRITON = ("cpu-interpreter",)
 EXECUTED_TORCH = ("cpu",)
 EXECUTED_SDPA: tuple[str, ...] = ()
+
+# usp_attention: its backends are the local attention's. Outputs: each ring block's partial output is
+# rounded to the input dtype by the local attention, the partials are merged in fp32 and rounded once
+# more: twice the attention bound per dtype (fp32: the torch definition's fp32 math, reordered by the
+# merges).
+USP_TOLERANCES = {"bfloat16": (2e-2, 2**-6), "float16": (4e-3, 2**-8), "float32": (1e-5, 1e-5)}
+USP_CLOSE = Contract.close(USP_TOLERANCES)
+USP_NOTE = ("each rank's local attention is attention(backend='{}') (None: attention's own choice); "
+            "Ulysses all-to-all and ring P2P through torch.distributed")
+
+
+def usp_backends() -> list[tuple[str, Capabilities, Contract, int]]:
+    """``(name, capabilities, contract, priority)`` of each backend of ``usp_attention``: one per
+    backend of ``attention``, with its capabilities (the local call's features are the tags)."""
+    sdpa = [(name, sdpa_caps(name), USP_CLOSE, prio)
+            for name, prio in (("sdpa_cudnn", 40), ("sdpa_flash", 30), ("sdpa_efficient", 20))]
+    return [*sdpa, ("triton", TRITON_CAPS, USP_CLOSE, 10), ("torch", TORCH_CAPS, USP_CLOSE, 0)]

@@ -39,7 +39,7 @@ def _features(geom: G.Geometry, q, k, v) -> tuple[str, ...]:
         tags.append(S.GQA)
     if G.long_rows(geom.Sq, geom.Sk, geom.Dh, geom.q, geom.k, geom.v, geom.o):
         tags.append(S.LONG_ROWS)
-    if not (geom.varlen or geom.kv_lens or geom.return_lse) and geom.Hk == geom.Hq:
+    if not (geom.varlen or geom.kv_lens) and geom.Hk == geom.Hq:
         tags += _torch_refusals(q, k, v, geom.layout)
     return tuple(tags)
 

@@ -155,3 +155,78 @@ def geometry(op: object, *args, **kwargs):
     if desc.problems:
         raise UnsupportedInputError("; ".join(desc.problems))
     return desc.info["geom"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank_entry(target, rank: int, world: int, port: int, collective_timeout: float, results, args,
+                backend: str) -> None:
+    import datetime
+    import traceback
+
+    import torch.distributed as dist
+
+    try:
+        kw = {}
+        if backend == "nccl":  # one GPU per rank
+            torch.cuda.set_device(rank)
+            kw["device_id"] = torch.device("cuda", rank)
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=collective_timeout), **kw)
+        results.put((rank, True, target(rank, world, *args)))
+    except BaseException:  # reported to the parent, which fails the test with it
+        results.put((rank, False, traceback.format_exc()))
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def run_ranks(target, world: int, *args, timeout: float = 120.0, collective_timeout: float = 30.0,
+              backend: str = "gloo") -> list:
+    """``target(rank, world, *args)`` in ``world`` spawned processes joined by a ``torch.distributed``
+    process group (``backend``: ``"gloo"`` on the CPU, or ``"nccl"`` with GPU ``rank`` set as each
+    rank's device); returns each rank's result, in rank order.
+
+    ``target`` must be a module-level function (the children import it) returning something
+    picklable. A collective that waits longer than ``collective_timeout`` seconds raises in its
+    rank (gloo's timeout), so a hang becomes an error; a rank still running after ``timeout``
+    seconds is killed. Any error, timeout or missing result raises ``AssertionError`` naming the
+    ranks and their tracebacks.
+    """
+    import queue
+    import time
+
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_rank_entry, args=(target, r, world, port, collective_timeout, results, args,
+                                                   backend)) for r in range(world)]
+    for p in procs:
+        p.start()
+    got: dict[int, tuple[bool, object]] = {}
+    deadline = time.monotonic() + timeout
+    while len(got) < world and time.monotonic() < deadline:
+        try:
+            rank, ok, value = results.get(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            got[rank] = (ok, value)
+        except queue.Empty:
+            if all(not p.is_alive() for p in procs) and results.empty():
+                break
+    for p in procs:
+        p.join(timeout=max(0.0, deadline - time.monotonic()) + 5)
+        if p.is_alive():
+            p.kill()
+            p.join()
+    errors = [f"rank {r}: {'no result (killed after the timeout, or died)' if r not in got else got[r][1]}"
+              for r in range(world) if r not in got or not got[r][0]]
+    if errors:
+        raise AssertionError(f"run_ranks({getattr(target, '__name__', target)}, world={world}):\n" + "\n".join(errors))
+    return [got[r][1] for r in range(world)]

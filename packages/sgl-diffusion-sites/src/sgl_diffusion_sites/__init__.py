@@ -3,7 +3,9 @@
 ``optimize(model, quality="exact")`` replaces the eager chains it recognizes (adaLN norm +
 modulate, gated residuals, activations) by fused ops behind per-site verification gates and
 returns a :class:`MountReport`; ``unmount(model)`` restores the original modules;
-``compile_repeated_blocks(model, **compile_kwargs)`` compiles a mounted model regionally.
+``compile_repeated_blocks(model, **compile_kwargs)`` compiles a mounted model regionally;
+``parallelize(model, ulysses=U, ring=R)`` runs a transformer (Wan, HunyuanVideo, Flux)
+sequence-parallel on ``U * R`` ranks (``unparallelize`` undoes it).
 
 The surface is lazy (PEP 562): importing this package registers no op, imports no diffusers,
 no backend and no Triton.
@@ -24,6 +26,10 @@ _EXPORTS: dict[str, str] = {
     "mount_plan": "mount",
     "compile_repeated_blocks": "mount",
     "SUPPORTED_MODELS": "mount",
+    "parallelize": "parallel",
+    "unparallelize": "parallel",
+    "is_parallelized": "parallel",
+    "PARALLEL_MODELS": "parallel",
     "MountReport": "report",
     "Site": "report",
 }

@@ -7,6 +7,7 @@ from sgl_diffusion_core import BitExactFusionGate
 from .__about__ import __version__ as __version__
 
 SUPPORTED_MODELS: tuple[str, ...]
+PARALLEL_MODELS: tuple[str, ...]
 
 class Site:
     path: str
@@ -57,3 +58,8 @@ def mount_plan(
     source: Any, *, quality: str = "exact", under_compile: str = "auto", attention: bool = True
 ) -> MountReport: ...
 def compile_repeated_blocks(model: torch.nn.Module, *args: Any, **kwargs: Any) -> list[str]: ...
+def parallelize(
+    model: torch.nn.Module, *, ulysses: int = 1, ring: int = 1, mesh: Any = None, backend: str | None = None
+) -> MountReport: ...
+def unparallelize(model: torch.nn.Module) -> bool: ...
+def is_parallelized(model: torch.nn.Module) -> bool: ...

@@ -202,6 +202,8 @@ def _refusal(model: Any, quality: str, under_compile: str) -> str | None:
     if name not in SUPPORTED_MODELS or not _is_diffusers(model):
         return (f"{type(model).__module__}.{name} is not one of the supported diffusers transformers "
                 f"({', '.join(SUPPORTED_MODELS)}): nothing mounted")
+    if getattr(model, "_sgl_diffusion_sites_parallel", None) is not None:
+        return "the model is parallelized (parallelize): nothing mounted; unparallelize it first"
     return None
 
 

@@ -19,10 +19,23 @@ from typing import Any
 
 import torch
 
+import sgl_diffusion_attention as _attention
+
 from .kernels import Kernels
 from .report import Site
 
 _SAME: Any = object()  # _attend's default kv_mask: the mask itself
+
+
+class UspRoute:
+    """What a processor needs under ``parallelize``: the mesh, the local attention's backend, and the
+    text length of the current call where the processor cannot see it (Flux's single blocks get the
+    text and image rows already concatenated; the model's entry hook records it)."""
+
+    def __init__(self, mesh: Any, backend: str | None) -> None:
+        self.mesh = mesh
+        self.backend = backend
+        self.text_len = 0
 
 
 class MountedFluxAttnProcessor:
@@ -48,13 +61,20 @@ class MountedFluxAttnProcessor:
         self._sgl_attn = attention  # the attention site: mounted here (close mode), else None
         self._attention_backend = getattr(original, "_attention_backend", None)
         self._parallel_config = getattr(original, "_parallel_config", None)
+        self._sgl_usp: UspRoute | None = None  # set by parallelize()
 
-    def _attend(self, query, key, value, mask, dispatch, *, kv_mask=_SAME, offset: int = 0):
+    def _attend(self, query, key, value, mask, dispatch, *, kv_mask=_SAME, offset: int = 0, text: int = 0,
+                text_first: bool = False):
         """The attention of one call, ``[B, S, H, Dh]`` in and out: ``sgl_diffusion_attention.attention``
         where this processor's attention site is mounted, else ``dispatch()`` (the model's own attention,
         with ``mask``). ``kv_mask``: the boolean key mask to turn into ``kv_lens`` (default: ``mask``),
-        whose first key is key ``offset``; the keys before it are all valid (Qwen-Image's image keys)."""
+        whose first key is key ``offset``; the keys before it are all valid (Qwen-Image's image keys).
+        Under ``parallelize`` it is ``usp_attention`` over the mesh, the last ``text`` rows (the first
+        with ``text_first``) being the joint text (replicated on every rank)."""
         k = self._sgl_k
+        if self._sgl_usp is not None:
+            return self._usp_attend(query, key, value, mask if kv_mask is _SAME else kv_mask, offset, text,
+                                    text_first)
         if self._sgl_attn is None:
             return dispatch()
         if self._attention_backend is not None or self._parallel_config is not None:
@@ -68,6 +88,24 @@ class MountedFluxAttnProcessor:
         out = k.attention(query, key, value, kv_lens)
         return dispatch() if out is None else out
 
+    def _usp_attend(self, query, key, value, kv_mask, offset: int, text: int, text_first: bool):
+        """``usp_attention`` of this rank's image rows with ``text`` joint rows (last, or first with
+        ``text_first``); a key mask must be a key-padding prefix over the joint key order."""
+        route = self._sgl_usp
+        kv_lens = None if kv_mask is None else self._sgl_k.key_padding_lens(kv_mask, query.shape[0], offset)
+        if kv_lens is False:
+            raise ValueError("parallelize: an attention mask that is not a key-padding prefix reached a parallel "
+                             "attention; usp_attention serves key-padding prefixes only (kv_lens)")
+        A, kw = _attention, {**route.mesh.groups(), "kv_lens": kv_lens, "backend": route.backend}
+        if not text:
+            return A.usp_attention(query, key, value, **kw)
+        n = query.shape[1] - text
+        img, txt = (slice(text, None), slice(0, text)) if text_first else (slice(0, n), slice(n, None))
+        out, joint = A.usp_attention(query[:, img], key[:, img], value[:, img], joint_q=query[:, txt],
+                                     joint_k=key[:, txt], joint_v=value[:, txt],
+                                     joint_strategy="front" if text_first else "rear", **kw)
+        return torch.cat([joint, out] if text_first else [out, joint], dim=1)
+
     def _route(self, attn, handled: bool, *args):
         """``self._fused(attn, *args)`` through the site's gate when the call is one this processor
         handles, the original processor otherwise. ``args``: the call's arguments after ``attn``,
@@ -76,6 +114,11 @@ class MountedFluxAttnProcessor:
         def ref():
             return self._sgl_original(attn, *args)
 
+        if self._sgl_usp is not None:  # parallelize: the sequence is sharded, the original would be wrong
+            if not handled:
+                raise ValueError(f"parallelize: {type(self._sgl_original).__name__} got a call it cannot run "
+                                 "in parallel (no rotary table or no text stream)")
+            return self._fused(attn, *args)
         if not handled:
             return ref()
         return self._sgl_site.run(lambda: self._fused(attn, *args), ref, *args, module=attn)
@@ -111,9 +154,11 @@ class MountedFluxAttnProcessor:
             query, key = k.rope_qk(query, key, cos, sin)
         else:
             query, key = k.qk_norm_rope(query, key, attn.norm_q, attn.norm_k, cos, sin)
+        s_txt = (encoder_hidden_states.shape[1] if encoder_hidden_states is not None
+                 else self._sgl_usp.text_len if self._sgl_usp is not None else 0)
         hidden_states = self._attend(query, key, value, attention_mask, lambda: dispatch_attention_fn(
             query, key, value, attn_mask=attention_mask, backend=self._attention_backend,
-            parallel_config=self._parallel_config))
+            parallel_config=self._parallel_config), text=s_txt, text_first=True)
         hidden_states = hidden_states.flatten(2, 3).to(query.dtype)
         if encoder_hidden_states is not None:
             encoder_hidden_states, hidden_states = hidden_states.split_with_sizes(
@@ -212,7 +257,7 @@ class MountedHunyuanVideoAttnProcessor(MountedFluxAttnProcessor):
                                                 text_first=False)
         hidden_states = self._attend(query, key, value, attention_mask, lambda: dispatch_attention_fn(
             query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
-            backend=self._attention_backend, parallel_config=self._parallel_config))
+            backend=self._attention_backend, parallel_config=self._parallel_config), text=s_txt)
         hidden_states = hidden_states.flatten(2, 3).to(query.dtype)
         hidden_states, encoder_hidden_states = hidden_states[:, :-s_txt], hidden_states[:, -s_txt:]
         if getattr(attn, "to_out", None) is not None:

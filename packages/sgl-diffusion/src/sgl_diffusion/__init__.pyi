@@ -29,13 +29,20 @@ from sgl_diffusion_activation import silu_and_mul_reference as silu_and_mul_refe
 from sgl_diffusion_activation import silu_mul as silu_mul
 from sgl_diffusion_activation import silu_mul_reference as silu_mul_reference
 from sgl_diffusion_activation import silu_reference as silu_reference
+from sgl_diffusion_attention import UspMesh as UspMesh
 from sgl_diffusion_attention import attention as attention
 from sgl_diffusion_attention import attention_autotune_cache as attention_autotune_cache
 from sgl_diffusion_attention import attention_reference as attention_reference
 from sgl_diffusion_attention import can_use_attention as can_use_attention
 from sgl_diffusion_attention import can_use_merge_attention_states as can_use_merge_attention_states
+from sgl_diffusion_attention import can_use_usp_attention as can_use_usp_attention
+from sgl_diffusion_attention import init_usp as init_usp
 from sgl_diffusion_attention import merge_attention_states as merge_attention_states
 from sgl_diffusion_attention import merge_attention_states_reference as merge_attention_states_reference
+from sgl_diffusion_attention import usp_attention as usp_attention
+from sgl_diffusion_attention import usp_attention_reference as usp_attention_reference
+from sgl_diffusion_attention import usp_gather as usp_gather
+from sgl_diffusion_attention import usp_shard as usp_shard
 from sgl_diffusion_core import REGISTRY as REGISTRY
 from sgl_diffusion_core import BackendRejectedWarning as BackendRejectedWarning
 from sgl_diffusion_core import BitExactFusionGate as BitExactFusionGate
@@ -172,15 +179,19 @@ from sgl_diffusion_rope import qk_norm_rope as qk_norm_rope
 from sgl_diffusion_rope import qk_norm_rope_reference as qk_norm_rope_reference
 from sgl_diffusion_rope import rope_3d as rope_3d
 from sgl_diffusion_rope import rope_3d_reference as rope_3d_reference
+from sgl_diffusion_sites import PARALLEL_MODELS as PARALLEL_MODELS
 from sgl_diffusion_sites import SUPPORTED_MODELS as SUPPORTED_MODELS
 from sgl_diffusion_sites import MountReport as MountReport
 from sgl_diffusion_sites import Site as Site
 from sgl_diffusion_sites import compile_repeated_blocks as compile_repeated_blocks
 from sgl_diffusion_sites import is_mounted as is_mounted
+from sgl_diffusion_sites import is_parallelized as is_parallelized
 from sgl_diffusion_sites import mount_plan as mount_plan
 from sgl_diffusion_sites import mount_report as mount_report
 from sgl_diffusion_sites import optimize as optimize
+from sgl_diffusion_sites import parallelize as parallelize
 from sgl_diffusion_sites import unmount as unmount
+from sgl_diffusion_sites import unparallelize as unparallelize
 
 from .__about__ import __version__ as __version__
 
@@ -203,11 +214,13 @@ __all__ = [
     "MissingPackageError",
     "MountReport",
     "OpDef",
+    "PARALLEL_MODELS",
     "REGISTRY",
     "SUPPORTED_MODELS",
     "Site",
     "UnknownOpError",
     "UnsupportedInputError",
+    "UspMesh",
     "Verdict",
     "__version__",
     "apply_rope",
@@ -258,6 +271,7 @@ __all__ = [
     "can_use_ulysses_pack_qkv",
     "can_use_ulysses_unpack_out",
     "can_use_ulysses_unpack_qkv",
+    "can_use_usp_attention",
     "can_use_usp_merge_heads",
     "can_use_usp_split_heads",
     "can_use_uv_inpaint",
@@ -300,9 +314,11 @@ __all__ = [
     "indexed_gated_residual_reference",
     "indexed_scale_shift",
     "indexed_scale_shift_reference",
+    "init_usp",
     "interpolate",
     "interpolate_reference",
     "is_mounted",
+    "is_parallelized",
     "joint_qkv_cat",
     "joint_qkv_cat_reference",
     "joint_split",
@@ -320,6 +336,7 @@ __all__ = [
     "nearest_upsample",
     "nearest_upsample_reference",
     "optimize",
+    "parallelize",
     "qk_norm",
     "qk_norm_reference",
     "qk_norm_rope",
@@ -356,8 +373,13 @@ __all__ = [
     "ulysses_unpack_qkv",
     "ulysses_unpack_qkv_reference",
     "unmount",
+    "unparallelize",
+    "usp_attention",
+    "usp_attention_reference",
+    "usp_gather",
     "usp_merge_heads",
     "usp_merge_heads_reference",
+    "usp_shard",
     "usp_split_heads",
     "usp_split_heads_reference",
     "uv_inpaint",

@@ -40,6 +40,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "merge_attention_states",
         "can_use_merge_attention_states",
         "merge_attention_states_reference",
+        "usp_attention",
+        "can_use_usp_attention",
+        "usp_attention_reference",
+        "UspMesh",
+        "init_usp",
+        "usp_shard",
+        "usp_gather",
     ),
     "sgl-diffusion-ext": (
         "interpolate",

@@ -88,6 +88,10 @@ _GROUPS: dict[str, tuple[str, ...]] = {
         "Site",
         "SUPPORTED_MODELS",
         "compile_repeated_blocks",
+        "parallelize",
+        "unparallelize",
+        "is_parallelized",
+        "PARALLEL_MODELS",
     ),
 }
 
