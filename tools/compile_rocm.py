@@ -30,9 +30,11 @@ and an empty ``amdgcn/bitcode/`` (the final link; these kernels call no ROCm mat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import glob
 import importlib
+import io
 import json
 import os
 import re
@@ -221,7 +223,12 @@ def child(target: str, name_filter: str | None, json_path: Path | None, export: 
         t0 = time.perf_counter()
         r = Result(v.name, sid, target, False, 0.0)
         try:
-            compiled = module.compile_variant(v)
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):  # FlyDSL prints a line per ISA dump
+                compiled = module.compile_variant(v)
+            sys.stdout.write(
+                "".join(ln for ln in printed.getvalue().splitlines(True) if not ln.startswith("[flydsl.compile] dump"))
+            )
             out_dir = export or (work / "export")
             out_dir.mkdir(parents=True, exist_ok=True)
             compiled.export_to_c(str(out_dir), f"sgl_{n:04d}")
