@@ -237,3 +237,13 @@ def prepare(geom, q, k, v, joint_q, joint_k, joint_v, kv_lens):
                            backend)
 
     return run
+
+
+def aot_variants_triton(platform: str = "cuda"):
+    """The Triton kernel of the ``triton`` backend is ``attention``'s, run on each rank: its compile
+    variants, named for this op (the compile lanes build each distinct kernel once)."""
+    import dataclasses
+
+    from ._attention_triton import aot_variants
+
+    return [dataclasses.replace(v, name=f"usp:{v.name}") for v in aot_variants(platform)]

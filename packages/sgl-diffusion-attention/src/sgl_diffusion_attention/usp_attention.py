@@ -123,7 +123,8 @@ USP_ATTENTION = Op(
     n_tensors=7,
     reference=".usp_attention_torch:usp_attention",
     backends=[Backend(name, "._usp_dist:prepare", caps, contract, priority=prio, notes=S.USP_NOTE.format(name),
-                      executed_on=S.EXECUTED_TORCH if name == "torch" else ())
+                      executed_on=S.EXECUTED_TORCH if name == "torch" else (),
+                      aot="aot_variants_triton" if name == "triton" else None)
               for name, caps, contract, prio in S.usp_backends()],
 )
 
