@@ -393,6 +393,12 @@ mask = torch.zeros(8, 8, dtype=torch.bool)
 mask[0, 0] = mask[0, 7] = mask[7, 7] = mask[7, 0] = True
 CASE = (vertex_inpaint, vertex_inpaint_reference, (texture, mask, vtx_pos, vtx_uv, idx, idx), {})
 """,
+    "quant.quantize_fp8": """
+import torch
+from sgl_diffusion_quant import quantize_fp8, quantize_fp8_reference
+x = torch.randn(6, 40, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+CASE = (quantize_fp8, quantize_fp8_reference, (x,), {"granularity": "row"})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

@@ -167,6 +167,9 @@ from sgl_diffusion_norm import rms_modulate as rms_modulate
 from sgl_diffusion_norm import rms_modulate_reference as rms_modulate_reference
 from sgl_diffusion_norm import rms_norm as rms_norm
 from sgl_diffusion_norm import rms_norm_reference as rms_norm_reference
+from sgl_diffusion_quant import can_use_quantize_fp8 as can_use_quantize_fp8
+from sgl_diffusion_quant import quantize_fp8 as quantize_fp8
+from sgl_diffusion_quant import quantize_fp8_reference as quantize_fp8_reference
 from sgl_diffusion_rope import apply_rope as apply_rope
 from sgl_diffusion_rope import apply_rope_qk as apply_rope_qk
 from sgl_diffusion_rope import apply_rope_qk_reference as apply_rope_qk_reference
@@ -259,6 +262,7 @@ __all__ = [
     "can_use_nearest_upsample",
     "can_use_qk_norm",
     "can_use_qk_norm_rope",
+    "can_use_quantize_fp8",
     "can_use_rasterize",
     "can_use_rms_modulate",
     "can_use_rms_norm",
@@ -341,6 +345,8 @@ __all__ = [
     "qk_norm_reference",
     "qk_norm_rope",
     "qk_norm_rope_reference",
+    "quantize_fp8",
+    "quantize_fp8_reference",
     "rasterize",
     "rasterize_reference",
     "register",

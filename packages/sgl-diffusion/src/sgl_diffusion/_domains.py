@@ -151,6 +151,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "can_use_rms_norm",
         "rms_norm_reference",
     ),
+    "sgl-diffusion-quant": (
+        "quantize_fp8",
+        "can_use_quantize_fp8",
+        "quantize_fp8_reference",
+    ),
     "sgl-diffusion-rope": (
         "apply_rope",
         "can_use_apply_rope",

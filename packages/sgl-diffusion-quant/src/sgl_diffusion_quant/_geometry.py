@@ -1,0 +1,29 @@
+"""Validation shared by the quant ops (no backend, no Triton): the FP8 dtype argument, the row layout."""
+
+from __future__ import annotations
+
+import torch
+
+from . import _specs as S
+
+_FP8_NAMES = {v: k for k, v in S.FP8_DTYPES.items()}
+
+
+def fp8_name(dtype: object, problems: list[str], what: str = "dtype") -> str | None:
+    """The format name of an FP8 dtype the ops store, or None (with the reason in ``problems``)."""
+    name = _FP8_NAMES.get(dtype) if isinstance(dtype, torch.dtype) else None
+    if name is None:
+        problems.append(f"{what} is {dtype}; expected one of {', '.join(f'torch.{n}' for n in S.FP8_DTYPES)}")
+    return name
+
+
+def row_stride(x: torch.Tensor) -> int | None:
+    """The one stride between consecutive rows of ``x`` (``[..., D]``, last dim contiguous) when its
+    leading dims collapse into a single dim, else None."""
+    lead = [(n, s) for n, s in zip(x.shape[:-1], x.stride()[:-1]) if n != 1]
+    if not lead:
+        return x.shape[-1]
+    for (_, s_out), (n_in, s_in) in zip(lead, lead[1:]):
+        if s_out != s_in * n_in:
+            return None
+    return lead[-1][1]

@@ -1,0 +1,60 @@
+"""Capabilities, contracts and FP8 format facts of the quant ops' backends (data; imported by each op module).
+
+Two FP8 storage formats, one per vendor generation: ``float8_e4m3fn`` (OCP E4M3: NVIDIA sm_89+,
+AMD gfx950; largest finite 448) and ``float8_e4m3fnuz`` (AMD gfx942; exponent bias 8, no negative
+zero, largest finite 240). A Triton backend serves one format, so each has its own backend
+(``triton`` and ``triton_fnuz``) whose capabilities name the format among its dtypes and the
+architectures that store it natively; the torch backends serve both on every device.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sgl_diffusion_core import Capabilities, Contract
+
+DISTRIBUTION = "sgl-diffusion-quant"
+BENCH = "benchmarks/quant_bench.py"
+
+E4M3FN = "float8_e4m3fn"
+E4M3FNUZ = "float8_e4m3fnuz"
+# the FP8 formats the ops store: name -> torch dtype
+FP8_DTYPES = {E4M3FN: torch.float8_e4m3fn, E4M3FNUZ: torch.float8_e4m3fnuz}
+# largest finite value of each format (saturation bound of the quantizers)
+FP8_MAX = {E4M3FN: 448.0, E4M3FNUZ: 240.0}
+# smallest positive (subnormal) value of each format: one ulp below the smallest normal
+FP8_TINY = {E4M3FN: 2.0**-9, E4M3FNUZ: 2.0**-10}
+# an all-zero row (or tensor) is quantized with amax = MIN_AMAX: scale MIN_AMAX / fp8_max, every code 0
+MIN_AMAX = 1e-12
+
+HIGH = ("bfloat16", "float16", "float32")
+_NATIVE_FN = (("cuda", 89), ("hip", "gfx950"))
+_NATIVE_FNUZ = (("hip", "gfx942"),)
+_EVERYWHERE = ("cuda", "hip", "cpu", "mps", "xpu")
+
+# quantize_fp8: layouts its describe tags
+LAYOUT_ROWS = "uniform-rows"  # leading dims collapse into one row stride
+LAYOUT_IRREGULAR = "irregular-rows"
+
+QUANT_TRITON_CAPS = Capabilities(platforms=("cuda", "hip"), dtypes=(*HIGH, E4M3FN), min_arch=_NATIVE_FN,
+                                 layouts=(LAYOUT_ROWS,), interpretable=True, requires=("triton",))
+QUANT_TRITON_FNUZ_CAPS = Capabilities(platforms=("hip",), dtypes=(*HIGH, E4M3FNUZ), min_arch=_NATIVE_FNUZ,
+                                      layouts=(LAYOUT_ROWS,), interpretable=True, requires=("triton",))
+QUANT_TORCH_CAPS = Capabilities(platforms=_EVERYWHERE, dtypes=(*HIGH, E4M3FN, E4M3FNUZ),
+                                layouts=(LAYOUT_ROWS, LAYOUT_IRREGULAR))
+
+# quantize_fp8: amax is a max (order-free) and both backends divide with IEEE fp32 division and
+# convert with round-to-nearest-even, so they agree bit for bit where executed. The declared bound is
+# one FP8 ulp on the codes (rtol 2**-3: three mantissa bits; atol: the format's smallest subnormal),
+# for a conversion that breaks a tie the other way; scales (fp32) within 1e-6 relative.
+QUANT_CLOSE = Contract.close({
+    "float32": (0.0, 1e-6),
+    E4M3FN: (FP8_TINY[E4M3FN], 2.0**-3),
+    E4M3FNUZ: (FP8_TINY[E4M3FNUZ], 2.0**-3),
+})
+
+QUANT_TRITON_NOTE = ("one program per row: amax in fp32, scale = max(amax, 1e-12) / fp8_max, x / scale saturated "
+                     "to +-fp8_max, round to nearest even; tensor-wise: an atomic-max amax pass first")
+QUANT_TORCH_NOTE = "the reference: the same formula in eager torch (fp32)"
+EXECUTED_TRITON = ("cpu-interpreter",)
+EXECUTED_TORCH = ("cpu",)
