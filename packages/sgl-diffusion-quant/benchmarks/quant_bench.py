@@ -74,3 +74,98 @@ def quantize_fp8_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16
     """Row-wise then tensor-wise quantization of every shape."""
     yield from _quantize_cases(device, dtype, names, "row")
     yield from _quantize_cases(device, dtype, names, "tensor")
+
+
+# fp8_linear: name -> (tokens, N, K, epilogue): FLUX.1's MLP (3072 -> 12288 with GELU-tanh,
+# 12288 -> 3072 closed by the gated residual) and attention output projection, Wan2.1-14B 480p's
+# FFN and attention output projection
+LINEAR_SHAPES: dict[str, tuple[int, int, int, str | None]] = {
+    "flux_mlp_in": (4608, 12288, 3072, "gelu_tanh"),
+    "flux_mlp_out": (4608, 3072, 12288, "gated_residual"),
+    "flux_attn_out": (4608, 3072, 3072, None),
+    "wan_ffn_in": (32760, 13824, 5120, "gelu_tanh"),
+    "wan_ffn_out": (32760, 5120, 13824, "gated_residual"),
+    "wan_attn_out": (32760, 5120, 5120, None),
+}
+
+
+def _linear_inputs(device: torch.device, N: int, K: int, M: int, epilogue: str | None):
+    from sgl_diffusion_quant import quantize_fp8
+
+    fp8 = native_fp8(device)
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(1, M, K, device=device, dtype=torch.bfloat16, generator=g)
+    w = (torch.randn(N, K, device=device, generator=g) / K**0.5).to(torch.bfloat16)
+    bias = torch.randn(N, device=device, dtype=torch.bfloat16, generator=g)
+    xq, xs = quantize_fp8(x, dtype=fp8)
+    wq, ws = quantize_fp8(w, dtype=fp8)
+    kw = {"epilogue": epilogue}
+    if epilogue == "gated_residual":
+        kw["residual"] = torch.randn(1, M, N, device=device, dtype=torch.bfloat16, generator=g)
+        kw["gate"] = torch.randn(1, 1, N, device=device, dtype=torch.bfloat16, generator=g)
+    return x, w, bias, (xq, xs, wq, ws, bias), kw
+
+
+def _bf16_chain(x, w, bias, kw):
+    """The bf16 layer the FP8 one replaces: ``F.linear``, then the epilogue in eager bf16."""
+    return _bf16_chain_after(torch.nn.functional.linear(x, w, bias), kw)
+
+
+def fp8_linear_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None):
+    """The FP8 linear layers of FLUX.1 and Wan2.1-14B with their epilogues (bf16 output). Providers:
+    ``sgl_diffusion`` (default backend: ``scaled_mm`` without an epilogue on CUDA, the fused Triton GEMM
+    with one), ``triton_unfused`` (the Triton GEMM, then the epilogue in eager bf16), ``scaled_mm``
+    (cuBLASLt, epilogue after; CUDA), ``bf16_linear`` (``F.linear`` in bf16 and the eager epilogue: the
+    layer it replaces) and ``torch.compile`` of that. Bytes: both FP8 operands and the scales read once,
+    the output (and residual) once; ``extra`` carries the FLOPs (2 M N K) for TFLOP/s."""
+    from sgl_diffusion_quant import can_use_fp8_linear, fp8_linear
+
+    backend = "triton_fnuz" if native_fp8(device) == torch.float8_e4m3fnuz else "triton"
+    spec = next(s for s in REGISTRY.specs("quant.fp8_linear") if s.backend == backend)
+    for name in names or list(LINEAR_SHAPES):
+        if name not in LINEAR_SHAPES:
+            raise ValueError(f"unknown fp8_linear bench case {name!r}; known: {', '.join(LINEAR_SHAPES)}")
+        M, N, K, epilogue = LINEAR_SHAPES[name]
+        torch._dynamo.reset()
+        x, w, bias, args, kw = _linear_inputs(device, N, K, M, epilogue)
+
+        def ours(args=args, kw=kw):
+            return fp8_linear(*args, **kw)
+
+        def unfused(args=args, kw=kw):
+            y = fp8_linear(*args, backend=backend)
+            return _bf16_chain_after(y, kw)
+
+        def bf16(x=x, w=w, bias=bias, kw=kw):
+            return _bf16_chain(x, w, bias, kw)
+
+        providers = {"sgl_diffusion": ours, "triton_unfused": unfused, "bf16_linear": bf16,
+                     "torch.compile": torch.compile(bf16, dynamic=False)}
+        if can_use_fp8_linear(*args, **kw, backend="scaled_mm"):
+            providers["scaled_mm"] = lambda args=args, kw=kw: fp8_linear(*args, **kw, backend="scaled_mm")
+
+        def check(args=args, kw=kw):
+            from sgl_diffusion_quant import fp8_linear_reference
+
+            atol, rtol = spec.contract.tolerance(torch.bfloat16)
+            testing.assert_close(fp8_linear(*args, **kw, backend=backend), fp8_linear_reference(*args, **kw),
+                                 atol=atol, rtol=rtol)
+
+        out_bytes = M * N * 2 * (2 if epilogue == "gated_residual" else 1)
+        yield bench.BenchCase(
+            name=name, shape=f"[{M}, {K}] x [{N}, {K}]", dtype=str(dtype).removeprefix("torch."),
+            bytes=M * K + N * K + 4 * (M + N) + 2 * N + out_bytes,
+            providers=providers, check=check,
+            extra={"flops": 2 * M * N * K, "epilogue": epilogue or "none",
+                   "fp8": str(native_fp8(device)).removeprefix("torch.")},
+        )
+        del x, w, args, kw
+
+
+def _bf16_chain_after(y, kw):
+    """The epilogue applied in eager bf16 to a finished bf16 product (the unfused form)."""
+    if kw["epilogue"] == "gelu_tanh":
+        return torch.nn.functional.gelu(y, approximate="tanh")
+    if kw["epilogue"] == "gated_residual":
+        return kw["residual"] + kw["gate"] * y
+    return y

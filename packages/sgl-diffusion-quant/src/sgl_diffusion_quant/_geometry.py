@@ -27,3 +27,21 @@ def row_stride(x: torch.Tensor) -> int | None:
         if s_out != s_in * n_in:
             return None
     return lead[-1][1]
+
+
+def linear_device_problem(platform: str, arch: object, fmt: str) -> str | None:
+    """Why a GPU cannot run an FP8 linear layer in format ``fmt``, or None (the CPU runs the reference)."""
+    if platform == "cuda":
+        if fmt == S.E4M3FN and isinstance(arch, int) and arch >= 89:
+            return None
+        return (f"device sm_{arch} does not compute in {fmt} (FP8 GEMMs: float8_e4m3fn on sm_89 and newer); "
+                "fp8_linear_reference computes the same result in fp32 on any device")
+    if platform == "hip":
+        native = {"gfx942": S.E4M3FNUZ, "gfx950": S.E4M3FN}.get(str(arch))
+        if native == fmt:
+            return None
+        return (f"device {arch} does not compute in {fmt} (gfx942: float8_e4m3fnuz, gfx950: float8_e4m3fn); "
+                "fp8_linear_reference computes the same result in fp32 on any device")
+    if platform == "cpu":
+        return None
+    return f"fp8_linear runs on CUDA, ROCm and the CPU (reference), not on {platform}"

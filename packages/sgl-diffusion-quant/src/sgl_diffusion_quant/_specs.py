@@ -58,3 +58,34 @@ QUANT_TRITON_NOTE = ("one program per row: amax in fp32, scale = max(amax, 1e-12
 QUANT_TORCH_NOTE = "the reference: the same formula in eager torch (fp32)"
 EXECUTED_TRITON = ("cpu-interpreter",)
 EXECUTED_TORCH = ("cpu",)
+
+# fp8_linear: the layouts its describe tags (epilogue, and the alignment torch._scaled_mm needs)
+EPILOGUES = (None, "gelu_tanh", "gated_residual")
+LAYOUT_ALIGNED = "k16-n16"  # K and N multiples of 16 (cuBLASLt's FP8 GEMM)
+LAYOUT_UNALIGNED = "unaligned"
+OUT_DTYPES = ("bfloat16", "float16", "float32")
+
+LINEAR_TRITON_CAPS = Capabilities(platforms=("cuda", "hip"), dtypes=(*OUT_DTYPES, E4M3FN), min_arch=_NATIVE_FN,
+                                  interpretable=True, requires=("triton",))
+LINEAR_TRITON_FNUZ_CAPS = Capabilities(platforms=("hip",), dtypes=(*OUT_DTYPES, E4M3FNUZ), min_arch=_NATIVE_FNUZ,
+                                       interpretable=True, requires=("triton",))
+# rowwise-scaled torch._scaled_mm: CUDA sm_90+, bf16 output, K and N multiples of 16
+LINEAR_SCALED_MM_CAPS = Capabilities(platforms=("cuda",), dtypes=("bfloat16", E4M3FN), min_arch=(("cuda", 90),),
+                                     layouts=(LAYOUT_ALIGNED,))
+LINEAR_TORCH_CAPS = Capabilities(platforms=_EVERYWHERE, dtypes=(*OUT_DTYPES, E4M3FN, E4M3FNUZ))
+
+# fp8_linear, fused (Triton) against the reference: the same exact products (E4M3 x E4M3 fits fp32),
+# summed in another order (|d acc| about sqrt(K / BLOCK_K) * 2**-24 * sum |x_k w_k|), then the same fp32
+# epilogue and one rounding: one ulp of the output dtype either side, with an absolute floor for
+# outputs that cancel (results of magnitude ~1, as the activations of a DiT block).
+LINEAR_CLOSE = Contract.close({"bfloat16": (1e-2, 2**-7), "float16": (2e-3, 2**-9), "float32": (1e-3, 1e-4)})
+# torch._scaled_mm rounds the product to bf16 before the bias and the epilogue (two roundings)
+LINEAR_SCALED_MM_CLOSE = Contract.close({"bfloat16": (2e-2, 2**-6), "float16": (2e-3, 2**-9),
+                                         "float32": (1e-3, 1e-4)})
+
+LINEAR_TRITON_NOTE = ("tiled FP8 GEMM (tl.dot on FP8 tiles, fp32 accumulator), row / tensor scales, bias and the "
+                      "epilogue (GELU-tanh or gated residual) fused before the one rounding")
+LINEAR_SCALED_MM_NOTE = ("torch._scaled_mm (cuBLASLt) with row-wise scales, bf16 output; bias and epilogue applied "
+                         "after, in fp32; preferred for epilogue=None")
+LINEAR_TORCH_NOTE = "the reference: x_fp8.float() @ w_fp8.float().T in fp32, scales, bias, epilogue, one rounding"
+EXECUTED_SCALED_MM = ()

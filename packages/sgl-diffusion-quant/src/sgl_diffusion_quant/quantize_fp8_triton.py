@@ -145,6 +145,10 @@ def prepare(geom, x):
     return run
 
 
+# the AMD target that stores each format
+_AMD = {"float8_e4m3fn": ("gfx950",), "float8_e4m3fnuz": ("gfx942",)}
+
+
 def _variants(fmt: str, platform: str) -> list:
     from sgl_diffusion_core import AotVariant
 
@@ -162,7 +166,8 @@ def _variants(fmt: str, platform: str) -> list:
         out.append(AotVariant(
             name=f"quantize_fp8[{src}->{fmt},D={D},{'tensor' if tensor else 'row'},block={cfg.block}]",
             kernel=_quant_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-            divisible_by_16=("X", "Y", "D", "x_stride"), min_cuda_arch=89,
+            divisible_by_16=("X", "Y", "D", "x_stride"), min_cuda_arch=89, amd_targets=_AMD[fmt],
+            options={"enable_fp_fusion": True},
         ))
         if tensor and fmt == "float8_e4m3fn":  # the amax kernel does not depend on the format
             out.append(AotVariant(
@@ -170,7 +175,7 @@ def _variants(fmt: str, platform: str) -> list:
                 signature={"X": f"*{src}", "AMAX": "*fp32", "D": "i32", "x_stride": "i64", "BLOCK": "constexpr",
                            "SINGLE": "constexpr"},
                 constexprs={"BLOCK": cfg.block, "SINGLE": cfg.single}, num_warps=cfg.num_warps,
-                divisible_by_16=("X", "D", "x_stride"), min_cuda_arch=89,
+                divisible_by_16=("X", "D", "x_stride"), min_cuda_arch=89, options={"enable_fp_fusion": True},
             ))
     return out
 
