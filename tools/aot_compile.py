@@ -11,8 +11,7 @@ every spec with ``aot="module:function"``, calls that function for its list of
 ``AotVariant`` and compiles each one with ``triton.compile`` for the target. The function
 takes no argument, or one: the platform being compiled for (``"cuda"`` or ``"hip"``), so
 that a backend can return the launch configurations it really uses there (warp size 64 on
-ROCm changes block and warp heuristics); a backend whose capabilities name one vendor's platform
-only is built for that vendor's targets only. Prints one line per variant as it goes, then a
+ROCm changes block and warp heuristics). Prints one line per variant as it goes, then a
 table of registers, spills, shared memory, stack and compile time. A variant's
 ``divisible_by_16`` names the arguments a real launch sees as multiples of 16 (Triton's
 ``tt.divisibility`` specialization, which enables 16-byte vector accesses); without it the
@@ -383,8 +382,6 @@ def collect_variants(name_filter: str | None, platform_name: str) -> tuple[list[
     for spec in specs:
         spec_id = f"{spec.op}/{spec.backend}"
         if spec.compiled_for:  # built by its own compile lane (FlyDSL: tools/compile_rocm.py)
-            continue
-        if platform_name not in spec.capabilities.platforms:  # a backend of the other vendor only
             continue
         if spec.aot is None:
             if "triton" in spec.capabilities.requires:

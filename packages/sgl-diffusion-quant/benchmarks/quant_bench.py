@@ -120,7 +120,7 @@ def fp8_linear_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, 
     the output (and residual) once; ``extra`` carries the FLOPs (2 M N K) for TFLOP/s."""
     from sgl_diffusion_quant import can_use_fp8_linear, fp8_linear
 
-    backend = "triton_fnuz" if native_fp8(device) == torch.float8_e4m3fnuz else "triton"
+    backend = "triton"
     spec = next(s for s in REGISTRY.specs("quant.fp8_linear") if s.backend == backend)
     for name in names or list(LINEAR_SHAPES):
         if name not in LINEAR_SHAPES:

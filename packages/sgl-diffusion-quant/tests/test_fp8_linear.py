@@ -14,9 +14,11 @@ OP = "quant.fp8_linear"
 FORMATS = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
-def _formats(backend):
-    """The FP8 formats a backend computes in (its capabilities)."""
-    x, s = torch.ones(2, 16, dtype=torch.float8_e4m3fn), torch.ones(())
+
+
+def _formats(backend, device):
+    """The FP8 formats a backend computes in on this device: both on the CPU, the GPU's own there."""
+    x, s = torch.ones(2, 16, device=device), torch.ones((), device=device)
     return [dt for dt in FORMATS if can_use_fp8_linear(x.to(dt), s, x.to(dt), s, backend=backend)]
 
 
@@ -50,14 +52,14 @@ def _check(backend, args, kw):
 @pytest.mark.parametrize("epilogue", [None, "gelu_tanh", "gated_residual"])
 @pytest.mark.parametrize("K", [64, 200])
 def test_matches_reference(backend, device, epilogue, K):
-    for dtype in _formats(backend):
+    for dtype in _formats(backend, device):
         args, kw, _, _ = _problem(2, 37, K, 72, dtype, device, epilogue=epilogue)
         _check(backend, args, kw)
 
 
 @pytest.mark.parametrize(("x_rowwise", "w_rowwise"), [(False, True), (True, False), (False, False)])
 def test_tensor_scales(backend, device, x_rowwise, w_rowwise):
-    for dtype in _formats(backend):
+    for dtype in _formats(backend, device):
         args, kw, _, _ = _problem(1, 19, 48, 40, dtype, device, x_rowwise=x_rowwise, w_rowwise=w_rowwise)
         assert args[1].dim() == (3 if x_rowwise else 0)
         _check(backend, args, kw)
@@ -65,7 +67,7 @@ def test_tensor_scales(backend, device, x_rowwise, w_rowwise):
 
 @pytest.mark.parametrize("out_dtype", [torch.float16, torch.float32])
 def test_out_dtypes_and_channel_gate(backend, device, out_dtype):
-    for dtype in _formats(backend):
+    for dtype in _formats(backend, device):
         args, kw, _, _ = _problem(1, 5, 32, 24, dtype, device, epilogue="gated_residual", out_dtype=out_dtype)
         kw["gate"] = kw["gate"].reshape(-1)  # one gate per channel, [N]
         kw["bias"] = None
@@ -85,7 +87,7 @@ def test_reference_tracks_bf16_linear():
 
 def test_strided_rows(backend, device):
     """x_fp8 rows that are views (row stride 2K) and a residual that is a slice of a wider buffer."""
-    for dtype in _formats(backend):
+    for dtype in _formats(backend, device):
         args, kw, _, _ = _problem(1, 7, 32, 16, dtype, device, epilogue="gated_residual")
         xq, xs, wq, ws = args
         wide = torch.zeros(1, 7, 64, dtype=torch.uint8, device=device).view(dtype)
@@ -97,7 +99,7 @@ def test_strided_rows(backend, device):
 
 
 def test_empty_rows(backend, device):
-    for dtype in _formats(backend):
+    for dtype in _formats(backend, device):
         x = torch.empty(0, 3, 16, device=device, dtype=dtype)
         w = torch.ones(8, 16, device=device).to(dtype)
         y = fp8_linear(x, torch.ones((), device=device), w, torch.ones(8, 1, device=device), backend=backend)

@@ -33,7 +33,7 @@ def _fp8():
     """``(format, its Triton backend)`` of this GPU, or a skip naming why it has none."""
     plat, arch = _platform()
     if plat == "hip" and arch == "gfx942":
-        return torch.float8_e4m3fnuz, "triton_fnuz"
+        return torch.float8_e4m3fnuz, "triton"
     if (plat == "hip" and arch == "gfx950") or (plat == "cuda" and arch >= 89):
         return torch.float8_e4m3fn, "triton"
     pytest.skip(f"{arch} has no FP8 format the ops compute in (test_refuses_device_without_fp8 covers it)")
@@ -165,8 +165,14 @@ def test_cuda_graph_and_compile():
 
 
 def test_refuses_format_the_device_does_not_compute_in():
+    """The other FP8 format: quantize_fp8 goes to the torch backend (the Triton kernel converts to the
+    device's own format only), fp8_linear refuses."""
     plat, arch = _platform()
     other = torch.float8_e4m3fn if (plat, arch) == ("hip", "gfx942") else torch.float8_e4m3fnuz
+    xb = torch.randn(8, 64, device=DEV, dtype=torch.bfloat16)
+    assert explain(quantize_fp8, xb, dtype=other).chosen == "torch"
+    testing.assert_exact(quantize_fp8(xb, dtype=other)[0].view(torch.uint8),
+                         quantize_fp8_reference(xb, dtype=other)[0].view(torch.uint8))
     x = torch.ones(4, 32, device=DEV).to(other)
     w = torch.ones(16, 32, device=DEV).to(other)
     with pytest.raises(UnsupportedInputError, match="does not compute in"):

@@ -18,6 +18,11 @@ def _contract(backend):
     return next(s.contract for s in REGISTRY.specs(OP) if s.backend == backend)
 
 
+def _formats(backend, device):
+    """The FP8 formats a backend serves on this device: both on the CPU, the GPU's own for triton."""
+    return [dt for dt in FORMATS if can_use_quantize_fp8(torch.ones(2, 4, device=device), dtype=dt, backend=backend)]
+
+
 def _check(backend, x, granularity, dtype):
     q, s = quantize_fp8(x, granularity=granularity, dtype=dtype, backend=backend)
     qr, sr = quantize_fp8_reference(x, granularity=granularity, dtype=dtype)
@@ -30,9 +35,11 @@ def _check(backend, x, granularity, dtype):
     return q, s
 
 
-def _formats(backend):
-    """The FP8 formats a backend stores (its capabilities): one per Triton backend, both for torch."""
-    return [dt for dt in FORMATS if can_use_quantize_fp8(torch.ones(2, 4), dtype=dt, backend=backend)]
+
+
+def test_formats_served(backend, device):
+    """Both formats on the CPU (torch; the interpreter); a GPU's Triton kernels its own format only."""
+    assert len(_formats(backend, device)) == (1 if backend == "triton" and device.type != "cpu" else 2)
 
 
 # D=1 and 37: one masked block; 3000: a non-power-of-two single block; 9000: the chunked path
@@ -42,13 +49,17 @@ def _formats(backend):
 def test_matches_reference(backend, device, D, granularity):
     g = torch.Generator().manual_seed(D)
     x = (torch.randn(4, D, generator=g) * torch.logspace(-3, 3, 4)[:, None]).to(torch.bfloat16).to(device)
-    for dtype in _formats(backend):
+    for dtype in _formats(backend, device):
         _check(backend, x, granularity, dtype)
 
 
 @pytest.mark.parametrize("src", [torch.float16, torch.float32])
 def test_source_dtypes_and_strided_rows(backend, device, src):
-    dtype = _formats(backend)[0]
+    for dtype in _formats(backend, device):
+        _strided(backend, device, src, dtype)
+
+
+def _strided(backend, device, src, dtype):
     g = torch.Generator().manual_seed(1)
     buf = testing.log_uniform(2, 3, 3 * 40, dtype=src, generator=g).to(device)
     x = buf[..., 40:80]  # the middle third of a fused projection: row stride 120, leading dims collapse
@@ -61,7 +72,7 @@ def test_every_rounding_boundary(backend, device):
     """With the format's largest value in the tensor, the tensor-wise scale is exactly 1, so the codes
     are the conversion of the inputs themselves: every FP8 value, every midpoint between neighbours
     (ties go to the even code) and the fp32 values just beside each midpoint, both signs."""
-    for dtype in _formats(backend):
+    for dtype in _formats(backend, device):
         _boundaries(backend, device, dtype)
 
 
@@ -83,7 +94,11 @@ def _boundaries(backend, device, dtype):
 
 
 def test_saturation_and_zero_rows(backend, device):
-    dtype = _formats(backend)[0]
+    for dtype in _formats(backend, device):
+        _saturation_and_zero_rows(backend, device, dtype)
+
+
+def _saturation_and_zero_rows(backend, device, dtype):
     fmax = FORMATS[dtype]
     x = torch.zeros(3, 64)
     x[0] = torch.linspace(-7.3, 7.3, 64)
@@ -97,7 +112,11 @@ def test_saturation_and_zero_rows(backend, device):
 
 
 def test_non_finite_row(backend, device):
-    dtype = _formats(backend)[0]
+    for dtype in _formats(backend, device):
+        _non_finite_row(backend, device, dtype)
+
+
+def _non_finite_row(backend, device, dtype):
     x = torch.randn(3, 33, generator=torch.Generator().manual_seed(3))
     x[1, 7] = float("nan")
     q, s = quantize_fp8(x.to(device), dtype=dtype, backend=backend)
@@ -107,7 +126,11 @@ def test_non_finite_row(backend, device):
 
 
 def test_empty_rows(backend, device):
-    dtype = _formats(backend)[0]
+    for dtype in _formats(backend, device):
+        _empty_rows(backend, device, dtype)
+
+
+def _empty_rows(backend, device, dtype):
     q, s = quantize_fp8(torch.empty(0, 3, 16, device=device), dtype=dtype, backend=backend)
     assert q.shape == (0, 3, 16) and q.dtype == dtype and s.shape == (0, 3, 1)
 

@@ -29,19 +29,24 @@ def row_stride(x: torch.Tensor) -> int | None:
     return lead[-1][1]
 
 
+def fp8_native(platform: str, arch: object, fmt: str) -> bool:
+    """Whether the device stores and multiplies FP8 format ``fmt`` (NVIDIA sm_89+ and AMD gfx950:
+    ``float8_e4m3fn``; AMD gfx942: ``float8_e4m3fnuz``). The CPU has both (torch; the interpreter)."""
+    if platform == "cuda":
+        return fmt == S.E4M3FN and isinstance(arch, int) and arch >= 89
+    if platform == "hip":
+        return {"gfx942": S.E4M3FNUZ, "gfx950": S.E4M3FN}.get(str(arch)) == fmt
+    return platform == "cpu"
+
+
 def linear_device_problem(platform: str, arch: object, fmt: str) -> str | None:
     """Why a GPU cannot run an FP8 linear layer in format ``fmt``, or None (the CPU runs the reference)."""
+    if fp8_native(platform, arch, fmt):
+        return None
     if platform == "cuda":
-        if fmt == S.E4M3FN and isinstance(arch, int) and arch >= 89:
-            return None
         return (f"device sm_{arch} does not compute in {fmt} (FP8 GEMMs: float8_e4m3fn on sm_89 and newer); "
                 "fp8_linear_reference computes the same result in fp32 on any device")
     if platform == "hip":
-        native = {"gfx942": S.E4M3FNUZ, "gfx950": S.E4M3FN}.get(str(arch))
-        if native == fmt:
-            return None
         return (f"device {arch} does not compute in {fmt} (gfx942: float8_e4m3fnuz, gfx950: float8_e4m3fn); "
                 "fp8_linear_reference computes the same result in fp32 on any device")
-    if platform == "cpu":
-        return None
     return f"fp8_linear runs on CUDA, ROCm and the CPU (reference), not on {platform}"

@@ -2,9 +2,10 @@
 
 Two FP8 storage formats, one per vendor generation: ``float8_e4m3fn`` (OCP E4M3: NVIDIA sm_89+,
 AMD gfx950; largest finite 448) and ``float8_e4m3fnuz`` (AMD gfx942; exponent bias 8, no negative
-zero, largest finite 240). A Triton backend serves one format, so each has its own backend
-(``triton`` and ``triton_fnuz``) whose capabilities name the format among its dtypes and the
-architectures that store it natively; the torch backends serve both on every device.
+zero, largest finite 240). A GPU's Triton kernels store and multiply its own format
+(``_geometry.fp8_native``); ``quantize_fp8`` tags an input whose format the device does not have
+(``LAYOUT_FOREIGN``), which only the torch backend serves, and ``fp8_linear`` refuses it. The torch
+backends serve both formats on every device.
 """
 
 from __future__ import annotations
@@ -28,20 +29,19 @@ FP8_TINY = {E4M3FN: 2.0**-9, E4M3FNUZ: 2.0**-10}
 MIN_AMAX = 1e-12
 
 HIGH = ("bfloat16", "float16", "float32")
-_NATIVE_FN = (("cuda", 89), ("hip", "gfx950"))
-_NATIVE_FNUZ = (("hip", "gfx942"),)
+_FP8_ARCHS = (("cuda", 89), ("hip", "gfx942"), ("hip", "gfx950"))
 _EVERYWHERE = ("cuda", "hip", "cpu", "mps", "xpu")
 
 # quantize_fp8: layouts its describe tags
 LAYOUT_ROWS = "uniform-rows"  # leading dims collapse into one row stride
 LAYOUT_IRREGULAR = "irregular-rows"
+LAYOUT_NATIVE = "native-fp8"  # the device stores this FP8 format (the CPU: both)
+LAYOUT_FOREIGN = "foreign-fp8"  # a GPU that stores the other format
 
-QUANT_TRITON_CAPS = Capabilities(platforms=("cuda", "hip"), dtypes=(*HIGH, E4M3FN), min_arch=_NATIVE_FN,
-                                 layouts=(LAYOUT_ROWS,), interpretable=True, requires=("triton",))
-QUANT_TRITON_FNUZ_CAPS = Capabilities(platforms=("hip",), dtypes=(*HIGH, E4M3FNUZ), min_arch=_NATIVE_FNUZ,
-                                      layouts=(LAYOUT_ROWS,), interpretable=True, requires=("triton",))
+QUANT_TRITON_CAPS = Capabilities(platforms=("cuda", "hip"), dtypes=(*HIGH, E4M3FN, E4M3FNUZ), min_arch=_FP8_ARCHS,
+                                 layouts=(LAYOUT_ROWS, LAYOUT_NATIVE), interpretable=True, requires=("triton",))
 QUANT_TORCH_CAPS = Capabilities(platforms=_EVERYWHERE, dtypes=(*HIGH, E4M3FN, E4M3FNUZ),
-                                layouts=(LAYOUT_ROWS, LAYOUT_IRREGULAR))
+                                layouts=(LAYOUT_ROWS, LAYOUT_IRREGULAR, LAYOUT_NATIVE, LAYOUT_FOREIGN))
 
 # quantize_fp8: amax is a max (order-free) and both backends divide with IEEE fp32 division and
 # convert with round-to-nearest-even, so they agree bit for bit where executed. The declared bound is
@@ -65,10 +65,8 @@ LAYOUT_ALIGNED = "k16-n16"  # K and N multiples of 16 (cuBLASLt's FP8 GEMM)
 LAYOUT_UNALIGNED = "unaligned"
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 
-LINEAR_TRITON_CAPS = Capabilities(platforms=("cuda", "hip"), dtypes=(*OUT_DTYPES, E4M3FN), min_arch=_NATIVE_FN,
-                                  interpretable=True, requires=("triton",))
-LINEAR_TRITON_FNUZ_CAPS = Capabilities(platforms=("hip",), dtypes=(*OUT_DTYPES, E4M3FNUZ), min_arch=_NATIVE_FNUZ,
-                                       interpretable=True, requires=("triton",))
+LINEAR_TRITON_CAPS = Capabilities(platforms=("cuda", "hip"), dtypes=(*OUT_DTYPES, E4M3FN, E4M3FNUZ),
+                                  min_arch=_FP8_ARCHS, interpretable=True, requires=("triton",))
 # rowwise-scaled torch._scaled_mm: CUDA sm_90+, bf16 output, K and N multiples of 16
 LINEAR_SCALED_MM_CAPS = Capabilities(platforms=("cuda",), dtypes=("bfloat16", E4M3FN), min_arch=(("cuda", 90),),
                                      layouts=(LAYOUT_ALIGNED,))

@@ -1,7 +1,7 @@
 """``fp8_linear``: a row-wise scaled FP8 linear layer with fused epilogues.
 
-Backends: ``fp8_linear_triton`` (``triton`` for ``float8_e4m3fn``, ``triton_fnuz`` for
-``float8_e4m3fnuz``: a tiled FP8 GEMM with the scales, bias and epilogue fused),
+Backends: ``fp8_linear_triton`` (``triton``: a tiled FP8 GEMM with the scales, bias and epilogue
+fused),
 ``fp8_linear_torch:prepare_scaled_mm`` (``scaled_mm``: ``torch._scaled_mm``, CUDA sm_90+, the
 epilogue applied after) and ``fp8_linear_torch`` (the reference, any device). With
 ``backend=None`` and no epilogue, ``scaled_mm`` is preferred where it serves; otherwise the
@@ -181,8 +181,6 @@ FP8_LINEAR = Op(
     backends=[
         Backend("triton", ".fp8_linear_triton", S.LINEAR_TRITON_CAPS, S.LINEAR_CLOSE, priority=10,
                 notes=S.LINEAR_TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
-        Backend("triton_fnuz", ".fp8_linear_triton", S.LINEAR_TRITON_FNUZ_CAPS, S.LINEAR_CLOSE, priority=10,
-                notes=S.LINEAR_TRITON_NOTE, aot="aot_variants_fnuz", executed_on=S.EXECUTED_TRITON),
         Backend("scaled_mm", ".fp8_linear_torch:prepare_scaled_mm", S.LINEAR_SCALED_MM_CAPS,
                 S.LINEAR_SCALED_MM_CLOSE, priority=5, notes=S.LINEAR_SCALED_MM_NOTE,
                 executed_on=S.EXECUTED_SCALED_MM),
@@ -221,7 +219,7 @@ def fp8_linear(x_fp8: torch.Tensor, x_scale: torch.Tensor, w_fp8: torch.Tensor, 
         (``"gated_residual"`` only).
     Returns ``[..., N]`` of ``out_dtype``.
     backend: ``None`` (``scaled_mm`` without an epilogue where it serves, else the fused Triton
-        GEMM), ``"triton"`` / ``"triton_fnuz"`` (one per format), ``"scaled_mm"`` or ``"torch"``
+        GEMM), ``"triton"``, ``"scaled_mm"`` or ``"torch"``
         (the reference). Contract ``close`` (tolerances in the registry).
 
     Raises ``UnsupportedInputError`` naming every reason when no backend can serve the inputs:

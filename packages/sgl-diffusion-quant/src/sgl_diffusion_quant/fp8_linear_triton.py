@@ -1,6 +1,5 @@
-"""Triton FP8 GEMM of ``fp8_linear`` with the epilogue fused (CUDA sm_89+ and ROCm gfx942 / gfx950;
-CPU under ``TRITON_INTERPRET=1``), backends ``triton`` (``float8_e4m3fn``) and ``triton_fnuz``
-(``float8_e4m3fnuz``).
+"""Triton FP8 GEMM of ``fp8_linear`` with the epilogue fused, backend ``triton`` (CUDA sm_89+ and ROCm
+gfx942 / gfx950, each in its own FP8 format; CPU under ``TRITON_INTERPRET=1``, both formats).
 
 One program per ``BLOCK_M x BLOCK_N`` output tile, programs grouped ``GROUP_M`` tiles deep along M so
 that neighbouring programs share weight tiles in L2. The K loop multiplies FP8 tiles with ``tl.dot``
@@ -184,10 +183,8 @@ def _variants(fmt: str, platform: str) -> list:
 
 
 def aot_variants(platform: str = "cuda") -> list:
-    """The ``float8_e4m3fn`` builds the compile lanes make (bf16 output, row-wise scales, a bias)."""
-    return _variants("float8_e4m3fn", platform)
+    """The builds the compile lanes make (bf16 output, row-wise scales, a bias): ``float8_e4m3fn``
+    (CUDA, gfx950) and ``float8_e4m3fnuz`` (gfx942)."""
+    fnuz = _variants("float8_e4m3fnuz", platform) if platform == "hip" else []
+    return _variants("float8_e4m3fn", platform) + fnuz
 
-
-def aot_variants_fnuz(platform: str = "cuda") -> list:
-    """The ``float8_e4m3fnuz`` builds (a ROCm backend: collected for the AMD targets only)."""
-    return _variants("float8_e4m3fnuz", platform)

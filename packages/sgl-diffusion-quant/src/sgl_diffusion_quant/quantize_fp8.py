@@ -1,8 +1,8 @@
 """``quantize_fp8``: row-wise or tensor-wise FP8 quantization with fp32 scales.
 
-Backends: ``quantize_fp8_triton`` (``triton`` for ``float8_e4m3fn``, ``triton_fnuz`` for
-``float8_e4m3fnuz``; one program per row) and ``quantize_fp8_torch`` (the eager reference, any
-device, both formats). Contract ``close``: one FP8 ulp on the codes (see ``_specs.QUANT_CLOSE``).
+Backends: ``quantize_fp8_triton`` (``triton``: one program per row, in the device's FP8 format) and
+``quantize_fp8_torch`` (the eager reference, any device, both formats). Contract ``close``: one FP8
+ulp on the codes (see ``_specs.QUANT_CLOSE``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from sgl_diffusion_core import Backend, InputDesc, Op, device_arch, is_compiling, tensor_platform
 
 from . import _specs as S
-from ._geometry import fp8_name, row_stride
+from ._geometry import fp8_name, fp8_native, row_stride
 
 GRANULARITIES = ("row", "tensor")
 
@@ -60,9 +60,10 @@ def describe_quantize_fp8(x: torch.Tensor, granularity: str = "row",
         return InputDesc(platform, arch, problems=problems)
     stride = row_stride(x)
     layout = S.LAYOUT_ROWS if stride is not None else S.LAYOUT_IRREGULAR
+    native = S.LAYOUT_NATIVE if fp8_native(platform, arch, fmt) else S.LAYOUT_FOREIGN
     D = x.shape[-1]
     geom = QuantGeometry(tuple(x.shape), D, x.numel() // D, stride, granularity, dtype, S.FP8_MAX[fmt])
-    return InputDesc(platform, arch, (src, fmt), D, (layout,), problems,
+    return InputDesc(platform, arch, (src, fmt), D, (layout, native), problems,
                      info={"geom": geom, "empty": x.numel() == 0})
 
 
@@ -84,8 +85,6 @@ QUANTIZE_FP8 = Op(
     backends=[
         Backend("triton", ".quantize_fp8_triton", S.QUANT_TRITON_CAPS, S.QUANT_CLOSE, priority=10,
                 notes=S.QUANT_TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
-        Backend("triton_fnuz", ".quantize_fp8_triton", S.QUANT_TRITON_FNUZ_CAPS, S.QUANT_CLOSE, priority=10,
-                notes=S.QUANT_TRITON_NOTE, aot="aot_variants_fnuz", executed_on=S.EXECUTED_TRITON),
         Backend("torch", ".quantize_fp8_torch", S.QUANT_TORCH_CAPS, S.QUANT_CLOSE, notes=S.QUANT_TORCH_NOTE,
                 executed_on=S.EXECUTED_TORCH),
     ],
@@ -111,8 +110,9 @@ def quantize_fp8(x: torch.Tensor, *, granularity: str = "row", dtype: torch.dtyp
         ``torch.float8_e4m3fnuz`` (fp8_max 240; AMD gfx942).
     Returns ``(x_fp8, scale)``: ``x_fp8`` ``[..., D]`` of ``dtype``, contiguous; ``scale`` fp32,
         ``[..., 1]`` (row) or ``[]`` (tensor).
-    backend: ``None`` (best for the inputs), ``"triton"`` / ``"triton_fnuz"`` (one per format) or
-        ``"torch"`` (the reference). Contract ``close``: one FP8 ulp on the codes.
+    backend: ``None`` (best for the inputs), ``"triton"`` (the device's own format; both under the
+        interpreter) or ``"torch"`` (the reference, both formats anywhere). Contract ``close``: one
+        FP8 ulp on the codes.
 
     Raises ``UnsupportedInputError`` naming every reason when no backend can serve the inputs.
     """

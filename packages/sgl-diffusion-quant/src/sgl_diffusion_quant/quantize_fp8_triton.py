@@ -1,6 +1,5 @@
-"""Triton kernels of ``quantize_fp8`` (CUDA sm_89+ and ROCm gfx942 / gfx950; CPU under
-``TRITON_INTERPRET=1``), backends ``triton`` (``float8_e4m3fn``) and ``triton_fnuz``
-(``float8_e4m3fnuz``).
+"""Triton kernels of ``quantize_fp8``, backend ``triton`` (CUDA sm_89+ and ROCm gfx942 / gfx950, each
+in its own FP8 format; CPU under ``TRITON_INTERPRET=1``, both formats).
 
 Row-wise: one program per row; the row's amax in fp32 (NaN propagates), ``scale = max(amax,
 MIN_AMAX) / fp8_max`` and ``x / scale`` with IEEE division (``div_rn``), saturated to
@@ -181,10 +180,8 @@ def _variants(fmt: str, platform: str) -> list:
 
 
 def aot_variants(platform: str = "cuda") -> list:
-    """The ``float8_e4m3fn`` builds the compile lanes make: FLUX / Wan widths, row and tensor-wise."""
-    return _variants("float8_e4m3fn", platform)
+    """The builds the compile lanes make: FLUX / Wan widths, row and tensor-wise; ``float8_e4m3fn``
+    (CUDA, gfx950) and ``float8_e4m3fnuz`` (gfx942)."""
+    fnuz = _variants("float8_e4m3fnuz", platform) if platform == "hip" else []
+    return _variants("float8_e4m3fn", platform) + fnuz
 
-
-def aot_variants_fnuz(platform: str = "cuda") -> list:
-    """The ``float8_e4m3fnuz`` builds (a ROCm backend: collected for the AMD targets only)."""
-    return _variants("float8_e4m3fnuz", platform)
