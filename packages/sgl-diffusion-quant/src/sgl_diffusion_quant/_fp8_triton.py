@@ -18,6 +18,8 @@ from sgl_diffusion_core import triton_interpret
 
 # the triton element type of each FP8 format the ops store
 TL_FP8 = {"float8_e4m3fn": tl.float8e4nv, "float8_e4m3fnuz": tl.float8e4b8}
+# ... and its name in an AOT signature
+AOT_FP8 = {"float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8"}
 
 
 @triton.jit

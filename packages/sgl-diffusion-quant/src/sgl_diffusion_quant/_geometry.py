@@ -6,12 +6,10 @@ import torch
 
 from . import _specs as S
 
-_FP8_NAMES = {v: k for k, v in S.FP8_DTYPES.items()}
-
 
 def fp8_name(dtype: object, problems: list[str], what: str = "dtype") -> str | None:
     """The format name of an FP8 dtype the ops store, or None (with the reason in ``problems``)."""
-    name = _FP8_NAMES.get(dtype) if isinstance(dtype, torch.dtype) else None
+    name = S.FP8_NAMES.get(dtype) if isinstance(dtype, torch.dtype) else None
     if name is None:
         problems.append(f"{what} is {dtype}; expected one of {', '.join(f'torch.{n}' for n in S.FP8_DTYPES)}")
     return name

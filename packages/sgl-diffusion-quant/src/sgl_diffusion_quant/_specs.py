@@ -21,6 +21,9 @@ E4M3FN = "float8_e4m3fn"
 E4M3FNUZ = "float8_e4m3fnuz"
 # the FP8 formats the ops store: name -> torch dtype
 FP8_DTYPES = {E4M3FN: torch.float8_e4m3fn, E4M3FNUZ: torch.float8_e4m3fnuz}
+FP8_NAMES = {v: k for k, v in FP8_DTYPES.items()}
+# the AMD target that stores each format (the compile lanes build its kernels for that target only)
+AMD_TARGETS = {E4M3FN: ("gfx950",), E4M3FNUZ: ("gfx942",)}
 # largest finite value of each format (saturation bound of the quantizers)
 FP8_MAX = {E4M3FN: 448.0, E4M3FNUZ: 240.0}
 # smallest positive (subnormal) value of each format: one ulp below the smallest normal

@@ -20,9 +20,11 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, tensor_platform, triton_math
 
+from . import _specs as S
+from ._fp8_triton import AOT_FP8
+
 EPILOGUE_CODES = {None: 0, "gelu_tanh": 1, "gated_residual": 2}
 TL_OUT = triton_math.TL_DTYPES
-_FP8_NAME = {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e4m3fnuz: "float8_e4m3fnuz"}
 
 
 @triton.jit
@@ -149,14 +151,10 @@ def prepare(geom, *tensors):
     return run
 
 
-# the AMD target that stores each format
-_AMD = {"float8_e4m3fn": ("gfx950",), "float8_e4m3fnuz": ("gfx942",)}
-
-
 def _variants(fmt: str, platform: str) -> list:
     from sgl_diffusion_core import AotVariant
 
-    fp8 = {"float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8"}[fmt]
+    fp8 = AOT_FP8[fmt]
     out = []
     # FLUX's MLP in / out (3072 -> 12288 with GELU, 12288 -> 3072 with the gated residual) at 4608 tokens,
     # a plain 5120 -> 5120 projection at Wan 480p's 32760 tokens, a 64-token projection (small-M tiles)
@@ -176,7 +174,8 @@ def _variants(fmt: str, platform: str) -> list:
             name=f"fp8_linear[{fmt},{label},N={N},K={K},{epilogue or 'none'},"
                  f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k},s={cfg.num_stages}]",
             kernel=_fp8_gemm_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-            num_stages=cfg.num_stages, min_cuda_arch=89, amd_targets=_AMD[fmt], options={"enable_fp_fusion": True},
+            num_stages=cfg.num_stages, min_cuda_arch=89, amd_targets=S.AMD_TARGETS[fmt],
+            options={"enable_fp_fusion": True},
             divisible_by_16=("X", "W", "Y", "RES", "N", "K", "x_stride", "w_stride", "res_stride"),
         ))
     return out

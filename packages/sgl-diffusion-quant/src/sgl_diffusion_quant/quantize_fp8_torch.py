@@ -1,6 +1,6 @@
 """The eager reference of ``quantize_fp8`` (the definition of its contract); also its ``torch`` backend.
 
-Row-wise: ``amax = max|x|`` over the last dim in fp32, ``scale = max(amax, MIN_AMAX) / fp8_max``,
+Row-wise: ``amax = max|x|`` over the last dim in fp32, ``scale = max(amax, 1e-12) / fp8_max``,
 ``x_fp8 = clamp(x / scale, -fp8_max, fp8_max).to(fp8)`` (round to nearest, ties to even).
 Tensor-wise: the same with one amax over the whole tensor. ``x ~= x_fp8.float() * scale``.
 """
@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import torch
 
-MIN_AMAX = 1e-12
-_FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 240.0}
+from . import _specs as S
 
 
 def quantize_fp8(x: torch.Tensor, *, granularity: str = "row",
                  dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[torch.Tensor, torch.Tensor]:
-    fmax = _FP8_MAX[dtype]
+    fmax = S.FP8_MAX[S.FP8_NAMES[dtype]]
     xf = x.float()
     if granularity == "row":
         amax = xf.abs().amax(dim=-1, keepdim=True) if x.shape[-1] else xf.new_zeros((*x.shape[:-1], 1))
     else:
         amax = xf.abs().amax() if x.numel() else xf.new_zeros(())
-    scale = amax.clamp_min(MIN_AMAX) / fmax
+    scale = amax.clamp_min(S.MIN_AMAX) / fmax
     q = (xf / scale).clamp(-fmax, fmax).to(dtype)
     return q.contiguous(), scale.contiguous()
 

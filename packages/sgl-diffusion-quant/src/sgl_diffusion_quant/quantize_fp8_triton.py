@@ -2,7 +2,7 @@
 in its own FP8 format; CPU under ``TRITON_INTERPRET=1``, both formats).
 
 Row-wise: one program per row; the row's amax in fp32 (NaN propagates), ``scale = max(amax,
-MIN_AMAX) / fp8_max`` and ``x / scale`` with IEEE division (``div_rn``), saturated to
+1e-12) / fp8_max`` and ``x / scale`` with IEEE division (``div_rn``), saturated to
 ``+-fp8_max``, converted with ties to even. A row that fits one block (``QuantConfig.single``)
 is held in registers and read once; a longer row is read twice, the second time from cache.
 Tensor-wise: a first kernel takes each row's amax and combines them with ``atomic_max`` (a max
@@ -20,10 +20,8 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch
 
-from ._fp8_triton import INTERPRETED, TL_FP8, to_fp8_bits
-
-MIN_AMAX = 1e-12
-_FP8_NAME = {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e4m3fnuz: "float8_e4m3fnuz"}
+from . import _specs as S
+from ._fp8_triton import AOT_FP8, INTERPRETED, TL_FP8, to_fp8_bits
 
 
 @triton.jit
@@ -116,14 +114,14 @@ class QuantConfig:
 def prepare(geom, x):
     """The runner ``(x) -> (x_fp8, scale)`` of one call signature."""
     cfg = QuantConfig.from_heuristic(geom.D)
-    fmt = _FP8_NAME[geom.dtype]
+    fmt = S.FP8_NAMES[geom.dtype]
     fnuz = geom.dtype == torch.float8_e4m3fnuz
     tensor = geom.granularity == "tensor"
     device = x.device
     opts = {"num_warps": cfg.num_warps, "num_stages": 1}
     quant = PreparedLaunch(
         _quant_kernel, (geom.rows,),
-        {"FP8_MAX": geom.fp8_max, "MIN_AMAX_": MIN_AMAX, "TENSOR": tensor, "BLOCK": cfg.block, "SINGLE": cfg.single,
+        {"FP8_MAX": geom.fp8_max, "MIN_AMAX_": S.MIN_AMAX, "TENSOR": tensor, "BLOCK": cfg.block, "SINGLE": cfg.single,
          "OUT": TL_FP8[fmt], "BITS": INTERPRETED, "FNUZ": fnuz},
         n_ptrs=4, options=opts, device=device,
     )
@@ -144,28 +142,24 @@ def prepare(geom, x):
     return run
 
 
-# the AMD target that stores each format
-_AMD = {"float8_e4m3fn": ("gfx950",), "float8_e4m3fnuz": ("gfx942",)}
-
-
 def _variants(fmt: str, platform: str) -> list:
     from sgl_diffusion_core import AotVariant
 
     out = []
-    fp8 = {"float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8"}[fmt]
+    fp8 = AOT_FP8[fmt]
     for src, D, tensor in (("bf16", 3072, False), ("bf16", 12288, False), ("bf16", 5120, True),
                            ("fp16", 13824, False), ("fp32", 3072, False)):
         cfg = QuantConfig.from_heuristic(D)
         sig = {"X": f"*{src}", "Y": f"*{fp8}", "S": "*fp32", "AMAX": "*fp32", "D": "i32", "x_stride": "i64"}
         sig.update({n: "constexpr" for n in ("FP8_MAX", "MIN_AMAX_", "TENSOR", "BLOCK", "SINGLE", "OUT", "BITS",
                                              "FNUZ")})
-        const = {"FP8_MAX": 240.0 if fmt.endswith("fnuz") else 448.0, "MIN_AMAX_": MIN_AMAX, "TENSOR": tensor,
+        const = {"FP8_MAX": S.FP8_MAX[fmt], "MIN_AMAX_": S.MIN_AMAX, "TENSOR": tensor,
                  "BLOCK": cfg.block, "SINGLE": cfg.single, "OUT": TL_FP8[fmt], "BITS": False,
                  "FNUZ": fmt.endswith("fnuz")}
         out.append(AotVariant(
             name=f"quantize_fp8[{src}->{fmt},D={D},{'tensor' if tensor else 'row'},block={cfg.block}]",
             kernel=_quant_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-            divisible_by_16=("X", "Y", "D", "x_stride"), min_cuda_arch=89, amd_targets=_AMD[fmt],
+            divisible_by_16=("X", "Y", "D", "x_stride"), min_cuda_arch=89, amd_targets=S.AMD_TARGETS[fmt],
             options={"enable_fp_fusion": True},
         ))
         if tensor and fmt == "float8_e4m3fn":  # the amax kernel does not depend on the format
