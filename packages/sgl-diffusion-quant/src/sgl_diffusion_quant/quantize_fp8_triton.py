@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch
+from sgl_diffusion_core import PreparedLaunch, triton_math
 
 from . import _specs as S
 from ._fp8_triton import AOT_FP8, INTERPRETED, TL_FP8, to_fp8_bits
@@ -30,15 +30,17 @@ def _max_nan(a, b):
 
 
 @triton.jit
-def _row_amax(X, row, D, BLOCK: tl.constexpr, SINGLE: tl.constexpr):
+def _load(X, offs, mask):
+    return triton_math.widen(tl.load(X + offs, mask=mask, other=0.0))
+
+
+@triton.jit
+def _chunked_amax(X, row, D, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
-    if SINGLE:
-        acc = tl.abs(tl.load(X + row + cols, mask=cols < D, other=0.0).to(tl.float32))
-    else:
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for start in range(0, D, BLOCK):
-            c = start + cols
-            acc = _max_nan(acc, tl.abs(tl.load(X + row + c, mask=c < D, other=0.0).to(tl.float32)))
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, D, BLOCK):
+        c = start + cols
+        acc = _max_nan(acc, tl.abs(_load(X, row + c, c < D)))
     return tl.reduce(acc, 0, _max_nan)
 
 
@@ -55,9 +57,25 @@ def _quantize_store(x, Y, offs, mask, scale, FP8_MAX: tl.constexpr, OUT: tl.cons
 
 
 @triton.jit
+def _store_scale(S, pid, amax, FP8_MAX: tl.constexpr, MIN_AMAX_: tl.constexpr, TENSOR: tl.constexpr):
+    """The row's (or the tensor's) scale, written once: by its row, or by program 0."""
+    scale = tl.math.div_rn(_max_nan(amax, MIN_AMAX_), FP8_MAX)
+    if TENSOR:
+        if pid == 0:
+            tl.store(S, scale)
+    else:
+        tl.store(S + pid, scale)
+    return scale
+
+
+@triton.jit
 def _amax_kernel(X, AMAX, D, x_stride, BLOCK: tl.constexpr, SINGLE: tl.constexpr):
     row = tl.program_id(0).to(tl.int64) * x_stride
-    amax = _row_amax(X, row, D, BLOCK, SINGLE)
+    if SINGLE:
+        cols = tl.arange(0, BLOCK)
+        amax = tl.reduce(tl.abs(_load(X, row + cols, cols < D)), 0, _max_nan)
+    else:
+        amax = _chunked_amax(X, row, D, BLOCK)
     # inf stands for NaN: atomic_max does not order NaN, inf makes the tensor's scale non-finite too
     tl.atomic_max(AMAX, tl.where(amax != amax, float("inf"), amax))
 
@@ -70,26 +88,25 @@ def _quant_kernel(X, Y, S, AMAX, D, x_stride,
     row = pid.to(tl.int64) * x_stride
     out_row = pid.to(tl.int64) * D
     cols = tl.arange(0, BLOCK)
-    if TENSOR:
-        amax = tl.load(AMAX)
-    else:
-        amax = _row_amax(X, row, D, BLOCK, SINGLE)
-    scale = tl.math.div_rn(_max_nan(amax, MIN_AMAX_), FP8_MAX)
-    if TENSOR:
-        if pid == 0:
-            tl.store(S, scale)
-    else:
-        tl.store(S + pid, scale)
-    if SINGLE:
+    if SINGLE:  # the row in registers: one read for the amax and the codes
         mask = cols < D
-        x = tl.load(X + row + cols, mask=mask, other=0.0).to(tl.float32)
+        x = _load(X, row + cols, mask)
+        if TENSOR:
+            amax = tl.load(AMAX)
+        else:
+            amax = tl.reduce(tl.abs(x), 0, _max_nan)
+        scale = _store_scale(S, pid, amax, FP8_MAX, MIN_AMAX_, TENSOR)
         _quantize_store(x, Y, out_row + cols, mask, scale, FP8_MAX, OUT, BITS, FNUZ)
     else:
+        if TENSOR:
+            amax = tl.load(AMAX)
+        else:
+            amax = _chunked_amax(X, row, D, BLOCK)
+        scale = _store_scale(S, pid, amax, FP8_MAX, MIN_AMAX_, TENSOR)
         for start in range(0, D, BLOCK):
             c = start + cols
             mask = c < D
-            x = tl.load(X + row + c, mask=mask, other=0.0).to(tl.float32)
-            _quantize_store(x, Y, out_row + c, mask, scale, FP8_MAX, OUT, BITS, FNUZ)
+            _quantize_store(_load(X, row + c, mask), Y, out_row + c, mask, scale, FP8_MAX, OUT, BITS, FNUZ)
 
 
 @dataclass(frozen=True)
