@@ -114,11 +114,12 @@ def _bf16_chain(x, w, bias, kw):
 def fp8_linear_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None):
     """The FP8 linear layers of FLUX.1 and Wan2.1-14B with their epilogues (bf16 output). Providers:
     ``sgl_diffusion`` (default backend: ``scaled_mm`` without an epilogue on CUDA, the fused Triton GEMM
-    with one), ``triton_unfused`` (the Triton GEMM, then the epilogue in eager bf16), ``scaled_mm``
+    with one), ``quantize+sgl_diffusion`` (the bf16 activations quantized row-wise first, as a layer fed
+    by a bf16 op pays), ``triton_unfused`` (the Triton GEMM, then the epilogue in eager bf16), ``scaled_mm``
     (cuBLASLt, epilogue after; CUDA), ``bf16_linear`` (``F.linear`` in bf16 and the eager epilogue: the
     layer it replaces) and ``torch.compile`` of that. Bytes: both FP8 operands and the scales read once,
     the output (and residual) once; ``extra`` carries the FLOPs (2 M N K) for TFLOP/s."""
-    from sgl_diffusion_quant import can_use_fp8_linear, fp8_linear
+    from sgl_diffusion_quant import can_use_fp8_linear, fp8_linear, quantize_fp8
 
     backend = "triton"
     spec = next(s for s in REGISTRY.specs("quant.fp8_linear") if s.backend == backend)
@@ -132,6 +133,10 @@ def fp8_linear_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, 
         def ours(args=args, kw=kw):
             return fp8_linear(*args, **kw)
 
+        def with_quantize(x=x, args=args, kw=kw):
+            xq, xs = quantize_fp8(x, dtype=args[0].dtype)
+            return fp8_linear(xq, xs, *args[2:], **kw)
+
         def unfused(args=args, kw=kw):
             y = fp8_linear(*args, backend=backend)
             return _bf16_chain_after(y, kw)
@@ -139,8 +144,8 @@ def fp8_linear_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, 
         def bf16(x=x, w=w, bias=bias, kw=kw):
             return _bf16_chain(x, w, bias, kw)
 
-        providers = {"sgl_diffusion": ours, "triton_unfused": unfused, "bf16_linear": bf16,
-                     "torch.compile": torch.compile(bf16, dynamic=False)}
+        providers = {"sgl_diffusion": ours, "quantize+sgl_diffusion": with_quantize, "triton_unfused": unfused,
+                     "bf16_linear": bf16, "torch.compile": torch.compile(bf16, dynamic=False)}
         if can_use_fp8_linear(*args, **kw, backend="scaled_mm"):
             providers["scaled_mm"] = lambda args=args, kw=kw: fp8_linear(*args, **kw, backend="scaled_mm")
 
