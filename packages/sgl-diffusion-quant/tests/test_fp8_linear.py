@@ -153,3 +153,12 @@ def test_compile_fullgraph():
         return fp8_linear(*a, **kw, backend="torch") * 2
 
     testing.assert_exact(f(*args), fp8_linear_reference(*args, **kw) * 2)
+
+
+def test_two_dim_input_and_flat_weight_scale(backend, device):
+    """x_fp8 [M, K] with x_scale [M, 1], and w_scale given as [N] rather than [N, 1]."""
+    for dtype in _formats(backend, device):
+        args, kw, _, _ = _problem(1, 45, 96, 33, dtype, device, epilogue="gelu_tanh")
+        xq, xs, wq, ws = args
+        y = _check(backend, (xq[0], xs[0], wq, ws.reshape(-1)), kw)
+        assert y.shape == (45, 33)
