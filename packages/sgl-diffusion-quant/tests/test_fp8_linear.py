@@ -162,3 +162,17 @@ def test_two_dim_input_and_flat_weight_scale(backend, device):
         xq, xs, wq, ws = args
         y = _check(backend, (xq[0], xs[0], wq, ws.reshape(-1)), kw)
         assert y.shape == (45, 33)
+
+
+@pytest.mark.parametrize("epilogue", [None, "gelu_tanh", "gated_residual"])
+@pytest.mark.parametrize("x_rowwise", [True, False])
+def test_scaled_mm_runner(epilogue, x_rowwise):
+    """The scaled_mm backend's runner (scale broadcasting, the product in bf16, bias and epilogue after)
+    on torch's CPU implementation of torch._scaled_mm; the backend itself is offered on CUDA only."""
+    args, kw, _, _ = _problem(2, 24, 64, 48, torch.float8_e4m3fn, "cpu", epilogue=epilogue, x_rowwise=x_rowwise)
+    tensors = (*args[:4], kw["bias"], kw.get("residual"), kw.get("gate"))
+    geom = testing.geometry(fp8_linear, *args, **kw)
+    y = testing.backend_prepare(OP, "scaled_mm")(geom, *tensors)(*tensors)
+    spec = next(s for s in REGISTRY.specs(OP) if s.backend == "scaled_mm")
+    atol, rtol = spec.contract.tolerance(torch.bfloat16)
+    testing.assert_close(y, fp8_linear_reference(*args, **kw), atol=atol, rtol=rtol)
