@@ -393,6 +393,20 @@ mask = torch.zeros(8, 8, dtype=torch.bool)
 mask[0, 0] = mask[0, 7] = mask[7, 7] = mask[7, 0] = True
 CASE = (vertex_inpaint, vertex_inpaint_reference, (texture, mask, vtx_pos, vtx_uv, idx, idx), {})
 """,
+    "quant.quantize_fp8": """
+import torch
+from sgl_diffusion_quant import quantize_fp8, quantize_fp8_reference
+x = torch.randn(6, 40, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+CASE = (quantize_fp8, quantize_fp8_reference, (x,), {"granularity": "row"})
+""",
+    "quant.fp8_linear": """
+import torch
+from sgl_diffusion_quant import fp8_linear, fp8_linear_reference, quantize_fp8
+g = torch.Generator().manual_seed(0)
+xq, xs = quantize_fp8(torch.randn(2, 5, 32, generator=g).to(torch.bfloat16))
+wq, ws = quantize_fp8(torch.randn(24, 32, generator=g))
+CASE = (fp8_linear, fp8_linear_reference, (xq, xs, wq, ws, torch.randn(24, generator=g)), {"epilogue": "gelu_tanh"})
+""",
 }
 
 # Runs in the venv, after `P = {...}` (params) is prepended: helpers for the op checks.

@@ -451,7 +451,8 @@ def make_plan(targets: list[str], name_filter: str | None) -> tuple[list[tuple[s
     """``(plan, problems)``: the ``(target, spec_id, variant)`` compiles to run, and what stops any.
 
     Variants are collected per platform (an aot function may return different configs for cuda
-    and hip); a CUDA variant runs only on targets of at least its ``min_cuda_arch``."""
+    and hip); a CUDA variant runs only on targets of at least its ``min_cuda_arch``, an AMD variant
+    only on its ``amd_targets`` when it names any."""
     plan: list[tuple[str, str, Any]] = []
     problems: list[str] = []
     for plat in dict.fromkeys(TARGETS[t][0] for t in targets):
@@ -462,7 +463,7 @@ def make_plan(targets: list[str], name_filter: str | None) -> tuple[list[tuple[s
             for t in targets
             if TARGETS[t][0] == plat
             for spec_id, v in variants
-            if plat != "cuda" or TARGETS[t][1] >= getattr(v, "min_cuda_arch", 0)
+            if (TARGETS[t][1] >= getattr(v, "min_cuda_arch", 0) if plat == "cuda" else t in (v.amd_targets or (t,)))
         ]
     return distinct(plan), problems
 

@@ -53,6 +53,7 @@ PLANNED_IMPORT_NAMES = (
     "sgl_diffusion_layout",
     "sgl_diffusion_attention",
     "sgl_diffusion_ext",
+    "sgl_diffusion_quant",
     "sgl_diffusion_sites",
     "sgl_diffusion",
 )

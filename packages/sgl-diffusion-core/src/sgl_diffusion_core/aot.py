@@ -34,3 +34,6 @@ class AotVariant:
     # the lowest CUDA compute capability (major * 10 + minor) a launch of this build can run on, e.g.
     # 90 for a thread-block cluster (``num_ctas > 1``); CUDA targets below it skip the variant
     min_cuda_arch: int = 0
+    # the AMD targets a launch of this build can run on (a storage format one gfx generation has: FP8
+    # e4m3fnuz on gfx942, e4m3fn on gfx950); empty for every AMD target
+    amd_targets: tuple[str, ...] = ()

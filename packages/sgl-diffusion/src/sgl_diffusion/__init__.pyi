@@ -167,6 +167,12 @@ from sgl_diffusion_norm import rms_modulate as rms_modulate
 from sgl_diffusion_norm import rms_modulate_reference as rms_modulate_reference
 from sgl_diffusion_norm import rms_norm as rms_norm
 from sgl_diffusion_norm import rms_norm_reference as rms_norm_reference
+from sgl_diffusion_quant import can_use_fp8_linear as can_use_fp8_linear
+from sgl_diffusion_quant import can_use_quantize_fp8 as can_use_quantize_fp8
+from sgl_diffusion_quant import fp8_linear as fp8_linear
+from sgl_diffusion_quant import fp8_linear_reference as fp8_linear_reference
+from sgl_diffusion_quant import quantize_fp8 as quantize_fp8
+from sgl_diffusion_quant import quantize_fp8_reference as quantize_fp8_reference
 from sgl_diffusion_rope import apply_rope as apply_rope
 from sgl_diffusion_rope import apply_rope_qk as apply_rope_qk
 from sgl_diffusion_rope import apply_rope_qk_reference as apply_rope_qk_reference
@@ -239,6 +245,7 @@ __all__ = [
     "can_use_build_varlen_meta",
     "can_use_causal_conv3d_cat_pad",
     "can_use_channel_rms_norm",
+    "can_use_fp8_linear",
     "can_use_gated_residual",
     "can_use_gated_residual_norm_modulate",
     "can_use_gelu",
@@ -259,6 +266,7 @@ __all__ = [
     "can_use_nearest_upsample",
     "can_use_qk_norm",
     "can_use_qk_norm_rope",
+    "can_use_quantize_fp8",
     "can_use_rasterize",
     "can_use_rms_modulate",
     "can_use_rms_norm",
@@ -290,6 +298,8 @@ __all__ = [
     "exact_gate",
     "explain",
     "forget_index_checks",
+    "fp8_linear",
+    "fp8_linear_reference",
     "gated_residual",
     "gated_residual_",
     "gated_residual_norm_modulate",
@@ -341,6 +351,8 @@ __all__ = [
     "qk_norm_reference",
     "qk_norm_rope",
     "qk_norm_rope_reference",
+    "quantize_fp8",
+    "quantize_fp8_reference",
     "rasterize",
     "rasterize_reference",
     "register",

@@ -151,6 +151,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "can_use_rms_norm",
         "rms_norm_reference",
     ),
+    "sgl-diffusion-quant": (
+        "fp8_linear",
+        "can_use_fp8_linear",
+        "fp8_linear_reference",
+        "quantize_fp8",
+        "can_use_quantize_fp8",
+        "quantize_fp8_reference",
+    ),
     "sgl-diffusion-rope": (
         "apply_rope",
         "can_use_apply_rope",

@@ -36,6 +36,7 @@ DISTRIBUTIONS: dict[str, str] = {
     "sgl-diffusion-layout": "sgl_diffusion_layout",
     "sgl-diffusion-attention": "sgl_diffusion_attention",
     "sgl-diffusion-ext": "sgl_diffusion_ext",
+    "sgl-diffusion-quant": "sgl_diffusion_quant",
     "sgl-diffusion-sites": "sgl_diffusion_sites",
 }
 
