@@ -2,6 +2,7 @@
 
 import torch
 
+from sgl_diffusion_core import BlockMap as BlockMap
 from sgl_diffusion_core import UspMesh as UspMesh
 
 from .__about__ import __version__ as __version__
@@ -26,6 +27,29 @@ def attention(
 def attention_autotune_cache(
     path: str | None,
 ) -> None: ...
+
+def video_block_map(
+    grid: tuple[int, int, int],
+    *,
+    tile: tuple[int, int, int] = (4, 4, 4),
+    window: tuple[int, int, int],
+    text_tokens: int = 0,
+    text_first: bool = False,
+    block: int | tuple[int, int] = 64,
+    device: torch.device | str | None = None,
+) -> BlockMap: ...
+
+def block_map_from_mask(
+    mask_blocks: torch.Tensor,
+    *,
+    block: int | tuple[int, int] = 64,
+) -> BlockMap: ...
+
+def token_mask(
+    block_map: BlockMap,
+    seqlen_q: int,
+    seqlen_k: int,
+) -> torch.Tensor: ...
 
 def merge_attention_states(
     o1: torch.Tensor,
@@ -154,19 +178,23 @@ def usp_attention_reference(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 __all__ = [
+    "BlockMap",
     "UspMesh",
     "__version__",
     "attention",
     "attention_autotune_cache",
     "attention_reference",
+    "block_map_from_mask",
     "can_use_attention",
     "can_use_merge_attention_states",
     "can_use_usp_attention",
     "init_usp",
     "merge_attention_states",
     "merge_attention_states_reference",
+    "token_mask",
     "usp_attention",
     "usp_attention_reference",
     "usp_gather",
     "usp_shard",
+    "video_block_map",
 ]
