@@ -2,10 +2,9 @@
 
 import torch
 
-from sgl_diffusion_core import BlockMap as BlockMap
-from sgl_diffusion_core import UspMesh as UspMesh
-
 from .__about__ import __version__ as __version__
+from .block_map import BlockMap as BlockMap
+from .usp_mesh import UspMesh as UspMesh
 
 def attention(
     q: torch.Tensor,
