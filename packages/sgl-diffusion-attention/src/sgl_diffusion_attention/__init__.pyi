@@ -50,6 +50,18 @@ def token_mask(
     seqlen_k: int,
 ) -> torch.Tensor: ...
 
+def block_sparse_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_map: BlockMap,
+    *,
+    block: tuple[int, int] | None = None,
+    scale: float | None = None,
+    return_lse: bool = False,
+    backend: str | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
+
 def merge_attention_states(
     o1: torch.Tensor,
     lse1: torch.Tensor,
@@ -128,6 +140,29 @@ def attention_reference(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
+def can_use_block_sparse_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_map: BlockMap,
+    *,
+    block: tuple[int, int] | None = None,
+    scale: float | None = None,
+    return_lse: bool = False,
+    backend: str | None = None,
+) -> bool: ...
+
+def block_sparse_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_map: BlockMap,
+    *,
+    block: tuple[int, int] | None = None,
+    scale: float | None = None,
+    return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
+
 def can_use_merge_attention_states(
     o1: torch.Tensor,
     lse1: torch.Tensor,
@@ -184,7 +219,10 @@ __all__ = [
     "attention_autotune_cache",
     "attention_reference",
     "block_map_from_mask",
+    "block_sparse_attention",
+    "block_sparse_attention_reference",
     "can_use_attention",
+    "can_use_block_sparse_attention",
     "can_use_merge_attention_states",
     "can_use_usp_attention",
     "init_usp",

@@ -35,7 +35,10 @@ from sgl_diffusion_attention import attention as attention
 from sgl_diffusion_attention import attention_autotune_cache as attention_autotune_cache
 from sgl_diffusion_attention import attention_reference as attention_reference
 from sgl_diffusion_attention import block_map_from_mask as block_map_from_mask
+from sgl_diffusion_attention import block_sparse_attention as block_sparse_attention
+from sgl_diffusion_attention import block_sparse_attention_reference as block_sparse_attention_reference
 from sgl_diffusion_attention import can_use_attention as can_use_attention
+from sgl_diffusion_attention import can_use_block_sparse_attention as can_use_block_sparse_attention
 from sgl_diffusion_attention import can_use_merge_attention_states as can_use_merge_attention_states
 from sgl_diffusion_attention import can_use_usp_attention as can_use_usp_attention
 from sgl_diffusion_attention import init_usp as init_usp
@@ -236,12 +239,15 @@ __all__ = [
     "attention_autotune_cache",
     "attention_reference",
     "block_map_from_mask",
+    "block_sparse_attention",
+    "block_sparse_attention_reference",
     "build_varlen_meta",
     "build_varlen_meta_reference",
     "call_signature",
     "can_use_apply_rope",
     "can_use_apply_rope_qk",
     "can_use_attention",
+    "can_use_block_sparse_attention",
     "can_use_build_varlen_meta",
     "can_use_causal_conv3d_cat_pad",
     "can_use_channel_rms_norm",
