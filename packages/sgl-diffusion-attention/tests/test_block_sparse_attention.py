@@ -100,16 +100,17 @@ def test_video_block_map(backend, device, text, first):
     close_lse(lse, ref_lse)
 
 
-def test_kernel_tiles_smaller_than_blocks(device):
+@pytest.mark.parametrize("unroll", [True, False])
+def test_kernel_tiles_smaller_than_blocks(device, unroll):
     """A pinned 16 x 16 launch on a map of 32 x 32 blocks: two programs per query block, two key tiles
-    per listed block (the tail one masked)."""
+    per listed block (unrolled, or as a loop), the partial last block (75 keys) in masked tiles."""
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run on this lane (CPU without TRITON_INTERPRET=1)")
     q, k, v = (t.to(device) for t in qkv(2, 70, 75, 2, 1, 32, torch.float16, seed=7))
     mask = random_blocks(3, 3, seed=3, density=0.5)
     m = attn.block_map_from_mask(mask.to(device), block=32)
     geom = testing.geometry(OP, q, k, v, m, return_lse=True)
-    cfg = testing.backend_module(OP, "triton").SparseConfig(16, 16, 4, 1)
+    cfg = testing.backend_module(OP, "triton").SparseConfig(16, 16, 4, 1, unroll=unroll)
     run = testing.backend_prepare(OP, "triton")(geom, q, k, v, m.kv_blocks, m.kv_counts, config=cfg)
     o, lse = run(q, k, v, m.kv_blocks, m.kv_counts)
     ref, ref_lse = oracle(q, k, v, expand(mask, 32, 32, 70, 75))
@@ -145,15 +146,16 @@ def test_out_of_range_map_values_poison_their_rows(device):
     GPU call runs); nothing is read outside k or v."""
     if "triton" not in testing.runnable_backends(OP, device):
         pytest.skip("the triton backend does not run on this lane (CPU without TRITON_INTERPRET=1)")
-    q, k, v = (t.to(device) for t in qkv(1, 48, 48, 2, 2, 32, torch.bfloat16, seed=4))
-    good = attn.block_map_from_mask(torch.ones(3, 3, dtype=torch.bool, device=device), block=16)
-    blocks = torch.tensor([[0, 1, 2], [0, 7, 2], [0, 1, 2]], dtype=torch.int32, device=device)
-    counts = torch.tensor([3, 3, 4], dtype=torch.int32, device=device)
+    q, k, v = (t.to(device) for t in qkv(1, 64, 40, 2, 2, 32, torch.bfloat16, seed=4))
+    good = attn.block_map_from_mask(torch.ones(4, 3, dtype=torch.bool, device=device), block=16)
+    # rows: valid; an entry past the key blocks; a count past the width; the partial block 2 listed first
+    blocks = torch.tensor([[0, 1, 2], [0, 7, 2], [0, 1, 2], [2, 0, 1]], dtype=torch.int32, device=device)
+    counts = torch.tensor([3, 3, 4, 3], dtype=torch.int32, device=device)
     geom = testing.geometry(OP, q, k, v, good, return_lse=True)
     run = testing.backend_prepare(OP, "triton")(geom, q, k, v, blocks, counts)
     o, lse = run(q, k, v, blocks, counts)
     assert bool(o[:, 16:].isnan().all()) and bool(lse[:, :, 16:].isnan().all())
-    ref, ref_lse = oracle(q[:, :16], k, v, torch.ones(16, 48, dtype=torch.bool))
+    ref, ref_lse = oracle(q[:, :16], k, v, torch.ones(16, 40, dtype=torch.bool))
     close(o[:, :16], ref, torch.bfloat16)
     close_lse(lse[:, :, :16], ref_lse)
 
