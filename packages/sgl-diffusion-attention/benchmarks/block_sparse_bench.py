@@ -3,11 +3,13 @@ Wan2.1-14B 720p (``[1, 75600, 40, 128]``, latent grid 21 x 45 x 80, no text in s
 HunyuanVideo 720p (``[1, 119056, 24, 128]``: grid 33 x 45 x 80 and 256 text tokens after the video),
 each with ``video_block_map`` maps of 4 x 4 x 4 tiles, a few windows and blocks of 64 and 128 tokens.
 
-Providers: ``sgl_diffusion(triton)`` (the op on its kernel), ``attention(dense)`` (the dense
-``attention`` op, its own backend choice), ``sdpa(dense)`` (PyTorch's default SDPA without a mask:
-the fastest dense path the ratio is taken against). Attention is compute bound: each case carries
-the map's ``density`` and ``flops = 4 * B * H * Dh * (query-key pairs the map keeps)`` (in
-``extra``), and ``dense_flops`` of the full attention; the bytes are those of q, k, v and the output.
+Providers: ``sgl_diffusion`` (the op: its triton kernel on a GPU), ``attention(dense)`` (the dense
+``attention`` op, its own backend choice), ``attention(triton)`` (the dense Triton kernel the sparse
+one derives from: its TFLOP/s over ``dense_flops`` is the bar for ours over ``flops``) and
+``sdpa(dense)`` (PyTorch's default SDPA without a mask). Attention is compute bound: each case
+carries the map's ``density``, ``flops = 4 * B * H * Dh * (query-key pairs the map keeps)`` (the
+work of ``sgl_diffusion``) and ``dense_flops = 4 * B * H * Dh * S^2`` (the work of the dense
+providers), in ``extra``; the bytes are those of q, k, v and the output.
 The check compares the first 4096 queries with the fp32 definition at the declared tolerance.
 """
 
@@ -80,8 +82,9 @@ def block_sparse_attention_cases(device: torch.device, dtype: torch.dtype = torc
             name=name, shape=f"[{B}, {S}, {H}, {Dh}] grid={grid} text={text} tile={tile} window={window} block={blk}",
             dtype=str(dtype).removeprefix("torch."), bytes=bench.tensor_bytes(q, k, v, q),
             providers={
-                "sgl_diffusion(triton)": lambda a=(q, k, v, block_map): block_sparse_attention(*a, backend="triton"),
+                "sgl_diffusion": lambda a=(q, k, v, block_map): block_sparse_attention(*a),
                 "attention(dense)": lambda a=(q, k, v): attention(*a),
+                "attention(triton)": lambda a=(q, k, v): attention(*a, backend="triton"),
                 "sdpa(dense)": lambda a=(q, k, v): _sdpa(*a),
             },
             check=check,
