@@ -234,3 +234,15 @@ def test_opcheck(device):
     args = (q, k, v, m.kv_blocks, m.kv_counts, 16, 16, 2)
     torch.library.opcheck(torch.ops.sgl_diffusion.block_sparse_attention.default, (*args, None, "torch"))
     torch.library.opcheck(torch.ops.sgl_diffusion.block_sparse_attention_lse.default, (*args, 0.5, "torch"))
+
+
+def test_explain_names_each_backend(device):
+    from sgl_diffusion_core import explain
+
+    q, k, v = (t.to(device) for t in qkv(1, 32, 32, 2, 2, 32, torch.float32))
+    m = attn.block_map_from_mask(torch.ones(2, 2, dtype=torch.bool, device=device), block=16)
+    e = explain(attn.block_sparse_attention, q, k, v, m)
+    reasons = {vd.backend: " ".join(vd.reasons) for vd in e.verdicts}
+    assert set(reasons) == {"triton", "torch"}
+    assert "dtype float32 is not supported" in reasons["triton"] and reasons["torch"] == ""
+    assert e.chosen == "torch"
