@@ -346,6 +346,14 @@ jq, jk, jv = (torch.randn(2, 5, 2, 32, generator=g).to(torch.bfloat16) for _ in 
 joint = {"joint_q": jq, "joint_k": jk, "joint_v": jv, "joint_strategy": "rear"}
 CASE = (usp_attention, usp_attention_reference, (q, k, v), {**joint, "kv_lens": torch.tensor([29, 26])})
 """,
+    "attention.block_sparse_attention": """
+import torch
+from sgl_diffusion_attention import block_sparse_attention, block_sparse_attention_reference, video_block_map
+g = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(2, 37, 2, 32, generator=g).to(torch.bfloat16) for _ in range(3))
+block_map = video_block_map((2, 4, 4), tile=(1, 2, 2), window=(1, 1, 1), text_tokens=5, block=16)
+CASE = (block_sparse_attention, block_sparse_attention_reference, (q, k, v, block_map), {"return_lse": True})
+""",
     "ext.rasterize": """
 import torch
 from sgl_diffusion_ext import rasterize, rasterize_reference

@@ -118,9 +118,13 @@ def render_stub(pkg: str, exports: dict[str, str], objects: dict[str, object]) -
 
     lines = [GENERATED, "import torch", ""]
     reexports = sorted(n for n, o in objects.items() if isinstance(o, type))
-    lines += [f"from sgl_diffusion_core import {n} as {n}" for n in reexports]
-    lines += [""] if reexports else []
-    lines += ["from .__about__ import __version__ as __version__", ""]
+    # a class of this package (ALSO_EXPORTS) comes from its module, any other from core (re-exported)
+    own = {n for n in reexports if objects[n].__module__ == f"{pkg}.{exports[n]}"}
+    core = [f"from sgl_diffusion_core import {n} as {n}" for n in reexports if n not in own]
+    lines += core + ([""] if core else [])
+    local = {".__about__": "from .__about__ import __version__ as __version__"}
+    local.update({f".{exports[n]}": f"from .{exports[n]} import {n} as {n}" for n in own})
+    lines += [local[m] for m in sorted(local)] + [""]
     entries: dict[str, tuple[Op, object]] = {}
     used: set[str] = set()
     ops = {op.id: op for op in (getattr(o, "__self__", None) for o in objects.values()) if isinstance(op, Op)}
@@ -147,7 +151,7 @@ def render_stub(pkg: str, exports: dict[str, str], objects: dict[str, object]) -
         tail = [p for p in params if p.name in ("exact", "backend")]
         lines.append(_stub(f"can_use_{op.name}", plain + opts + tail, "bool"))
         lines.append(_stub(f"{op.name}_reference", plain + opts, str(sig.return_annotation)))
-    at = lines.index("from .__about__ import __version__ as __version__")
+    at = next(i for i, line in enumerate(lines) if line.startswith("from ."))
     lines[at:at] = [f"from sgl_diffusion_core import {n}" for n in sorted(used - set(reexports))] + [""] * bool(used)
     lines.append("__all__ = [")
     lines += [f'    "{n}",' for n in sorted([*exports, "__version__"])]

@@ -1,5 +1,6 @@
 """sgl-diffusion-attention: bidirectional attention for diffusion transformers (PyTorch's SDPA kernels,
-a portable Triton flash-attention forward with kv_lens, varlen and lse) and merge_attention_states.
+a portable Triton flash-attention forward with kv_lens, varlen and lse), merge_attention_states,
+block-sparse attention over block maps (video_block_map) and sequence-parallel usp_attention.
 
 The surface is lazy (PEP 562): importing this package declares its ops to the
 ``sgl_diffusion_core`` registry and imports no op module, no backend and no Triton; each

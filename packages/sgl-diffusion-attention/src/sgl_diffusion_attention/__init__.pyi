@@ -2,9 +2,9 @@
 
 import torch
 
-from sgl_diffusion_core import UspMesh as UspMesh
-
 from .__about__ import __version__ as __version__
+from .block_map import BlockMap as BlockMap
+from .usp_mesh import UspMesh as UspMesh
 
 def attention(
     q: torch.Tensor,
@@ -26,6 +26,41 @@ def attention(
 def attention_autotune_cache(
     path: str | None,
 ) -> None: ...
+
+def video_block_map(
+    grid: tuple[int, int, int],
+    *,
+    tile: tuple[int, int, int] = (4, 4, 4),
+    window: tuple[int, int, int],
+    text_tokens: int = 0,
+    text_first: bool = False,
+    block: int | tuple[int, int] = 64,
+    device: torch.device | str | None = None,
+) -> BlockMap: ...
+
+def block_map_from_mask(
+    mask_blocks: torch.Tensor,
+    *,
+    block: int | tuple[int, int] = 64,
+) -> BlockMap: ...
+
+def token_mask(
+    block_map: BlockMap,
+    seqlen_q: int,
+    seqlen_k: int,
+) -> torch.Tensor: ...
+
+def block_sparse_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_map: BlockMap,
+    *,
+    block: tuple[int, int] | None = None,
+    scale: float | None = None,
+    return_lse: bool = False,
+    backend: str | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def merge_attention_states(
     o1: torch.Tensor,
@@ -105,6 +140,29 @@ def attention_reference(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
+def can_use_block_sparse_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_map: BlockMap,
+    *,
+    block: tuple[int, int] | None = None,
+    scale: float | None = None,
+    return_lse: bool = False,
+    backend: str | None = None,
+) -> bool: ...
+
+def block_sparse_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_map: BlockMap,
+    *,
+    block: tuple[int, int] | None = None,
+    scale: float | None = None,
+    return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
+
 def can_use_merge_attention_states(
     o1: torch.Tensor,
     lse1: torch.Tensor,
@@ -154,19 +212,26 @@ def usp_attention_reference(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 __all__ = [
+    "BlockMap",
     "UspMesh",
     "__version__",
     "attention",
     "attention_autotune_cache",
     "attention_reference",
+    "block_map_from_mask",
+    "block_sparse_attention",
+    "block_sparse_attention_reference",
     "can_use_attention",
+    "can_use_block_sparse_attention",
     "can_use_merge_attention_states",
     "can_use_usp_attention",
     "init_usp",
     "merge_attention_states",
     "merge_attention_states_reference",
+    "token_mask",
     "usp_attention",
     "usp_attention_reference",
     "usp_gather",
     "usp_shard",
+    "video_block_map",
 ]

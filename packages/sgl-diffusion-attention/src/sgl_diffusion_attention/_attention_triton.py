@@ -121,20 +121,47 @@ def _key_tile(acc, l_i, m_i, q, k_ptrs, v_ptrs, n0, seqlen_k, offs_n, dmask, k_s
 
 
 @triton.jit
+def _load_q(Qb, m0, seqlen_q, q_ss, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
+            WIDE_DOT: tl.constexpr):
+    """The query tile of rows ``m0 .. m0 + BLOCK_M - 1`` (zeros past ``seqlen_q`` and the head dim)."""
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    q_mask = (offs_m[:, None] < seqlen_q) & (offs_d < HEAD_DIM)[None, :]
+    q = tl.load(Qb + offs_m[:, None] * q_ss + offs_d[None, :], mask=q_mask, other=0.0)
+    if WIDE_DOT:
+        q = q.to(tl.float32)
+    return q
+
+
+@triton.jit
+def _store_rows(acc, l_i, m_i, bad, Ob, Lb, m0, seqlen_q, o_ss, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                BLOCK_M: tl.constexpr, WRITE_LSE: tl.constexpr):
+    """Output ``acc / l`` (0 for a row with no key, NaN where ``bad``) and, with ``WRITE_LSE``, the lse
+    (natural log; -inf for a row with no key) of rows ``m0 .. m0 + BLOCK_M - 1``."""
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    q_mask = (offs_m[:, None] < seqlen_q) & (offs_d < HEAD_DIM)[None, :]
+    empty = l_i == 0.0
+    o = acc / tl.where(empty, 1.0, l_i)[:, None]
+    o = tl.where(bad, float("nan"), o)
+    tl.store(Ob + offs_m[:, None] * o_ss + offs_d[None, :], o.to(Ob.dtype.element_ty), mask=q_mask)
+    if WRITE_LSE:
+        lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+        lse = tl.where(bad, float("nan"), lse)
+        tl.store(Lb + offs_m, lse, mask=offs_m < seqlen_q)
+
+
+@triton.jit
 def _query_block(Qb, Kb, Vb, Ob, Lb, m0, seqlen_q, seqlen_k,
                  q_ss, k_ss, v_ss, o_ss, qk_scale, bad,
                  HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                  EVEN_D: tl.constexpr, WRITE_LSE: tl.constexpr, WIDE_DOT: tl.constexpr):
     """Attention of the queries ``m0 .. m0 + BLOCK_M - 1`` of one (sample, head) over its keys
     (``Qb`` .. ``Lb``: the operands at the sample and head's first row)."""
-    offs_m = m0 + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     dmask = offs_d < HEAD_DIM
-    q_mask = (offs_m[:, None] < seqlen_q) & dmask[None, :]
-    q = tl.load(Qb + offs_m[:, None] * q_ss + offs_d[None, :], mask=q_mask, other=0.0)
-    if WIDE_DOT:
-        q = q.to(tl.float32)
+    q = _load_q(Qb, m0, seqlen_q, q_ss, HEAD_DIM, BLOCK_D, BLOCK_M, WIDE_DOT)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
@@ -147,14 +174,7 @@ def _query_block(Qb, Kb, Vb, Ob, Lb, m0, seqlen_q, seqlen_k,
     if n_full < seqlen_k:
         acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, k_ptrs, v_ptrs, n_full, seqlen_k, offs_n, dmask, k_ss, v_ss,
                                   qk_scale, True, EVEN_D, WIDE_DOT)
-    empty = l_i == 0.0  # no key: output 0, lse -inf
-    o = acc / tl.where(empty, 1.0, l_i)[:, None]
-    o = tl.where(bad, float("nan"), o)
-    tl.store(Ob + offs_m[:, None] * o_ss + offs_d[None, :], o.to(Ob.dtype.element_ty), mask=q_mask)
-    if WRITE_LSE:
-        lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
-        lse = tl.where(bad, float("nan"), lse)
-        tl.store(Lb + offs_m, lse, mask=offs_m < seqlen_q)
+    _store_rows(acc, l_i, m_i, bad, Ob, Lb, m0, seqlen_q, o_ss, HEAD_DIM, BLOCK_D, BLOCK_M, WRITE_LSE)
 
 
 @triton.jit(do_not_specialize=["Sq", "Sk", "n_m"])

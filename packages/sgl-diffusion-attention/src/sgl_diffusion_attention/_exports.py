@@ -7,6 +7,13 @@ EXPORTS: dict[str, str] = {
     "can_use_attention": "attention",
     "attention_reference": "attention",
     "attention_autotune_cache": "attention",
+    "BlockMap": "block_map",
+    "video_block_map": "block_map",
+    "block_map_from_mask": "block_map",
+    "token_mask": "block_map",
+    "block_sparse_attention": "block_sparse_attention",
+    "can_use_block_sparse_attention": "block_sparse_attention",
+    "block_sparse_attention_reference": "block_sparse_attention",
     "merge_attention_states": "merge_attention_states",
     "can_use_merge_attention_states": "merge_attention_states",
     "merge_attention_states_reference": "merge_attention_states",
@@ -21,6 +28,7 @@ EXPORTS: dict[str, str] = {
 
 OPS: dict[str, str] = {
     "attention.attention": "attention",
+    "attention.block_sparse_attention": "block_sparse_attention",
     "attention.merge_attention_states": "merge_attention_states",
     "attention.usp_attention": "usp_attention",
 }

@@ -102,3 +102,10 @@ def usp_backends() -> list[tuple[str, Capabilities, Contract, int]]:
     sdpa = [(name, sdpa_caps(name), USP_CLOSE, prio)
             for name, prio in (("sdpa_cudnn", 40), ("sdpa_flash", 30), ("sdpa_efficient", 20))]
     return [*sdpa, ("triton", TRITON_CAPS, USP_CLOSE, 10), ("torch", TORCH_CAPS, USP_CLOSE, 0)]
+
+# block_sparse_attention: bshd, the lse, GQA; the same head dims and close tolerances as attention's kernel
+SPARSE_BENCH = "benchmarks/block_sparse_bench.py"
+SPARSE_TRITON_CAPS = replace(TRITON_CAPS, layouts=(BSHD, LSE, GQA, *(head_dim_tag(d) for d in TRITON_HEAD_DIMS)))
+SPARSE_TRITON_NOTE = ("the dense kernel's online softmax over the key blocks the map lists per query block "
+                      "(kernel tiles dividing the map's blocks), GQA by head index, any strides")
+SPARSE_TORCH_NOTE = "the definition: dense fp32 attention under the map's token mask; a query with no key: 0, lse -inf"

@@ -10,6 +10,8 @@ matmul precision setting (``torch.backends.cuda.matmul.allow_tf32``; off by defa
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from sgl_diffusion_core import UnsupportedInputError
@@ -17,8 +19,12 @@ from sgl_diffusion_core import UnsupportedInputError
 CHUNK_ELEMENTS = 1 << 28  # fp32 scores per query chunk (1 GiB)
 
 
-def _dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_lens: torch.Tensor | None):
-    """``(o, lse)`` in fp32 of ``[B, H, S, Dh]`` operands (k / v may have fewer heads: GQA)."""
+def _dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_lens: torch.Tensor | None,
+           keep_rows: Callable[[int, int], torch.Tensor] | None = None):
+    """``(o, lse)`` in fp32 of ``[B, H, S, Dh]`` operands (k / v may have fewer heads: GQA).
+
+    ``keep_rows(s0, s1)``: a boolean mask of the keys queries ``s0 .. s1 - 1`` attend to (broadcast to
+    ``[B, H, s1 - s0, Sk]``); a query with no key gets output 0 and lse -inf."""
     B, Hq, Sq, Dh = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
     kf, vf = k.float(), v.float()
@@ -37,8 +43,14 @@ def _dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, kv_l
         scores = torch.matmul(q[:, :, s0:s0 + rows].float(), kt) * scale
         if keep is not None:
             scores = scores.masked_fill(~keep, float("-inf"))
-        lse[:, :, s0:s0 + rows] = torch.logsumexp(scores, dim=-1)
-        o[:, :, s0:s0 + rows] = torch.matmul(torch.softmax(scores, dim=-1), vf)
+        if keep_rows is not None:
+            scores = scores.masked_fill(~keep_rows(s0, min(s0 + rows, Sq)), float("-inf"))
+        chunk_lse = torch.logsumexp(scores, dim=-1)
+        p = torch.softmax(scores, dim=-1)
+        if keep_rows is not None:  # a row with no key: softmax gives NaN, the definition 0
+            p = torch.where((chunk_lse == float("-inf"))[..., None], 0.0, p)
+        lse[:, :, s0:s0 + rows] = chunk_lse
+        o[:, :, s0:s0 + rows] = torch.matmul(p, vf)
     if bad is not None:
         o = torch.where(bad[..., None], float("nan"), o)
         lse = torch.where(bad, float("nan"), lse)

@@ -29,20 +29,27 @@ from sgl_diffusion_activation import silu_and_mul_reference as silu_and_mul_refe
 from sgl_diffusion_activation import silu_mul as silu_mul
 from sgl_diffusion_activation import silu_mul_reference as silu_mul_reference
 from sgl_diffusion_activation import silu_reference as silu_reference
+from sgl_diffusion_attention import BlockMap as BlockMap
 from sgl_diffusion_attention import UspMesh as UspMesh
 from sgl_diffusion_attention import attention as attention
 from sgl_diffusion_attention import attention_autotune_cache as attention_autotune_cache
 from sgl_diffusion_attention import attention_reference as attention_reference
+from sgl_diffusion_attention import block_map_from_mask as block_map_from_mask
+from sgl_diffusion_attention import block_sparse_attention as block_sparse_attention
+from sgl_diffusion_attention import block_sparse_attention_reference as block_sparse_attention_reference
 from sgl_diffusion_attention import can_use_attention as can_use_attention
+from sgl_diffusion_attention import can_use_block_sparse_attention as can_use_block_sparse_attention
 from sgl_diffusion_attention import can_use_merge_attention_states as can_use_merge_attention_states
 from sgl_diffusion_attention import can_use_usp_attention as can_use_usp_attention
 from sgl_diffusion_attention import init_usp as init_usp
 from sgl_diffusion_attention import merge_attention_states as merge_attention_states
 from sgl_diffusion_attention import merge_attention_states_reference as merge_attention_states_reference
+from sgl_diffusion_attention import token_mask as token_mask
 from sgl_diffusion_attention import usp_attention as usp_attention
 from sgl_diffusion_attention import usp_attention_reference as usp_attention_reference
 from sgl_diffusion_attention import usp_gather as usp_gather
 from sgl_diffusion_attention import usp_shard as usp_shard
+from sgl_diffusion_attention import video_block_map as video_block_map
 from sgl_diffusion_core import REGISTRY as REGISTRY
 from sgl_diffusion_core import BackendRejectedWarning as BackendRejectedWarning
 from sgl_diffusion_core import BitExactFusionGate as BitExactFusionGate
@@ -209,6 +216,7 @@ class MissingDistributionError(ImportError):
 __all__ = [
     "BackendRejectedWarning",
     "BitExactFusionGate",
+    "BlockMap",
     "Capabilities",
     "Contract",
     "Explanation",
@@ -236,12 +244,16 @@ __all__ = [
     "attention",
     "attention_autotune_cache",
     "attention_reference",
+    "block_map_from_mask",
+    "block_sparse_attention",
+    "block_sparse_attention_reference",
     "build_varlen_meta",
     "build_varlen_meta_reference",
     "call_signature",
     "can_use_apply_rope",
     "can_use_apply_rope_qk",
     "can_use_attention",
+    "can_use_block_sparse_attention",
     "can_use_build_varlen_meta",
     "can_use_causal_conv3d_cat_pad",
     "can_use_channel_rms_norm",
@@ -373,6 +385,7 @@ __all__ = [
     "silu_mul_reference",
     "silu_reference",
     "tensor_platform",
+    "token_mask",
     "triton_interpret",
     "ulysses_all_to_all",
     "ulysses_all_to_all_out",
@@ -404,4 +417,5 @@ __all__ = [
     "varlen_scatter_reference",
     "vertex_inpaint",
     "vertex_inpaint_reference",
+    "video_block_map",
 ]
