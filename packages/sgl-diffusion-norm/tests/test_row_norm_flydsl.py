@@ -300,3 +300,78 @@ def test_importing_the_family_imports_no_flydsl():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})
+
+
+def _emulated_launch(self, tensors, eps, scale_offset):
+    """The kernel's addressing in torch: row ``(b, s)`` reads x at ``b*x_sb + s*x_ss``, a modulation
+    vector at ``b*sb + (s // L)*ss`` of its flat view, weight and bias at 0, and writes the result
+    (and the new residual) at ``row * D``; the row's arithmetic is the numerical model."""
+    v, D = self.variant, self.variant.D
+    S, x_sb, x_ss, sc_sb, sc_ss, sc_L, sh_sb, sh_ss, sh_L, u_sb, u_ss, g_sb, g_ss, g_L = self.ints
+    X, SC, SH, W, BI, Y, U, G, NR = (K._flat(t) for t in tensors)
+    rows = torch.arange(self.rows)
+    b, s = rows // S, rows % S
+
+    def gather(flat, off):
+        return flat[off[:, None] + torch.arange(D)]
+
+    def opt(dt, flat, off):
+        return None if dt is None else gather(flat, off)
+
+    zero = torch.zeros_like(rows)
+    res = F.model(v, gather(X, b * x_sb + s * x_ss), opt(v.scale, SC, b * sc_sb + (s // sc_L) * sc_ss),
+                  opt(v.shift, SH, b * sh_sb + (s // sh_L) * sh_ss), opt(v.weight, W, zero)[0:1] if v.weight else None,
+                  opt(v.bias, BI, zero)[0:1] if v.bias else None,
+                  update=opt(v.update, U, b * u_sb + s * u_ss), gate=opt(v.gate, G, b * g_sb + (s // g_L) * g_ss),
+                  eps=eps, scale_offset=scale_offset)  # fmt: skip
+    out, new = res if v.res else (res, None)
+    Y[: self.rows * D] = out.flatten()
+    if new is not None:
+        NR[: self.rows * D] = new.flatten()
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    """The flydsl runners on CPU tensors, their launch emulated (the host side is what runs for real:
+    geometry, variant, runtime integers, the order of the tensors)."""
+    monkeypatch.setattr(K, "_arch", lambda t: "gfx942")
+    monkeypatch.setattr(K._Runner, "__call__", _emulated_launch)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_runner_addressing(emulated, layout):
+    D = 2432
+    gen = torch.Generator().manual_seed(11)
+    x = torch.randn(B, S, D, generator=gen).to(torch.bfloat16)
+    sc, _ = modulation(layout, D, torch.bfloat16, gen)
+    other = LAYOUTS[(LAYOUTS.index(layout) + 1) % len(LAYOUTS)]  # scale and shift laid out differently
+    sh, _ = modulation(other, D, torch.float32, gen)
+    geom = testing.geometry("norm.ln_modulate", x, sc, sh)
+    run = testing.backend_prepare("norm.ln_modulate", "flydsl")(geom, x, sc, sh, None, None)
+    got = run(x, sc, sh, None, None, 1e-6, 1.0)
+    ref = norm_spec("layer", x.double(), sc.double(), sh.double(), eps=1e-6, out_dtype=torch.float64)
+    within(got, ref, *flydsl_tolerance("norm.ln_modulate", torch.bfloat16))
+
+
+def test_runner_addressing_plain_and_gated(emulated):
+    D = 3072
+    gen = torch.Generator().manual_seed(12)
+    x = torch.randn(B * S, D, generator=gen).to(torch.bfloat16)
+    w = 1 + 0.2 * torch.randn(D, generator=gen)  # fp32 weight: eager's rms_norm result is fp32
+    geom = testing.geometry("norm.rms_norm", x, weight=w)
+    out = testing.backend_prepare("norm.rms_norm", "flydsl")(geom, x, w, None)(x, w, None, 1e-5, 0.0)
+    assert out.dtype == torch.float32
+    ref = norm_spec("rms", x.double(), weight=w.double(), eps=1e-5, out_dtype=torch.float64)
+    within(out, ref, *flydsl_tolerance("norm.rms_norm", torch.float32))
+
+    res = torch.randn(B, S, 2 * D, generator=gen).to(torch.bfloat16)[..., :D]  # strided rows
+    upd = torch.randn(B, S, D, generator=gen).to(torch.bfloat16)
+    gate, _ = modulation("per-token", D, torch.bfloat16, gen)
+    sc, _ = modulation("per-frame", D, torch.bfloat16, gen)
+    op = "norm.gated_residual_norm_modulate"
+    geom = testing.geometry(op, res, upd, gate, sc, None, norm="rms")
+    run = testing.backend_prepare(op, "flydsl")(geom, res, upd, gate, sc, None, None, None)
+    out, new = run(res, upd, gate, sc, None, None, None, "rms", 1e-6, 1.0)
+    testing.assert_exact(new, (res + gate * upd).to(torch.bfloat16))
+    ref = norm_spec("rms", new.double(), sc.double(), eps=1e-6, out_dtype=torch.float64)
+    within(out, ref, *flydsl_tolerance(op, torch.bfloat16))

@@ -422,6 +422,11 @@ def _norm_runner(geom, x, scale, shift, weight, bias):
     return named, _Runner(v, g.rows, ints)
 
 
+def _tensors(x, scale, shift, weight, bias, out, update=None, gate=None, new=None) -> tuple:
+    """The kernel's nine tensors in its order; an absent one is x (the kernel never reads it)."""
+    return tuple(x if t is None else t for t in (x, scale, shift, weight, bias, out, update, gate, new))
+
+
 def prepare(geom, x, scale, shift, weight, bias):
     """A runner ``(x, scale, shift, weight, bias, eps, scale_offset) -> out`` for one call
     signature of ``ln_modulate`` / ``rms_modulate``."""
@@ -432,21 +437,7 @@ def prepare(geom, x, scale, shift, weight, bias):
     def run(x, scale, shift, weight, bias, eps, scale_offset):
         check_pointers({"x": x, "scale": scale, "shift": shift, "weight": weight, "bias": bias})
         out = torch.empty(shape, dtype=dtype, device=x.device)
-        launch(
-            (
-                x,
-                scale,
-                x if shift is None else shift,
-                x if weight is None else weight,
-                x if bias is None else bias,
-                out,
-                x,
-                x,
-                x,
-            ),
-            eps,
-            scale_offset,
-        )
+        launch(_tensors(x, scale, shift, weight, bias, out), eps, scale_offset)
         return out
 
     return run
@@ -462,7 +453,7 @@ def prepare_norm(geom, x, weight, bias):
     def run(x, weight, bias, eps, scale_offset):
         check_pointers({"x": x, "weight": weight, "bias": bias})
         out = torch.empty(shape, dtype=dtype, device=x.device)
-        launch((x, x, x, x if weight is None else weight, x if bias is None else bias, out, x, x, x), eps, scale_offset)
+        launch(_tensors(x, None, None, weight, bias, out), eps, scale_offset)
         return out
 
     return run
@@ -473,68 +464,24 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias):
     (out, new_residual)`` for one call signature of ``gated_residual_norm_modulate``."""
     _clean_env()
     g, u = geom.residual, geom.update
-    named = {
-        "residual": residual,
-        "update": update,
-        "gate": gate,
-        "scale": scale,
-        "shift": shift,
-        "weight": weight,
-        "bias": bias,
-    }
+    names = ("residual", "update", "gate", "scale", "shift", "weight", "bias")
+    named = dict(zip(names, (residual, update, gate, scale, shift, weight, bias)))
     ints = (g.S, g.sb, g.ss, *_mod(geom.scale), *_mod(geom.shift), u.sb, u.ss, *_mod(geom.gate))
     problems = static_problems(named, (g.rows, *ints))
     if problems:
         raise UnsupportedInputError("flydsl cannot serve these inputs:\n" + "\n".join(f"  - {p}" for p in problems))
-    v = Variant(
-        _arch(residual),
-        g.D,
-        geom.norm,
-        _DT[residual.dtype],
-        scale=_dt(scale),
-        shift=_dt(shift),
-        weight=_dt(weight),
-        bias=_dt(bias),
-        res=True,
-        update=_dt(update),
-        gate=_dt(gate),
-        t1=_DT[geom.t1],
-        sum=_DT[geom.sum],
-    )
+    v = Variant(_arch(residual), g.D, geom.norm, _DT[residual.dtype], scale=_dt(scale), shift=_dt(shift),
+                weight=_dt(weight), bias=_dt(bias), res=True, update=_dt(update), gate=_dt(gate),
+                t1=_DT[geom.t1], sum=_DT[geom.sum])  # fmt: skip
     launch = _Runner(v, g.rows, ints)
     shape, dtype = g.shape, residual.dtype
 
     def run(residual, update, gate, scale, shift, weight, bias, _norm, eps, scale_offset):
-        check_pointers(
-            {
-                "residual": residual,
-                "update": update,
-                "gate": gate,
-                "scale": scale,
-                "shift": shift,
-                "weight": weight,
-                "bias": bias,
-            }
-        )
+        check_pointers(dict(zip(names, (residual, update, gate, scale, shift, weight, bias))))
         out = torch.empty(shape, dtype=dtype, device=residual.device)
         new = torch.empty(shape, dtype=dtype, device=residual.device)
-        x = residual
-        launch(
-            (
-                x,
-                scale,
-                x if shift is None else shift,
-                x if weight is None else weight,
-                x if bias is None else bias,
-                out,
-                update,
-                update if gate is None else gate,
-                new,
-            ),
-            eps,
-            scale_offset,
-        )
+        launch(_tensors(residual, scale, shift, weight, bias, out, update, update if gate is None else gate, new),
+               eps, scale_offset)  # fmt: skip
         return out, new
 
     return run
-
