@@ -23,8 +23,9 @@ kernel), a fresh FlyDSL cache, and ``ROCM_PATH`` pointing at a layout with ``llv
 and an empty ``amdgcn/bitcode/`` (the final link; these kernels call no ROCm math library).
 
 ``--setup`` installs what the lane needs: ``flydsl`` (the version of sgl-diffusion-norm's
-``[flydsl]`` extra) into this interpreter, Debian's ``lld-19`` when no ``ld.lld`` is found
-(apt-get, as root), and the ``ROCM_PATH`` layout under ``build/rocm/rocm-path``.
+``[flydsl]`` extra) into this interpreter; when no ``ld.lld`` is found, Debian's ``lld-19``
+(apt-get, as root) or else the LLD of the ``ziglang`` wheel behind an ``ld.lld`` wrapper; and
+the ``ROCM_PATH`` layout under ``build/rocm/rocm-path``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ TARGETS = ("gfx942", "gfx950", "gfx1201")
 ROCM_LAYOUT = ROOT / "build" / "rocm" / "rocm-path"
 FLYDSL_REQUIREMENT = "flydsl>=0.5,<0.6"
 LLD_CANDIDATES = ("ld.lld-19", "/usr/lib/llvm-19/bin/ld.lld", "ld.lld")
+ZIG_REQUIREMENT = "ziglang>=0.13"  # its wheel carries LLD with the AMDGPU target
 _LEAKY = ("ARCH", "COMPILE_ONLY")  # FlyDSL 0.5's unprefixed variables
 
 
@@ -96,6 +98,34 @@ def rocm_layout(lld: str) -> Path:
     return ROCM_LAYOUT
 
 
+def _apt_lld() -> str | None:
+    """Debian's lld-19 through apt-get (as root), or None where that is not possible."""
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        return None
+    print("compile_rocm: installing Debian's lld-19", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    cmd = ["apt-get", "install", "-y", "--no-install-recommends", "lld-19"]
+    quiet = {"env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    if subprocess.run(cmd, **quiet).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], **quiet)
+        subprocess.run(cmd, **quiet)
+    return find_lld()
+
+
+def _zig_lld() -> str | None:
+    """LLD from the ``ziglang`` wheel of the package index (``python -m ziglang ld.lld``), behind a
+    wrapper named ld.lld: the linker where no system package can be installed."""
+    print(f"compile_rocm: no system ld.lld; installing {ZIG_REQUIREMENT} for its LLD", flush=True)
+    if subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", ZIG_REQUIREMENT]).returncode != 0:
+        return None
+    wrapper = ROCM_LAYOUT.parent / "zig-ld.lld"
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ziglang ld.lld "$@"\n')
+    wrapper.chmod(0o755)
+    ok = subprocess.run([str(wrapper), "--version"], capture_output=True, text=True)
+    return str(wrapper) if ok.returncode == 0 and "LLD" in ok.stdout else None
+
+
 def setup() -> int:
     t0 = time.perf_counter()
     try:
@@ -105,25 +135,11 @@ def setup() -> int:
     except ImportError:
         print(f"compile_rocm: installing {FLYDSL_REQUIREMENT} (and numpy, which it needs undeclared)", flush=True)
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", FLYDSL_REQUIREMENT, "numpy"], check=True)
-    lld = find_lld()
+    lld = find_lld() or _apt_lld() or _zig_lld()
     if lld is None:
-        if shutil.which("apt-get") is None or os.geteuid() != 0:
-            print(
-                "compile_rocm: error: no ld.lld found and apt-get is not usable here; install Debian's lld-19 "
-                "(or any ld.lld on PATH)",
-                file=sys.stderr,
-            )
-            return 1
-        print("compile_rocm: installing Debian's lld-19", flush=True)
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        cmd = ["apt-get", "install", "-y", "--no-install-recommends", "lld-19"]
-        if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL, check=True)
-            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-        lld = find_lld()
-        if lld is None:
-            print("compile_rocm: error: lld-19 installed but no ld.lld found", file=sys.stderr)
-            return 1
+        print("compile_rocm: error: no ld.lld: Debian's lld-19 could not be installed (apt-get as root) and "
+              f"neither could {ZIG_REQUIREMENT}; put any ld.lld on PATH", file=sys.stderr)  # fmt: skip
+        return 1
     print(
         f"compile_rocm: ld.lld = {lld}; ROCM_PATH layout {rocm_layout(lld)} ({time.perf_counter() - t0:.0f}s)",
         flush=True,
