@@ -6,6 +6,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+
+def metadata_field(text: str, key: str) -> int | None:
+    """An integer field of the AMDGPU kernel metadata (``.vgpr_count: 37``), or None."""
+    m = re.search(rf"^\s*\.{re.escape(key)}:\s*(\d+)", text, re.MULTILINE)
+    return int(m.group(1)) if m else None
+
+
 # The VGPRs (architectural + accumulation) one lane of a CDNA SIMD holds: a workgroup of w waves
 # spreads over the 4 SIMDs of a CU, so each of its waves may use at most 512 / ceil(w / 4).
 CDNA_VGPRS_PER_LANE = 512

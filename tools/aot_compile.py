@@ -191,29 +191,24 @@ def cuda_usage(kernel: Any, res: Result, workdir: Path, ptxas_log: str | None = 
         _CUDA_USAGE[key] = (res.registers, res.static_smem, res.stack, res.spills, res.spilled, notes)
 
 
-def _amd_field(text: str, key: str) -> int | None:
-    m = re.search(rf"^\s*\.{re.escape(key)}:\s*(\d+)", text, re.MULTILINE)
-    return int(m.group(1)) if m else None
-
-
 def rocm_usage(kernel: Any, res: Result) -> None:
     text = kernel.asm["amdgcn"]
     meta = text.split(".amdgpu_metadata", 1)[-1]  # the YAML kernel metadata block
-    vgpr = _amd_field(meta, "vgpr_count")
-    sgpr = _amd_field(meta, "sgpr_count")
-    agpr = _amd_field(meta, "agpr_count")
+    vgpr = amd_isa.metadata_field(meta, "vgpr_count")
+    sgpr = amd_isa.metadata_field(meta, "sgpr_count")
+    agpr = amd_isa.metadata_field(meta, "agpr_count")
     if agpr is None:
         m = re.search(r"^; NumAgprs:\s*(\d+)", text, re.MULTILINE)
         agpr = int(m.group(1)) if m else 0
     if vgpr is None or sgpr is None:
         raise RuntimeError("no .vgpr_count/.sgpr_count in the amdgcn metadata")
     res.registers = f"{vgpr}v/{sgpr}s/{agpr}a"
-    vspill = _amd_field(meta, "vgpr_spill_count") or 0
-    sspill = _amd_field(meta, "sgpr_spill_count") or 0
+    vspill = amd_isa.metadata_field(meta, "vgpr_spill_count") or 0
+    sspill = amd_isa.metadata_field(meta, "sgpr_spill_count") or 0
     res.spills = f"{vspill}v/{sspill}s"
     res.spilled = vspill + sspill > 0
-    res.static_smem = _amd_field(meta, "group_segment_fixed_size")
-    res.stack = _amd_field(meta, "private_segment_fixed_size")
+    res.static_smem = amd_isa.metadata_field(meta, "group_segment_fixed_size")
+    res.stack = amd_isa.metadata_field(meta, "private_segment_fixed_size")
 
 
 # --- compile ----------------------------------------------------------------------------------------

@@ -153,19 +153,19 @@ _OPS = re.compile(r"^\s+((?:buffer|global|flat|scratch)_(?:load|store)_\w+|v_(?:
 
 
 def read_isa(text: str) -> dict:
-    meta = text.split(".amdgpu_metadata", 1)[-1]
-
-    def field(key: str) -> int:
-        m = re.search(rf"^\s*\.{key}:\s*(\d+)", meta, re.M)
-        return int(m.group(1)) if m else 0
-
-    ops: dict[str, int] = {}
-    for m in _OPS.finditer(text.split(".amdgpu_metadata", 1)[0]):
-        ops[m.group(1)] = ops.get(m.group(1), 0) + 1
+    import amd_isa
     import aot_compile
 
-    if not re.search(r"^\s*\.vgpr_count:", meta, re.M):
+    body, _, meta = text.partition(".amdgpu_metadata")
+    if amd_isa.metadata_field(meta, "vgpr_count") is None:
         raise RuntimeError("no .vgpr_count in the ISA's metadata")
+
+    def field(key: str) -> int:
+        return amd_isa.metadata_field(meta, key) or 0
+
+    ops: dict[str, int] = {}
+    for m in _OPS.finditer(body):
+        ops[m.group(1)] = ops.get(m.group(1), 0) + 1
     return {
         "vgpr": field("vgpr_count"),
         "agpr": field("agpr_count"),
