@@ -375,3 +375,27 @@ def test_runner_addressing_plain_and_gated(emulated):
     testing.assert_exact(new, (res + gate * upd).to(torch.bfloat16))
     ref = norm_spec("rms", new.double(), sc.double(), eps=1e-6, out_dtype=torch.float64)
     within(out, ref, *flydsl_tolerance(op, torch.bfloat16))
+
+
+def test_isa_checks_name_each_problem():
+    """The compile lane's verdict on a build (``check_isa`` over the fields read off its ISA): clean
+    for a build as the rule expects it, and each defect named."""
+    v = F.Variant("gfx942", 5120, "layer", "bf16", scale="bf16", shift="bf16", res=True, update="bf16",
+                  gate="bf16", t1="bf16", sum="bf16")  # fmt: skip
+    tiles = v.cfg.tiles
+    good = {"vgpr": 60, "agpr": 0, "scratch": 0, "spills": 0, "wave": 64,
+            "ops": {"buffer_load_dwordx4": 2 * tiles + 3 * tiles, "buffer_store_dwordx4": 2 * tiles},
+            "contracted": ["v_fma_f32 v1, -v2, v3, v4"] * F.SCALAR_FMAS}  # fmt: skip
+    assert F.check_isa(v, good) == []
+    cases = {
+        "uses scratch": {"scratch": 16},
+        "built for wave32": {"wave": 32},
+        "exceed the 128": {"vgpr": 120, "agpr": 16},
+        "not 128-bit": {"ops": {"buffer_load_dwordx2": 40, "buffer_store_dwordx4": 2 * tiles}},
+        "stores are not 128-bit": {"ops": {"buffer_load_dwordx4": 5 * tiles, "buffer_store_dwordx2": 4 * tiles}},
+        "outside the row's buffer": {"ops": {**good["ops"], "global_load_dwordx4": 1}},
+        "contracted FMAs": {"contracted": ["v_fma_f32 v1, v2, v3, v4"] * (F.SCALAR_FMAS + 1)},
+    }
+    for words, change in cases.items():
+        problems = F.check_isa(v, {**good, **change})
+        assert any(words in p for p in problems), (words, problems)
