@@ -114,3 +114,17 @@ def test_never_verifies_during_cuda_graph_capture():
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, x + x)
+
+
+def test_signature_keys_are_interned_and_verified_fast_path():
+    x = torch.randn(4, 8)
+    gate = BitExactFusionGate("test.key")
+    key = gate.key(call_signature(x))
+    assert gate.key(call_signature(x)) is key and gate.key(call_signature(x[:2])) is not key
+    assert repr(key) == repr(call_signature(x))
+    sig = (key, True, 1e-6)
+    assert not gate.is_verified(sig)
+    gate.run(lambda: x * 2, lambda: x + x, sig=sig)
+    assert gate.is_verified(sig) and gate.is_verified((gate.key(call_signature(x)), True, 1e-6))
+    gate.reset(sig)
+    assert not gate.is_verified(sig)

@@ -64,13 +64,37 @@ def results_equal(a: Any, b: Any) -> bool:
     return bool(both_nan.any()) and torch.equal(a.masked_fill(both_nan, 0), b.masked_fill(both_nan, 0))
 
 
+class SignatureKey:
+    """An interned stand-in for a static call signature (:meth:`BitExactFusionGate.key`): hashed
+    and compared by identity, so a per-call signature built on it costs no nested-tuple hash."""
+
+    __slots__ = ("signature",)
+
+    def __init__(self, signature: tuple) -> None:
+        self.signature = signature
+
+    def __repr__(self) -> str:
+        return repr(self.signature)
+
+
 class BitExactFusionGate:
     """Per-signature verification of one fused path against its eager reference."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._states: dict[Hashable, State] = {}
+        self._keys: dict[tuple, SignatureKey] = {}
         self._lock = threading.Lock()
+
+    def key(self, signature: tuple) -> SignatureKey:
+        """The one :class:`SignatureKey` of this static signature (a runner builds it once, then
+        puts it in each call's ``sig`` beside the per-call values: alignment, scalars)."""
+        with self._lock:
+            return self._keys.setdefault(signature, SignatureKey(signature))
+
+    def is_verified(self, sig: Hashable) -> bool:
+        """Whether ``sig`` is verified (a runner's fast path: the fused call, nothing else)."""
+        return self._states.get(sig) == "verified"
 
     def state(self, sig: Hashable) -> State:
         return self._states.get(sig, "pending")

@@ -51,7 +51,9 @@ class PreparedLaunch:
 
     def __call__(self, *args: Any) -> None:
         idx = self._device_index
-        if idx is not None and torch.cuda.current_device() != idx:
+        # the current device read directly (torch.cuda.current_device() first checks lazy init,
+        # which the tensors' existence already implies)
+        if idx is not None and torch._C._cuda_getDevice() != idx:
             with torch.cuda.device(idx):
                 return self._launch(*args)
         return self._launch(*args)
