@@ -16,17 +16,17 @@ def metadata_field(text: str, key: str) -> int | None:
 # The VGPRs (architectural + accumulation) one lane of a CDNA SIMD holds: a workgroup of w waves
 # spreads over the 4 SIMDs of a CU, so each of its waves may use at most 512 / ceil(w / 4).
 CDNA_VGPRS_PER_LANE = 512
-_AMD_WIDE_LOAD = re.compile(r"^\s*(?:global|buffer)_load_(?:dwordx4|b128)\b", re.M)
+_AMD_WIDE_LOAD = re.compile(r"^\s*(?:global|buffer)_load_(?:lds_)?(?:dwordx4|b128)\b", re.M)
 _AMD_LOAD = re.compile(r"^\s*(?:global|buffer)_load_\w+", re.M)
 
 
 def rocm_checks(asm: str, res: Any, variant: Any) -> list[str]:
-    """The checks the FlyDSL lane applies too (tools/compile_rocm.py): no scratch, and VGPRs within
-    what the launch's workgroup can hold. The count of 128-bit global loads is noted (and kept in
-    the JSON), and flagged as a note, not a failure, in a kernel whose pointers are declared
-    16-byte aligned (``divisible_by_16``) but that has none: several Triton kernels (gathers,
-    the exact row norms' narrow lanes, small tiles) load narrower on gfx942 by design or by
-    Triton's choice, which only a measurement on AMD hardware can judge."""
+    """The checks the FlyDSL lane applies too (tools/compile_rocm.py), as problems: scratch (the
+    private segment), VGPRs beyond what the launch's workgroup can hold, and a build whose
+    arguments are declared 16-byte aligned (``divisible_by_16``) with no 128-bit global load
+    (``global_load_dwordx4``, ``global_load_lds_dwordx4`` or a buffer load of 128 bits) unless the
+    variant states why (``AotVariant.narrow_loads``, kept as a note). The count of 128-bit loads
+    is always noted (and kept in the JSON)."""
     out = []
     if res.stack:
         out.append(f"uses {res.stack} B of scratch (private segment) per lane")
@@ -38,5 +38,12 @@ def rocm_checks(asm: str, res: Any, variant: Any) -> list[str]:
     wide, loads = len(_AMD_WIDE_LOAD.findall(body)), len(_AMD_LOAD.findall(body))
     res.notes.append(f"global loads: {wide} of {loads} are 128-bit")
     if getattr(variant, "divisible_by_16", ()) and loads and not wide:
-        res.notes.append("declares 16-byte aligned arguments, yet no global load is 128-bit")
+        reason = getattr(variant, "narrow_loads", "")
+        if reason:
+            res.notes.append(f"narrow loads by design: {reason}")
+        else:
+            out.append(
+                "declares 16-byte aligned arguments, yet no global load is 128-bit "
+                "(a build that loads narrower by design states why in AotVariant.narrow_loads)"
+            )
     return out

@@ -98,6 +98,10 @@ def aot_variants(platform: str = "cuda"):
             out.append(AotVariant(
                 name=f"merge_attention_states[{name},D={D},s={BLOCK_S},w={NUM_WARPS}]", kernel=_merge_kernel,
                 signature=sig, constexprs={"D": D, "BLOCK_S": BLOCK_S, "BLOCK_D": block_d(D)}, num_warps=NUM_WARPS,
-                divisible_by_16=("O1", "O2", "O", "L1", "L2", "L", "a_ss", "a_sh", "c_ss", "c_sh", "o_ss", "o_sh"),
+                divisible_by_16=("O1", "O2", "O", "L1", "L2", "L", "a_sb", "a_ss", "a_sh", "c_sb", "c_ss", "c_sh",
+                                 "o_sb", "o_ss", "o_sh"),
+                narrow_loads="" if D * (4 if name == "fp32" else 2) >= 256 else (
+                    f"a {BLOCK_S} x {D} tile of 16-bit values over {NUM_WARPS} wave64 warps gives each lane "
+                    "4 values (8 bytes)"),
             ))
     return out

@@ -37,3 +37,7 @@ class AotVariant:
     # the AMD targets a launch of this build can run on (a storage format one gfx generation has: FP8
     # e4m3fnuz on gfx942, e4m3fn on gfx950); empty for every AMD target
     amd_targets: tuple[str, ...] = ()
+    # why this build's global loads are narrower than 128 bits although its arguments are declared
+    # 16-byte aligned (a gather at data-dependent addresses, rows shorter than one vector, eager's
+    # own per-thread layout reproduced on purpose); without a reason the ROCm lanes fail such a build
+    narrow_loads: str = ""

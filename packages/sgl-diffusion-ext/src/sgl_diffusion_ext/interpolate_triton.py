@@ -14,6 +14,9 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, next_pow2
 
+# why the compile lanes see no 128-bit loads here (AotVariant.narrow_loads)
+_NARROW = "attributes gathered at the vertices of each pixel's face (data-dependent rows), at runtime strides"
+
 
 @triton.jit(do_not_specialize=["n_pix", "HW", "N", "C", "F", "a_sb", "a_sn", "a_sc", "t_sf", "t_sk"])
 def _interpolate_kernel(ATTR, FID, BARY, TRI, OUT, n_pix, HW, N, C, F, a_sb, a_sn, a_sc, t_sf, t_sk,
@@ -85,5 +88,5 @@ def aot_variants(platform: str = "cuda"):
         out.append(AotVariant(name=f"interpolate[fp32,c={bc},p={BLOCK_P},w={NUM_WARPS}]", kernel=_interpolate_kernel,
                               signature=sig, constexprs={"BLOCK_P": BLOCK_P, "BLOCK_C": bc}, num_warps=NUM_WARPS,
                               options={"enable_fp_fusion": False},
-                              divisible_by_16=("ATTR", "FID", "BARY", "TRI", "OUT")))
+                              divisible_by_16=("ATTR", "FID", "BARY", "TRI", "OUT"), narrow_loads=_NARROW))
     return out

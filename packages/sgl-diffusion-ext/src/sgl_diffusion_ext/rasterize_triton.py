@@ -51,6 +51,9 @@ from sgl_diffusion_core import PreparedLaunch
 
 from ._mesh import pixel_centres, uv_to_clip
 
+# why the compile lanes see no 128-bit loads here (AotVariant.narrow_loads)
+_NARROW = ("per-face and per-pixel records gathered at data-dependent addresses (vertex and face indices, bin "
+           "lists), at runtime strides")
 KEY_NONE = torch.iinfo(torch.int64).max
 NFS = 16  # floats of one face's setup: A0 B0 C0 A1 B1 C1 A2 B2 C2 det sgn z0 z1 z2 (2 spare)
 
@@ -495,7 +498,8 @@ def _setup_variant(flip: bool, binned: bool):
         name=f"rasterize_setup[flip={int(flip)},binned={int(binned)},block={SETUP_BLOCK}]", kernel=_setup_kernel,
         signature=sig, constexprs={"FLIP": flip, "TILE_W": TILE_W, "TILE_H": TILE_H, "BINNED": binned,
                                    "BLOCK": SETUP_BLOCK},
-        num_warps=4, options={"enable_fp_fusion": False}, divisible_by_16=("POS", "TRI", "FS", "FI", "CNT"))
+        num_warps=4, options={"enable_fp_fusion": False}, divisible_by_16=("POS", "TRI", "FS", "FI", "CNT"),
+        narrow_loads=_NARROW)
 
 
 def _raster_variant(prior: bool):
@@ -508,7 +512,7 @@ def _raster_variant(prior: bool):
         name=f"rasterize_raster[prior={int(prior)},tile={TILE_W}x{TILE_H},w={RASTER_WARPS}]",
         kernel=_raster_kernel, signature=sig, constexprs={"HAS_PRIOR": prior, "TILE_W": TILE_W, "TILE_H": TILE_H},
         num_warps=RASTER_WARPS, options={"enable_fp_fusion": False},
-        divisible_by_16=("FS", "FI", "CUM", "PX", "PY", "PRIOR", "KEYS"))
+        divisible_by_16=("FS", "FI", "CUM", "PX", "PY", "PRIOR", "KEYS"), narrow_loads=_NARROW)
 
 
 def _resolve_variant(nv: bool):
@@ -520,7 +524,7 @@ def _resolve_variant(nv: bool):
     return AotVariant(
         name=f"rasterize_resolve[nv={int(nv)},block={RESOLVE_BLOCK}]", kernel=_resolve_kernel, signature=sig,
         constexprs={"NV": nv, "BLOCK": RESOLVE_BLOCK}, num_warps=4, options={"enable_fp_fusion": False},
-        divisible_by_16=("KEYS", "FS", "PX", "PY", "FID", "BARY", "DEPTH"))
+        divisible_by_16=("KEYS", "FS", "PX", "PY", "FID", "BARY", "DEPTH"), narrow_loads=_NARROW)
 
 
 def _bin_variants(prior: bool, nv: bool, with_binning: bool):
@@ -536,7 +540,8 @@ def _bin_variants(prior: bool, nv: bool, with_binning: bool):
         out.append(AotVariant(
             name=f"rasterize_bin[tile={TILE_W}x{TILE_H},block={BIN_BLOCK}]", kernel=_bin_kernel, signature=sig,
             constexprs={"TILE_W": TILE_W, "TILE_H": TILE_H, "BLOCK": BIN_BLOCK}, num_warps=4,
-            options={"enable_fp_fusion": False}, divisible_by_16=("CUM", "FI", "BCNT", "BLIST", "OVER")))
+            options={"enable_fp_fusion": False}, divisible_by_16=("CUM", "FI", "BCNT", "BLIST", "OVER"),
+            narrow_loads=_NARROW))
     sig = {"FS": "*fp32", "BCNT": "*i32", "BLIST": "*i32", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
            "KEYS": "*i64", "FID": "*i32" if not nv else "*fp32", "BARY": "*fp32", "DEPTH": "*fp32",
            **{n: "i32" for n in ("F", "H", "W", "NBX", "NBY", "CAP", "pr_sb", "pr_sh", "pr_sw")}, "eps": "fp32",
@@ -548,7 +553,8 @@ def _bin_variants(prior: bool, nv: bool, with_binning: bool):
         kernel=_bin_raster_kernel, signature=sig,
         constexprs={"HAS_PRIOR": prior, "NV": nv, "TILE_W": TILE_W, "TILE_H": TILE_H, "CHUNK": BIN_CHUNK},
         num_warps=BIN_WARPS, options={"enable_fp_fusion": False},
-        divisible_by_16=("FS", "BCNT", "BLIST", "PX", "PY", "PRIOR", "KEYS", "FID", "BARY", "DEPTH")))
+        divisible_by_16=("FS", "BCNT", "BLIST", "PX", "PY", "PRIOR", "KEYS", "FID", "BARY", "DEPTH"),
+        narrow_loads=_NARROW))
     return out
 
 

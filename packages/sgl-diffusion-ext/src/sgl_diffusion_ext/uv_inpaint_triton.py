@@ -15,6 +15,9 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, next_pow2
 
+# why the compile lanes see no 128-bit loads here (AotVariant.narrow_loads)
+_NARROW = "texels read at runtime channel and row strides (any texture layout), the known-texel mask as bytes"
+
 
 @triton.jit(do_not_specialize=["n", "h", "w", "hc", "wc", "C", "s_b", "s_h", "s_w", "s_c", "k_b", "k_h", "k_w"])
 def _push_kernel(COL, KNOWN, OUT, OUTK, n, h, w, hc, wc, C, s_b, s_h, s_w, s_c, k_b, k_h, k_w,
@@ -166,5 +169,5 @@ def aot_variants(platform: str = "cuda"):
     return [AotVariant(name=f"uv_inpaint_{k}[fp32,c=4,block={BLOCK}]", kernel=kern, signature=sig,
                        constexprs={"BLOCK": BLOCK, "BLOCK_C": 4}, num_warps=NUM_WARPS,
                        options={"enable_fp_fusion": False},
-                       divisible_by_16=tuple(a for a, t in sig.items() if t.startswith("*")))
+                       divisible_by_16=tuple(a for a, t in sig.items() if t.startswith("*")), narrow_loads=_NARROW)
             for k, (kern, sig) in sigs.items()]

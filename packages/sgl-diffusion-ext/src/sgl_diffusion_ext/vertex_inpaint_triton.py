@@ -19,6 +19,9 @@ from sgl_diffusion_core import PreparedLaunch, next_pow2
 
 from . import _vertex_graph as G
 
+# why the compile lanes see no 128-bit loads here (AotVariant.narrow_loads)
+_NARROW = "neighbour colours gathered through the vertex graph's adjacency lists (data-dependent rows)"
+
 
 @triton.jit(do_not_specialize=["V", "C", "max_deg", "slot"])
 def _sweep_kernel(COL_IN, PAINT_IN, COL_OUT, PAINT_OUT, ROWPTR, NBR, WT, CNT, V, C, max_deg, slot,
@@ -94,4 +97,5 @@ def aot_variants(platform: str = "cuda"):
     return [AotVariant(name=f"vertex_inpaint_sweep[fp32,c=4,block={BLOCK}]", kernel=_sweep_kernel, signature=sig,
                        constexprs={"BLOCK": BLOCK, "BLOCK_C": 4}, num_warps=NUM_WARPS,
                        options={"enable_fp_fusion": False},
-                       divisible_by_16=tuple(a for a, t in sig.items() if t.startswith("*")))]
+                       divisible_by_16=tuple(a for a, t in sig.items() if t.startswith("*")),
+                       narrow_loads=_NARROW)]

@@ -27,6 +27,8 @@ from .varlen_torch import inverse_map
 
 _META_BLOCK = 1024  # tokens per program (a [2, 75600] mask: 148 programs)
 _META_PREFIX = 1024  # earlier chunks' counts summed per step by the second kernel
+# the mask is read as bytes at a strided token step (ss): one byte per token and lane
+_META_NARROW = "the boolean mask is read one byte per token at a runtime token stride"
 
 
 @triton.jit(do_not_specialize=["S", "NC"])
@@ -159,6 +161,7 @@ def aot_build_varlen_meta(platform: str = "cuda"):
             num_warps=4,
             options=opts,
             divisible_by_16=("MASK", "COUNTS", "SEQ"),
+            narrow_loads=_META_NARROW,
         ),
         AotVariant(
             name=f"build_varlen_meta:varlen_meta[block={_META_BLOCK}]",
@@ -168,6 +171,7 @@ def aot_build_varlen_meta(platform: str = "cuda"):
             num_warps=4,
             options=opts,
             divisible_by_16=("MASK", "COUNTS", "CU", "IDX", "INV"),
+            narrow_loads=_META_NARROW,
         ),
     ]
 

@@ -504,6 +504,9 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
 # specialization: the 16-byte accesses of the real build)
 _ALIGNED = ("X", "SC", "SH", "W", "BIAS", "Y", "ONE", "RCP", "TAB", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sh_sb",
             "sh_ss")
+# 16-bit rows: 4 elements per access are 8 bytes (fp32 rows load 128 bits)
+_NARROW = ("each lane reads 4 consecutive elements per access, the per-thread layout of eager's row kernels that the "
+           "bit-exact reduction order depends on; 4 16-bit elements are 8 bytes")
 
 
 def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> list:
@@ -529,4 +532,5 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
             f"{',maxnreg=' + str(options['maxnreg']) if 'maxnreg' in options else ''}]")
     return [AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
                        num_warps=_num_warps(const), options={"enable_fp_fusion": False, **options},
-                       explicit_fma=const["NORM"] == 0, divisible_by_16=_ALIGNED)]
+                       explicit_fma=const["NORM"] == 0, divisible_by_16=_ALIGNED,
+                       narrow_loads="" if dt == "fp32" else _NARROW)]

@@ -291,13 +291,20 @@ def prepare(geom, x, weight, bias, *, config: GroupConfig | None = None):
 _DIVISIBLE = ("X", "PART", "W", "BIAS", "STATS", "Y", "P", "sb", "sc", "sp", "osb", "osc", "osp")
 
 
-def _variant(name: str, kernel, sig: dict, const: dict, warps: int):
+# why a build's loads are narrower than 128 bits (AotVariant.narrow_loads; the ROCm lanes check it)
+_NARROW_TILES = ("the general tile kernel (channels_last views whose rows are not dense): Triton does not "
+                 "vectorize its channel tile, masked against the runtime channel count; dense rows take the rows "
+                 "kernels, which load 128 bits")
+_NARROW_ROWS = "rows of fewer than 8 channels hold no whole 16-byte vector"
+
+
+def _variant(name: str, kernel, sig: dict, const: dict, warps: int, narrow: str = ""):
     from sgl_diffusion_core import AotVariant
 
     sig.update({n: "constexpr" for n in const})
     return AotVariant(name=name, kernel=kernel, signature=sig, constexprs=const, num_warps=warps,
                       options={"enable_fp_fusion": True},
-                      divisible_by_16=tuple(n for n in _DIVISIBLE if n in kernel.arg_names))
+                      divisible_by_16=tuple(n for n in _DIVISIBLE if n in kernel.arg_names), narrow_loads=narrow)
 
 
 def _tile_variants(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, affine: dict, tag: str) -> list:
@@ -306,13 +313,15 @@ def _tile_variants(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, affine: 
     sig.update({n: "i32" for n in ("C", "P", "G", "n_cblk", "n_span", "iters", "sb", "sc", "sp")})
     const = {"CG": C // G, "GPB": cfg.gpb, "GPB_P2": next_pow2(cfg.gpb), "BLOCK_C": cfg.block_c,
              "BLOCK_P": cfg.block_p, ("sc" if cl else "sp"): 1}
-    out = [_variant(f"group_norm_silu.stats[{tag},w={cfg.num_warps}]", _gn_stats_kernel, sig, const, cfg.num_warps)]
+    narrow = _NARROW_TILES if cl else ""
+    out = [_variant(f"group_norm_silu.stats[{tag},w={cfg.num_warps}]", _gn_stats_kernel, sig, const, cfg.num_warps,
+                    narrow)]
     sig = {"X": f"*{dt}", "W": f"*{dt}", "BIAS": f"*{dt}", "STATS": "*fp32", "Y": f"*{dt}"}
     sig.update({n: "i32" for n in ("C", "P", "G", "n_cblk", "n_pblk", "sb", "sc", "sp", "osb", "osc", "osp")})
     const = {"CG": C // G, "GPB": cfg.gpb, "BLOCK_C": cfg.block_c, "BLOCK_P": cfg.block_p, **affine,
              **{n: 1 for n in (("sc", "osc") if cl else ("sp", "osp"))}}
     out.append(_variant(f"group_norm_silu.apply[{tag},w={cfg.num_warps}]", _gn_apply_kernel, sig, const,
-                        cfg.num_warps))
+                        cfg.num_warps, narrow))
     return out
 
 
@@ -331,14 +340,15 @@ def _rule_variants(dt: str, cfg: GroupConfig, C: int, G: int, cl: bool, affine: 
     sig.update({n: "i32" for n in ("P", "n_prog", "iters", "sb", "osb", "half")})
     const = {"C": C, "BLOCK_C": ca, "BLOCK_C2": cb, "ROWS": cfg.apply_rows,
              **{k: v for k, v in affine.items() if k != "HAS_W"}}
+    narrow = _NARROW_ROWS if C < 8 else ""
     out = [_variant(f"group_norm_silu.apply[{tag},rows {cfg.apply_rows}x{ca}+{cb},w={warps}]",
-                    _gn_apply_rows_kernel, sig, const, warps)]
+                    _gn_apply_rows_kernel, sig, const, warps, narrow)]
     if cfg.stats_rows:
         sig = {"X": f"*{dt}", "PART": "*fp32", "P": "i32", "n_span": "i32", "iters": "i32", "sb": "i32"}
         const = {"C": C, "G": G, "CG": C // G, "BLOCK_C": ca, "BLOCK_C2": cb, "G_P2": next_pow2(G),
                  "ROWS": cfg.stats_rows}
         out.append(_variant(f"group_norm_silu.stats[{tag},rows={cfg.stats_rows}x{ca}+{cb},w={cfg.num_warps}]",
-                            _gn_stats_rows_kernel, sig, const, cfg.num_warps))
+                            _gn_stats_rows_kernel, sig, const, cfg.num_warps, narrow))
     return out
 
 
