@@ -52,8 +52,7 @@ from sgl_diffusion_core import PreparedLaunch
 from ._mesh import pixel_centres, uv_to_clip
 
 # why the compile lanes see no 128-bit loads here (AotVariant.narrow_loads)
-_NARROW = ("per-face and per-pixel records gathered at data-dependent addresses (vertex and face indices, bin "
-           "lists), at runtime strides")
+_NARROW = "records gathered at data-dependent addresses (vertex and face indices, bin lists), at runtime strides"
 KEY_NONE = torch.iinfo(torch.int64).max
 NFS = 16  # floats of one face's setup: A0 B0 C0 A1 B1 C1 A2 B2 C2 det sgn z0 z1 z2 (2 spare)
 

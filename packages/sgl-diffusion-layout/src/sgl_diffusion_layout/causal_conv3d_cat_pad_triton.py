@@ -597,6 +597,5 @@ def aot_causal_conv3d_cat_pad(platform: str = "cuda"):
             out.append(_aot(_cat_pad_words_kernel, f"causal_conv3d_cat_pad_words[{nm},contig,C={C},W={W},"
                             f"lo_w={lo_w},rows={const['ROWS']},block_w={const['BLOCK_W']},span={int(span)},w={warps}]",
                             ptrs, const, warps, divisible_by_16=("X", "CACHE", "OUT", "xc_w", "xt_w", "cc_w", "ct_w"),
-                            narrow_loads="32-bit words by design: the padded output rows (418 elements at Wan) allow "
-                                         "no wider stores, and loads share the stores' register layout"))
+                            narrow_loads="32-bit words: padded rows (418 elements at Wan) allow no wider stores"))
     return out
