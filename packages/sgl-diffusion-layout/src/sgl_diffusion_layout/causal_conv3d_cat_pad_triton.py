@@ -451,11 +451,10 @@ def _flat_launch(cl, shape, scalars, elem_bytes, plat):
 
 
 # the 16-bit word kernel: output rows per program (fewer where a tile would pass max_tile_words),
-# words per thread, and span (a program's rows run across frame boundaries): a frame's 122 output
-# rows at Wan-VAE C = 384 leave every 16th program of frame tiles 2 of its 8 rows, and spanning
-# frames fills them. H200 sweep (bf16, Wan-VAE C 96 / 384, % of copy,
-# docs/benchmarks/cat_pad_sweep_h200.json): the rule 90.3 / 87.9%, 1024 words x 32 per thread with
-# span 90.6 / 89.9%, 2048 x 64 93.7 / 83.4%, the flat kernel 77.1 / 79.8%.
+# words per thread, and span (a program's rows run across frame boundaries: a frame's 122 output rows
+# at Wan-VAE C = 384 leave every 16th program of frame tiles 2 of its 8 rows). H200 sweep (bf16, C 96 /
+# 384, % of copy, docs/benchmarks/cat_pad_sweep_h200.json): the rule 90.3 / 87.9%, 1024 words x 32 per
+# thread with span 90.6 / 89.9%, 2048 x 64 93.7 / 83.4%, the flat kernel 77.1 / 79.8%.
 _WORDS_RULE = {"rows": 8, "max_tile_words": 4096, "thread_words": 64, "span": True}
 
 
