@@ -7,7 +7,7 @@ Importing this package imports torch (it must look at tensors) but no Triton;
 
 from typing import TYPE_CHECKING
 
-from . import aot, bench, testing
+from . import aot, bench, testing, vendor
 from .__about__ import __version__
 from .aot import AotVariant
 from .errors import (
@@ -148,6 +148,7 @@ __all__ = [
     "warps_for",
     "warp_size",
     "WARP_SIZE",
+    "vendor",
     "register",
     "register_custom_op",
     "register_op",

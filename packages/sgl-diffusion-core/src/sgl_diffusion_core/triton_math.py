@@ -185,3 +185,73 @@ def program_tile(n_tiles):
     pid = tl.program_id(0)
     r = pid // n_tiles
     return r, pid - r * n_tiles
+
+
+# --- FP8 storage (the formats' facts: sgl_diffusion_core.vendor) ------------------------------------
+# The Triton interpreter converts fp32 -> fp8 wrongly (ties away from zero, and a rounding carry
+# that does not reach the exponent: 127.7 -> 64), so under the interpreter kernels store the codes of
+# :func:`to_fp8_bits` through a uint8 view of the output (``FP8_BITS``); on the GPU they use the
+# hardware conversion (``cvt.rn.satfinite`` on NVIDIA). The interpreter's fp8 -> fp32 conversion is
+# right for every finite code, so FP8 loads and ``tl.dot`` on FP8 operands run as they are.
+
+# the Triton element type of each FP8 format, and its name in an AOT signature
+TL_FP8 = {"float8_e4m3fn": tl.float8e4nv, "float8_e4m3fnuz": tl.float8e4b8}
+AOT_FP8 = {"float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8"}
+FP8_BITS = triton_interpret()  # store FP8 as integer codes (a uint8 view of the output)
+
+
+@triton.jit
+def to_fp8_bits(q, FNUZ: tl.constexpr):
+    """fp32 ``q`` (``|q| <=`` the format's largest finite value, or NaN) as the E4M3 code (uint8),
+    ties to even. ``FNUZ``: exponent bias 8, no negative zero, NaN 0x80; else bias 7, NaN 0x7F."""
+    if FNUZ:
+        BIAS: tl.constexpr = 8
+        SUB: tl.constexpr = 1024.0  # 2**(BIAS + 2): one subnormal step is 1
+        MIN_NORMAL: tl.constexpr = 0.0078125  # 2**-7
+        NAN: tl.constexpr = 0x80
+    else:
+        BIAS: tl.constexpr = 7
+        SUB: tl.constexpr = 512.0
+        MIN_NORMAL: tl.constexpr = 0.015625  # 2**-6
+        NAN: tl.constexpr = 0x7F
+    bits = q.to(tl.uint32, bitcast=True)
+    sign = (bits >> 24) & 0x80
+    mag = bits & 0x7FFFFFFF
+    a = mag.to(tl.float32, bitcast=True)
+    # normal: keep 3 mantissa bits, ties to even; a carry moves into the exponent
+    r = mag + 0x7FFFF + ((mag >> 20) & 1)
+    normal = ((((r >> 23).to(tl.int32) - (127 - BIAS)) << 3) | ((r >> 20) & 7).to(tl.int32))
+    # subnormal: the count of subnormal steps, rounded to nearest even by the 2**23 trick
+    sub = ((a * SUB + 8388608.0) - 8388608.0).to(tl.int32)
+    code = tl.where(a < MIN_NORMAL, sub, normal)
+    if FNUZ:
+        sign = tl.where(code == 0, 0, sign)
+    code = code | sign.to(tl.int32)
+    code = tl.where(q != q, NAN, code)
+    return code.to(tl.uint8)
+
+
+
+@triton.jit
+def max_nan(a, b):
+    """``max(a, b)`` with NaN propagated (an amax that saw a NaN is NaN)."""
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def fp8_scale(amax, FP8_MAX: tl.constexpr, MIN_AMAX: tl.constexpr):
+    """The scale of a row (or tensor) of this amax: ``max(amax, MIN_AMAX) / FP8_MAX``, IEEE division."""
+    return tl.math.div_rn(max_nan(amax, MIN_AMAX), FP8_MAX)
+
+
+@triton.jit
+def store_fp8(x, Y, offs, mask, scale, FP8_MAX: tl.constexpr, OUT: tl.constexpr, BITS: tl.constexpr,
+              FNUZ: tl.constexpr):
+    """Store fp32 ``x / scale`` (IEEE division) saturated to ``+-FP8_MAX`` as FP8 ``OUT``, ties to even;
+    ``BITS``: as the codes of :func:`to_fp8_bits` (``Y`` a uint8 view)."""
+    v = tl.math.div_rn(x, scale)
+    v = tl.minimum(max_nan(v, -FP8_MAX), FP8_MAX, propagate_nan=tl.PropagateNan.ALL)
+    if BITS:
+        tl.store(Y + offs, to_fp8_bits(v, FNUZ), mask=mask)
+    else:
+        tl.store(Y + offs, v.to(OUT, fp_downcast_rounding="rtne"), mask=mask)

@@ -1,35 +1,27 @@
 """Capabilities, contracts and FP8 format facts of the quant ops' backends (data; imported by each op module).
 
-Two FP8 storage formats, one per vendor generation: ``float8_e4m3fn`` (OCP E4M3: NVIDIA sm_89+,
-AMD gfx950; largest finite 448) and ``float8_e4m3fnuz`` (AMD gfx942; exponent bias 8, no negative
-zero, largest finite 240). A GPU's Triton kernels store and multiply its own format
-(``_geometry.fp8_native``); ``quantize_fp8`` tags an input whose format the device does not have
-(``LAYOUT_FOREIGN``), which only the torch backend serves, and ``fp8_linear`` refuses it. The torch
-backends serve both formats on every device.
+The two FP8 storage formats and their facts are core's (``sgl_diffusion_core.vendor``). A GPU's
+Triton kernels store and multiply its own format (``_geometry.fp8_native``); ``quantize_fp8`` tags
+an input whose format the device does not have (``LAYOUT_FOREIGN``), which only the torch backend
+serves, and ``fp8_linear`` refuses it. The torch backends serve both formats on every device.
 """
 
 from __future__ import annotations
 
 import torch
 
-from sgl_diffusion_core import Capabilities, Contract
+from sgl_diffusion_core import Capabilities, Contract, vendor
 
 DISTRIBUTION = "sgl-diffusion-quant"
 BENCH = "benchmarks/quant_bench.py"
 
-E4M3FN = "float8_e4m3fn"
-E4M3FNUZ = "float8_e4m3fnuz"
+E4M3FN, E4M3FNUZ = vendor.E4M3FN, vendor.E4M3FNUZ
+FP8_MAX, FP8_TINY, MIN_AMAX = vendor.FP8_MAX, vendor.FP8_TINY, vendor.FP8_MIN_AMAX
+AMD_TARGETS = vendor.FP8_AMD_TARGETS  # the AMD target that stores each format
+
 # the FP8 formats the ops store: name -> torch dtype
 FP8_DTYPES = {E4M3FN: torch.float8_e4m3fn, E4M3FNUZ: torch.float8_e4m3fnuz}
 FP8_NAMES = {v: k for k, v in FP8_DTYPES.items()}
-# the AMD target that stores each format (the compile lanes build its kernels for that target only)
-AMD_TARGETS = {E4M3FN: ("gfx950",), E4M3FNUZ: ("gfx942",)}
-# largest finite value of each format (saturation bound of the quantizers)
-FP8_MAX = {E4M3FN: 448.0, E4M3FNUZ: 240.0}
-# smallest positive (subnormal) value of each format: one ulp below the smallest normal
-FP8_TINY = {E4M3FN: 2.0**-9, E4M3FNUZ: 2.0**-10}
-# an all-zero row (or tensor) is quantized with amax = MIN_AMAX: scale MIN_AMAX / fp8_max, every code 0
-MIN_AMAX = 1e-12
 
 HIGH = ("bfloat16", "float16", "float32")
 _FP8_ARCHS = (("cuda", 89), ("hip", "gfx942"), ("hip", "gfx950"))

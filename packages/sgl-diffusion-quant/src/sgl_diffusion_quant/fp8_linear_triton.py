@@ -21,7 +21,6 @@ import triton.language as tl
 from sgl_diffusion_core import PreparedLaunch, tensor_platform, triton_math
 
 from . import _specs as S
-from ._fp8_triton import AOT_FP8
 
 EPILOGUE_CODES = {None: 0, "gelu_tanh": 1, "gated_residual": 2}
 TL_OUT = triton_math.TL_DTYPES
@@ -154,7 +153,7 @@ def prepare(geom, *tensors):
 def _variants(fmt: str, platform: str) -> list:
     from sgl_diffusion_core import AotVariant
 
-    fp8 = AOT_FP8[fmt]
+    fp8 = triton_math.AOT_FP8[fmt]
     out = []
     # FLUX's MLP in / out (3072 -> 12288 with GELU, 12288 -> 3072 with the gated residual) at 4608 tokens,
     # a plain 5120 -> 5120 projection at Wan 480p's 32760 tokens, a 64-token projection (small-M tiles)

@@ -21,12 +21,8 @@ import triton.language as tl
 from sgl_diffusion_core import PreparedLaunch, triton_math
 
 from . import _specs as S
-from ._fp8_triton import AOT_FP8, INTERPRETED, TL_FP8, to_fp8_bits
 
-
-@triton.jit
-def _max_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+AOT_FP8, TL_FP8, INTERPRETED = triton_math.AOT_FP8, triton_math.TL_FP8, triton_math.FP8_BITS
 
 
 @triton.jit
@@ -40,26 +36,14 @@ def _chunked_amax(X, row, D, BLOCK: tl.constexpr):
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, D, BLOCK):
         c = start + cols
-        acc = _max_nan(acc, tl.abs(_load(X, row + c, c < D)))
-    return tl.reduce(acc, 0, _max_nan)
-
-
-@triton.jit
-def _quantize_store(x, Y, offs, mask, scale, FP8_MAX: tl.constexpr, OUT: tl.constexpr, BITS: tl.constexpr,
-                    FNUZ: tl.constexpr):
-    v = tl.math.div_rn(x, scale)
-    v = tl.minimum(tl.maximum(v, -FP8_MAX, propagate_nan=tl.PropagateNan.ALL), FP8_MAX,
-                   propagate_nan=tl.PropagateNan.ALL)
-    if BITS:
-        tl.store(Y + offs, to_fp8_bits(v, FNUZ), mask=mask)
-    else:
-        tl.store(Y + offs, v.to(OUT, fp_downcast_rounding="rtne"), mask=mask)
+        acc = triton_math.max_nan(acc, tl.abs(_load(X, row + c, c < D)))
+    return tl.reduce(acc, 0, triton_math.max_nan)
 
 
 @triton.jit
 def _store_scale(S, pid, amax, FP8_MAX: tl.constexpr, MIN_AMAX_: tl.constexpr, TENSOR: tl.constexpr):
     """The row's (or the tensor's) scale, written once: by its row, or by program 0."""
-    scale = tl.math.div_rn(_max_nan(amax, MIN_AMAX_), FP8_MAX)
+    scale = triton_math.fp8_scale(amax, FP8_MAX, MIN_AMAX_)
     if TENSOR:
         if pid == 0:
             tl.store(S, scale)
@@ -73,7 +57,7 @@ def _amax_kernel(X, AMAX, D, x_stride, BLOCK: tl.constexpr, SINGLE: tl.constexpr
     row = tl.program_id(0).to(tl.int64) * x_stride
     if SINGLE:
         cols = tl.arange(0, BLOCK)
-        amax = tl.reduce(tl.abs(_load(X, row + cols, cols < D)), 0, _max_nan)
+        amax = tl.reduce(tl.abs(_load(X, row + cols, cols < D)), 0, triton_math.max_nan)
     else:
         amax = _chunked_amax(X, row, D, BLOCK)
     # inf stands for NaN: atomic_max does not order NaN, inf makes the tensor's scale non-finite too
@@ -94,9 +78,9 @@ def _quant_kernel(X, Y, S, AMAX, D, x_stride,
         if TENSOR:
             amax = tl.load(AMAX)
         else:
-            amax = tl.reduce(tl.abs(x), 0, _max_nan)
+            amax = tl.reduce(tl.abs(x), 0, triton_math.max_nan)
         scale = _store_scale(S, pid, amax, FP8_MAX, MIN_AMAX_, TENSOR)
-        _quantize_store(x, Y, out_row + cols, mask, scale, FP8_MAX, OUT, BITS, FNUZ)
+        triton_math.store_fp8(x, Y, out_row + cols, mask, scale, FP8_MAX, OUT, BITS, FNUZ)
     else:
         if TENSOR:
             amax = tl.load(AMAX)
@@ -106,7 +90,7 @@ def _quant_kernel(X, Y, S, AMAX, D, x_stride,
         for start in range(0, D, BLOCK):
             c = start + cols
             mask = c < D
-            _quantize_store(_load(X, row + c, mask), Y, out_row + c, mask, scale, FP8_MAX, OUT, BITS, FNUZ)
+            triton_math.store_fp8(_load(X, row + c, mask), Y, out_row + c, mask, scale, FP8_MAX, OUT, BITS, FNUZ)
 
 
 @dataclass(frozen=True)
