@@ -25,3 +25,13 @@ FP8_TINY: dict[str, float] = {E4M3FN: 2.0**-9, E4M3FNUZ: 2.0**-10}
 FP8_AMD_TARGETS: dict[str, tuple[str, ...]] = {E4M3FN: ("gfx950",), E4M3FNUZ: ("gfx942",)}
 # an all-zero row (or tensor) is quantized with amax = FP8_MIN_AMAX: scale FP8_MIN_AMAX / fp8_max, codes 0
 FP8_MIN_AMAX = 1e-12
+
+
+def fp8_native(platform: str, arch: object, fmt: str) -> bool:
+    """Whether the device stores and multiplies FP8 format ``fmt`` (NVIDIA sm_89+ and AMD gfx950:
+    ``float8_e4m3fn``; AMD gfx942: ``float8_e4m3fnuz``). The CPU has both (torch; the interpreter)."""
+    if platform == "cuda":
+        return fmt == E4M3FN and isinstance(arch, int) and arch >= 89
+    if platform == "hip":
+        return {"gfx942": E4M3FNUZ, "gfx950": E4M3FN}.get(str(arch)) == fmt
+    return platform == "cpu"

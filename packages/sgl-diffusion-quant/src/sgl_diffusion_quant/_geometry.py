@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from sgl_diffusion_core import vendor
+
 from . import _specs as S
 
 
@@ -27,19 +29,9 @@ def row_stride(x: torch.Tensor) -> int | None:
     return lead[-1][1]
 
 
-def fp8_native(platform: str, arch: object, fmt: str) -> bool:
-    """Whether the device stores and multiplies FP8 format ``fmt`` (NVIDIA sm_89+ and AMD gfx950:
-    ``float8_e4m3fn``; AMD gfx942: ``float8_e4m3fnuz``). The CPU has both (torch; the interpreter)."""
-    if platform == "cuda":
-        return fmt == S.E4M3FN and isinstance(arch, int) and arch >= 89
-    if platform == "hip":
-        return {"gfx942": S.E4M3FNUZ, "gfx950": S.E4M3FN}.get(str(arch)) == fmt
-    return platform == "cpu"
-
-
 def linear_device_problem(platform: str, arch: object, fmt: str) -> str | None:
     """Why a GPU cannot run an FP8 linear layer in format ``fmt``, or None (the CPU runs the reference)."""
-    if fp8_native(platform, arch, fmt):
+    if vendor.fp8_native(platform, arch, fmt):
         return None
     if platform == "cuda":
         return (f"device sm_{arch} does not compute in {fmt} (FP8 GEMMs: float8_e4m3fn on sm_89 and newer); "

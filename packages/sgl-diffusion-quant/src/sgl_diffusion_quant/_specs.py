@@ -1,7 +1,7 @@
 """Capabilities, contracts and FP8 format facts of the quant ops' backends (data; imported by each op module).
 
 The two FP8 storage formats and their facts are core's (``sgl_diffusion_core.vendor``). A GPU's
-Triton kernels store and multiply its own format (``_geometry.fp8_native``); ``quantize_fp8`` tags
+Triton kernels store and multiply its own format (``vendor.fp8_native``); ``quantize_fp8`` tags
 an input whose format the device does not have (``LAYOUT_FOREIGN``), which only the torch backend
 serves, and ``fp8_linear`` refuses it. The torch backends serve both formats on every device.
 """

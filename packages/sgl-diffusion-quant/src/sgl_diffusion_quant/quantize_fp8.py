@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
-from sgl_diffusion_core import Backend, InputDesc, Op, device_arch, is_compiling, tensor_platform
+from sgl_diffusion_core import Backend, InputDesc, Op, device_arch, is_compiling, tensor_platform, vendor
 
 from . import _specs as S
-from ._geometry import fp8_name, fp8_native, row_stride
+from ._geometry import fp8_name, row_stride
 
 GRANULARITIES = ("row", "tensor")
 
@@ -60,7 +60,7 @@ def describe_quantize_fp8(x: torch.Tensor, granularity: str = "row",
         return InputDesc(platform, arch, problems=problems)
     stride = row_stride(x)
     layout = S.LAYOUT_ROWS if stride is not None else S.LAYOUT_IRREGULAR
-    native = S.LAYOUT_NATIVE if fp8_native(platform, arch, fmt) else S.LAYOUT_FOREIGN
+    native = S.LAYOUT_NATIVE if vendor.fp8_native(platform, arch, fmt) else S.LAYOUT_FOREIGN
     D = x.shape[-1]
     geom = QuantGeometry(tuple(x.shape), D, x.numel() // D, stride, granularity, dtype, S.FP8_MAX[fmt])
     return InputDesc(platform, arch, (src, fmt), D, (layout, native), problems,
