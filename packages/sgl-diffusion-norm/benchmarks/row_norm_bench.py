@@ -42,6 +42,8 @@ LN_SHAPES: dict[str, tuple[int, int, int, str]] = {
     # Wan's own chain: FP32LayerNorm on bf16 x, fp32 modulation, result cast back to bf16
     "wan-fp32mod": (1, 75600, 5120, "per-sample-fp32"),
 }
+# ln_modulate with an FP8 result (out_dtype: the device's FP8 format) at these shapes
+LN_FP8 = {"flux-fp8": "flux", "wan-fp8": "wan"}
 
 
 def _tolerance(op_id: str, dtype: torch.dtype):
@@ -242,7 +244,10 @@ def ln_modulate_cases(
     """``ln_modulate(x, scale, shift)`` in the layouts of LN_SHAPES."""
     from sgl_diffusion_norm import ln_modulate, ln_modulate_reference
 
-    for name in names or DEFAULT:
+    for name in names or (*DEFAULT, *LN_FP8):
+        if name in LN_FP8:
+            yield _ln_fp8_case(name, device, dtype)
+            continue
         # fresh compiled functions per case, and dynamo's caches cleared: its recompile limit
         # counts every compiled wrapper of one code object, and past it dynamo silently runs eager
         torch._dynamo.reset()
@@ -283,6 +288,54 @@ def ln_modulate_cases(
             extra={"layout": layout},
         )
         del x, scale, shift, out
+
+
+def _quantize_rows(y: torch.Tensor, fp8: torch.dtype):
+    """``quantize_fp8``'s row-wise quantization in torch: what a pipeline runs after the bf16 op."""
+    fmax = torch.finfo(fp8).max
+    scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-12) / fmax
+    return (y.float() / scale).clamp(-fmax, fmax).to(fp8), scale
+
+
+def _ln_fp8_eager(x, scale, shift, L, fp8):
+    return _quantize_rows(_ln_eager(x, scale, shift, L), fp8)
+
+
+def _ln_fp8_case(name: str, device: torch.device, dtype: torch.dtype) -> bench.BenchCase:
+    """``ln_modulate(x, scale, shift, out_dtype=FP8)`` against the bf16 chain followed by a row-wise
+    quantization (eager and compiled); bytes: x and the modulation read, FP8 codes and scales written."""
+    from sgl_diffusion_core import tensor_platform
+    from sgl_diffusion_norm import ln_modulate, ln_modulate_reference
+
+    hip = tensor_platform(device) == "hip" and "gfx942" in torch.cuda.get_device_properties(device).gcnArchName
+    fp8 = torch.float8_e4m3fnuz if hip else torch.float8_e4m3fn
+    torch._dynamo.reset()
+    compiled = torch.compile(_ln_fp8_eager, dynamic=False)
+    B, S, D, layout = LN_SHAPES[LN_FP8[name]]
+    x, scale, shift, L = make_inputs(B, S, D, layout, dtype, device)
+    q, qs = ln_modulate(x, scale, shift, out_dtype=fp8)
+
+    def check(x=x, scale=scale, shift=shift):
+        rq, rs = ln_modulate_reference(x, scale, shift, out_dtype=fp8)
+        got_q, got_s = ln_modulate(x, scale, shift, out_dtype=fp8)
+        atol, rtol = _tolerance("norm.ln_modulate", x.dtype)
+        fatol, frtol = _tolerance("norm.ln_modulate", fp8)
+        testing.assert_close(got_s, rs, atol=0.0, rtol=rtol)
+        bound = atol + fatol * rs + (rtol + frtol) * (rq.float() * rs).abs()
+        excess = ((got_q.float() * got_s - rq.float() * rs).abs() - bound).max().item()
+        assert excess <= 0, f"FP8 result beyond its tolerance by {excess}"
+
+    nbytes = bench.tensor_bytes(x, q, qs) + 2 * D * scale.element_size()
+    return bench.BenchCase(
+        name=name, shape=f"[{B}, {S}, {D}] {layout} -> {str(fp8).removeprefix('torch.')}",
+        dtype=str(dtype).removeprefix("torch."), bytes=nbytes,
+        providers={
+            "sgl_diffusion": lambda x=x, a=scale, b=shift: ln_modulate(x, a, b, out_dtype=fp8),
+            "eager": lambda x=x, a=scale, b=shift: _ln_fp8_eager(x, a, b, L, fp8),
+            "torch.compile": lambda x=x, a=scale, b=shift, f=compiled: f(x, a, b, L, fp8),
+        },
+        check=check, extra={"layout": layout, "out_dtype": str(fp8).removeprefix("torch.")},
+    )
 
 
 def ln_modulate_tune(

@@ -250,3 +250,90 @@ def test_same_signature_different_alignment(backend, device):
     assert aligned.stride() == shifted.stride() and shifted.data_ptr() % 16 != 0
     for x in (aligned, shifted, aligned, shifted):
         run_both(backend, x, sc)
+
+
+# --- FP8 results (out_dtype): ln_modulate and rms_modulate share the kernel -----------------------
+
+FP8 = [torch.float8_e4m3fn, torch.float8_e4m3fnuz]
+MODULATE_FP8 = {"ln_modulate": (norm.ln_modulate, norm.ln_modulate_reference),
+                "rms_modulate": (norm.rms_modulate, norm.rms_modulate_reference)}
+
+
+def quantize_rows_by_hand(y: torch.Tensor, fp8: torch.dtype):
+    """``quantize_fp8``'s row-wise definition, written out: the reference of the FP8 result."""
+    fmax = torch.finfo(fp8).max
+    scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-12) / fmax
+    return (y.float() / scale).clamp(-fmax, fmax).to(fp8), scale
+
+
+def assert_fp8_close(op_id, q, s, rq, rs, x_dtype):
+    """The FP8 contract: dequantized values within the op's close tolerance of x's dtype plus one FP8 ulp
+    (and one subnormal step of the row's scale); the scales within that tolerance's rtol."""
+    spec = next(sp for sp in REGISTRY.specs(op_id) if sp.backend == "triton")
+    atol, rtol = spec.contract.tolerance(x_dtype)
+    fatol, frtol = spec.contract.tolerance(rq.dtype)
+    assert q.dtype == rq.dtype and q.shape == rq.shape and s.shape == rs.shape == (*q.shape[:-1], 1)
+    testing.assert_close(s, rs, atol=0.0, rtol=rtol)
+    dq, rdq = q.float() * s, rq.float() * rs
+    bound = atol + fatol * rs + (rtol + frtol) * rdq.abs()
+    assert bool(((dq - rdq).abs() <= bound).all()), f"max excess {((dq - rdq).abs() - bound).max().item()}"
+
+
+@pytest.mark.parametrize("name", list(MODULATE_FP8))
+@pytest.mark.parametrize("fp8", FP8, ids=["e4m3fn", "e4m3fnuz"])
+@pytest.mark.parametrize("D", [7, 1536, 9000])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+def test_fp8_result_triton(name, fp8, D, dtype):
+    if not triton_interpret():
+        pytest.skip("CPU lane: the Triton kernel runs under TRITON_INTERPRET=1")
+    fn, ref = MODULATE_FP8[name]
+    g = torch.Generator().manual_seed(D)
+    x = (torch.randn(2, 3, D, generator=g) * 3 + 1).to(dtype)
+    per_token = D == 1536  # per-token (a strided chunk of a projection) at one width, per-sample elsewhere
+    mod = torch.randn(2, 3 if per_token else 1, 2 * D, generator=g).to(dtype)
+    shift, scale = mod.chunk(2, dim=-1)
+    q, s = fn(x, scale, shift, out_dtype=fp8, backend="triton")
+    rq, rs = ref(x, scale, shift, out_dtype=fp8)
+    assert_fp8_close(f"norm.{name}", q, s, rq, rs, dtype)
+
+
+@pytest.mark.parametrize("name", list(MODULATE_FP8))
+def test_fp8_reference_is_the_chain_then_quantized(name):
+    fn, ref = MODULATE_FP8[name]
+    x = torch.randn(3, 4, 40).to(torch.bfloat16)
+    scale, shift = torch.randn(40).to(torch.bfloat16), torch.randn(3, 1, 40).to(torch.bfloat16)
+    x[1, 2] = 0.0  # a zero row of x still has the shift: nonzero output
+    for fp8 in FP8:
+        want = quantize_rows_by_hand(ref(x, scale, shift), fp8)
+        for got in (ref(x, scale, shift, out_dtype=fp8), fn(x, scale, shift, out_dtype=fp8, backend="torch"),
+                    fn(x, scale, shift, out_dtype=fp8)):
+            assert torch.equal(got[0].view(torch.uint8), want[0].view(torch.uint8)) and torch.equal(got[1], want[1])
+
+
+def test_fp8_selection_and_refusals():
+    x, sc = torch.randn(2, 3, 32).to(torch.bfloat16), torch.randn(32).to(torch.bfloat16)
+    fp8 = torch.float8_e4m3fn
+    assert not norm.can_use_ln_modulate(x, sc, out_dtype=torch.float16)
+    with pytest.raises(UnsupportedInputError, match="out_dtype=torch.float16 is not supported"):
+        norm.ln_modulate(x, sc, out_dtype=torch.float16)
+    with pytest.raises(UnsupportedInputError, match="fp8-out"):  # the exact kernel writes no FP8
+        norm.ln_modulate(x, sc, out_dtype=fp8, backend="triton_exact")
+    assert explain(OP, x, sc, out_dtype=fp8).chosen == "torch"  # on the CPU: the reference
+    assert norm.can_use_ln_modulate(x, sc, out_dtype=fp8, backend="torch")
+    empty = norm.ln_modulate(x[:, :0], sc, out_dtype=fp8)
+    assert empty[0].shape == (2, 0, 32) and empty[0].dtype == fp8 and empty[1].shape == (2, 0, 1)
+
+
+def test_fp8_compile_fullgraph():
+    def block(x, mod):
+        shift, scale = mod.chunk(2, dim=1)
+        q, s = norm.rms_modulate(x, scale, shift, out_dtype=torch.float8_e4m3fn)
+        return q.float() * s
+
+    torch._dynamo.reset()
+    x = torch.randn(2, 5, 48).to(torch.bfloat16)
+    mod = torch.randn(2, 2, 48).to(torch.bfloat16)
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    testing.assert_exact(compiled(x, mod), block(x, mod))
+    torch.library.opcheck(torch.ops.sgl_diffusion.ln_modulate_fp8.default,
+                          (x, mod[:, :1], None, None, None, torch.float8_e4m3fn, 1e-6, 1.0, None, None))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import sgl_diffusion_norm as norm
-from sgl_diffusion_core import REGISTRY, testing
+from sgl_diffusion_core import REGISTRY, explain, testing
 
 pytestmark = [
     pytest.mark.gpu,
@@ -129,3 +129,30 @@ def test_tensors_on_a_device_that_is_not_current():
         atol, rtol = _tol(x.dtype)
         testing.assert_close(out, norm.ln_modulate_reference(x, sc, sh), atol=atol, rtol=rtol)
     assert out.device == x.device
+
+
+@pytest.mark.parametrize("name", ["ln_modulate", "rms_modulate"])
+@pytest.mark.parametrize("B,S,D,layout", [(1, 4608, 3072, "per-sample"), (1, 75600, 5120, "per-sample"),
+                                          (1, 75600, 5120, "per-token"), (2, 4096, 2240, "per-sample")])
+def test_fp8_result_production_shapes(name, B, S, D, layout):
+    """The FP8 result of the triton backend against the chain then row-wise quantization (the contract:
+    dequantized values within x's tolerance plus one FP8 ulp; scales within x's rtol)."""
+    from sgl_diffusion_core import device_arch, tensor_platform, vendor
+
+    plat = tensor_platform(torch.device("cuda"))
+    arch = device_arch(plat, 0)
+    fmt = "float8_e4m3fnuz" if str(arch) == "gfx942" else "float8_e4m3fn"
+    if not vendor.fp8_native(plat, arch, fmt):
+        pytest.skip(f"this GPU ({arch}) stores no FP8 format the kernel writes")
+    fp8 = getattr(torch, fmt)
+    fn, ref = getattr(norm, name), getattr(norm, f"{name}_reference")
+    x, sc, sh = _inputs(B, S, D, layout)
+    q, s = fn(x, sc, sh, out_dtype=fp8)
+    assert explain(fn, x, sc, sh, out_dtype=fp8).chosen == "triton"
+    rq, rs = ref(x, sc, sh, out_dtype=fp8)
+    spec = next(sp for sp in REGISTRY.specs(f"norm.{name}") if sp.backend == "triton")
+    atol, rtol = spec.contract.tolerance(x.dtype)
+    fatol, frtol = spec.contract.tolerance(fp8)
+    testing.assert_close(s, rs, atol=0.0, rtol=rtol)
+    bound = atol + fatol * rs + (rtol + frtol) * (rq.float() * rs).abs()
+    assert bool(((q.float() * s - rq.float() * rs).abs() <= bound).all())

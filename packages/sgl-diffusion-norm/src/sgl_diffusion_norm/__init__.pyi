@@ -68,9 +68,10 @@ def ln_modulate(
     bias: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
+    out_dtype: torch.dtype | None = None,
     exact: bool | None = None,
     backend: str | None = None,
-) -> torch.Tensor: ...
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def qk_norm(
     q: torch.Tensor,
@@ -93,9 +94,10 @@ def rms_modulate(
     weight: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
+    out_dtype: torch.dtype | None = None,
     exact: bool | None = None,
     backend: str | None = None,
-) -> torch.Tensor: ...
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def rms_norm(
     x: torch.Tensor,
@@ -206,6 +208,7 @@ def can_use_ln_modulate(
     bias: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
+    out_dtype: torch.dtype | None = None,
     exact: bool | None = None,
     backend: str | None = None,
 ) -> bool: ...
@@ -219,7 +222,8 @@ def ln_modulate_reference(
     bias: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
-) -> torch.Tensor: ...
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def can_use_qk_norm(
     q: torch.Tensor,
@@ -253,6 +257,7 @@ def can_use_rms_modulate(
     weight: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
+    out_dtype: torch.dtype | None = None,
     exact: bool | None = None,
     backend: str | None = None,
 ) -> bool: ...
@@ -265,7 +270,8 @@ def rms_modulate_reference(
     weight: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
-) -> torch.Tensor: ...
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def can_use_rms_norm(
     x: torch.Tensor,

@@ -19,6 +19,7 @@ selects the close kernel.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -33,7 +34,9 @@ from sgl_diffusion_core import (
     ModLayout,
     RowGeometry,
     describe_rows,
+    is_compiling,
     mod_layout,
+    vendor,
 )
 
 DISTRIBUTION = "sgl-diffusion-norm"
@@ -58,6 +61,19 @@ FLYDSL_CAPS = Capabilities(
     requires=("flydsl",),
 )
 TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"), layouts=MODULATION_LAYOUTS)
+# FP8 results (``out_dtype=torch.float8_e4m3fn`` / ``float8_e4m3fnuz`` of ln_modulate and rms_modulate):
+# describe tags the call with one of these, so only the backends that write FP8 serve it: the close
+# Triton kernel in the formats the device stores, the torch reference (chain, then quantize) in both
+FP8_OUT = "fp8-out"
+FP8_OUT_FOREIGN = "fp8-out (a format this device does not store)"
+TRITON_FP8_CAPS = dataclasses.replace(TRITON_CAPS, layouts=(*MODULATION_LAYOUTS, FP8_OUT))
+TORCH_FP8_CAPS = dataclasses.replace(TORCH_CAPS, layouts=(*MODULATION_LAYOUTS, FP8_OUT, FP8_OUT_FOREIGN))
+# The FP8 result against its reference (the eager chain in x's dtype, then quantize_fp8's rowwise
+# quantization): the kernel rounds its fp32 result to x's dtype first, so the two see the same values
+# wherever the close contract's rounding agrees; a value one ulp apart moves its code by at most one
+# FP8 ulp (rtol 2**-3, three mantissa bits) and the row's scale by the same relative step.
+FP8_TOL = {"float8_e4m3fn": (2.0**-9, 2.0**-3), "float8_e4m3fnuz": (2.0**-10, 2.0**-3)}
+FP8_SCALE_RTOL = 2.0**-7  # the row scales (fp32): one bf16 ulp of the row's amax
 
 # The close kernels round once; the eager chain they are compared with rounds after every op
 # (norm, `scale_offset + scale`, product, `+ shift`, final cast: up to 4 roundings of
@@ -75,6 +91,8 @@ TRITON_NOTE = ("fp32 statistics, one rounding; one program per row, whole row in
 FLYDSL_NOTE = ("fp32 statistics, one rounding; one workgroup per row held in registers, 128-bit buffer accesses "
                "bounded by the row; compiled for gfx942/gfx950 (wave64) and gfx1201 (wave32), not yet run on AMD "
                "hardware, so below Triton until measured; its arithmetic is checked on the CPU by a numerical model")
+FP8_NOTE = ("; out_dtype=FP8: the result rounded to x's dtype, then per-row amax, scale and the FP8 codes "
+            "in the same pass (contract close to the chain then quantize_fp8, tolerances FP8_TOL)")
 EXACT_NOTE = ("eager's rounding points and (where read from ATen) its reduction order; trusted per call signature "
               "only after a BitExactFusionGate saw it match eager, else eager runs")
 TORCH_NOTE = "the eager chain itself (the definition of the exact contract; see _row_norm_torch.py)"
@@ -101,16 +119,19 @@ def exact_gate(op_id: str) -> BitExactFusionGate:
 def backends(name: str, tol: dict, close_aot: str) -> list[Backend]:
     """The three backends of one of the four norms. Plain norms (no scale or shift) take the
     tensors ``(x, weight, bias)`` and use the ``prepare_norm`` of the shared kernel modules."""
-    prepare = "prepare" if OPS[name][2] else "prepare_norm"
+    modulated = OPS[name][2]
+    prepare = "prepare" if modulated else "prepare_norm"
     return [
-        Backend("triton", f"._row_norm_triton:{prepare}", TRITON_CAPS, Contract.close(tol), priority=10,
-                notes=TRITON_NOTE, aot=close_aot, executed_on=EXECUTED_TRITON),
+        Backend("triton", f"._row_norm_triton:{prepare}", TRITON_FP8_CAPS if modulated else TRITON_CAPS,
+                Contract.close({**tol, **FP8_TOL} if modulated else tol), priority=10,
+                notes=TRITON_NOTE + (FP8_NOTE if modulated else ""),
+                aot=close_aot, executed_on=EXECUTED_TRITON),
         Backend("triton_exact", f"._row_norm_exact_triton:{prepare}", TRITON_CAPS, Contract.exact(), priority=5,
                 notes=EXACT_NOTE, aot=f"aot_variants_{name}", executed_on=EXECUTED_TRITON),
         Backend("flydsl", f"._row_norm_flydsl:{prepare}", FLYDSL_CAPS, Contract.close(tol), priority=4,
                 notes=FLYDSL_NOTE, aot=f"flydsl_variants_{name}", compiled_for=FLYDSL_TARGETS),
-        Backend("torch", f".{name}_torch", TORCH_CAPS, Contract.exact(), notes=TORCH_NOTE,
-                executed_on=EXECUTED_TORCH),
+        Backend("torch", f".{name}_torch", TORCH_FP8_CAPS if modulated else TORCH_CAPS, Contract.exact(),
+                notes=TORCH_NOTE, executed_on=EXECUTED_TORCH),
     ]
 
 
@@ -165,6 +186,11 @@ class Geometry:
     chain: Chain
     platform: str | None
     gate: BitExactFusionGate  # the op's gate (the exact backend runs behind it)
+    fp8: str | None = None  # out_dtype's FP8 format ("float8_e4m3fn" | "float8_e4m3fnuz"), else None
+
+    @property
+    def fp8_dtype(self) -> torch.dtype | None:
+        return None if self.fp8 is None else getattr(torch, self.fp8)
 
 
 def param_problems(D: int, weight, bias, problems: list[str]) -> None:
@@ -182,8 +208,10 @@ def describe_row_norm(
     shift: torch.Tensor | None = None,
     weight: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
 ) -> InputDesc:
-    """Validate the arguments of one of the four norms (``op``: its public name) and describe them."""
+    """Validate the arguments of one of the four norms (``op``: its public name) and describe them
+    (``out_dtype``: an FP8 dtype for ln_modulate / rms_modulate's FP8 result, else None)."""
     op_id, norm, modulated = OPS[op]
     others = {"scale": scale, "shift": shift, "weight": weight, "bias": bias}
     desc, g = describe_rows("x", x, others, required=("scale",) if modulated else ())
@@ -196,17 +224,42 @@ def describe_row_norm(
     sc = mod_layout("scale", scale, g, problems) if scale is not None else None
     sh = mod_layout("shift", shift, g, problems) if shift is not None else None
     desc.layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
+    fp8 = _fp8_format(op, modulated, out_dtype, desc, problems)
     geom = None
     if not problems:
         geom = Geometry(op_id, norm, g, sc, sh, chain_dtypes(norm, x.dtype, scale, shift, weight, bias),
-                        desc.platform, GATES[op_id])
+                        desc.platform, GATES[op_id], fp8)
     desc.info = {"geom": geom, "empty": x.numel() == 0}
     return desc
 
 
+def _fp8_format(op: str, modulated: bool, out_dtype, desc: InputDesc, problems: list[str]) -> str | None:
+    """The FP8 format ``out_dtype`` asks for (tagging ``desc``), None for the default result."""
+    if out_dtype is None:
+        return None
+    fmt = str(out_dtype).removeprefix("torch.")
+    if not modulated or fmt not in vendor.FP8_MAX:
+        problems.append(f"out_dtype={out_dtype} is not supported: {op} "
+                        + ("writes FP8 (torch.float8_e4m3fn, torch.float8_e4m3fnuz) or its default dtype (None)"
+                           if modulated else "writes its default dtype only (out_dtype=None)"))
+        return None
+    native = vendor.fp8_native(desc.platform or "", desc.arch, fmt)
+    desc.layouts = (*desc.layouts, FP8_OUT if native else FP8_OUT_FOREIGN)
+    return fmt
+
+
 def empty_result(geom: Geometry):
-    """The runner of an empty input: a new empty tensor of the result's shape and dtype."""
+    """The runner of an empty input: a new empty tensor of the result's shape and dtype (FP8: with its
+    empty scales)."""
     shape, dtype = geom.x.shape, geom.chain.out
+    if geom.fp8 is not None:
+        fp8 = geom.fp8_dtype
+
+        def run_fp8(x, *_):
+            return (torch.empty(shape, dtype=fp8, device=x.device),
+                    torch.empty((*shape[:-1], 1), dtype=torch.float32, device=x.device))
+
+        return run_fp8
 
     def run(x, *_):
         return torch.empty(shape, dtype=dtype, device=x.device)
@@ -220,6 +273,23 @@ def fake_result(name: str, x, scale, shift, weight, bias):
     return torch.empty(x.shape, dtype=out, device=x.device)
 
 
+def fake_result_fp8(x, out_dtype):
+    """The fake FP8 result: the codes ``[..., D]`` and the row scales ``[..., 1]`` fp32."""
+    return x.new_empty(x.shape, dtype=out_dtype), x.new_empty((*x.shape[:-1], 1), dtype=torch.float32)
+
+
 # the schema every custom op of the four norms shares (the plain norms pass scale = shift = None)
 SCHEMA = ("(Tensor x, Tensor? scale, Tensor? shift, Tensor? weight, Tensor? bias, float eps, "
           "float scale_offset, str? backend=None, bool? exact=None) -> Tensor")
+# ... and of the FP8 result of ln_modulate / rms_modulate (``out_dtype`` shapes the plan)
+SCHEMA_FP8 = ("(Tensor x, Tensor? scale, Tensor? shift, Tensor? weight, Tensor? bias, ScalarType out_dtype, "
+              "float eps, float scale_offset, str? backend=None, bool? exact=None) -> (Tensor, Tensor)")
+
+
+def fp8_call(op, custom_op, tensors: tuple, out_dtype, eps, scale_offset, exact, backend):
+    """``ln_modulate`` / ``rms_modulate`` with an FP8 ``out_dtype``: ``(codes, row scales)``. ``exact=None``
+    means close here (the result is a quantization); ``exact=True`` runs the reference."""
+    exact = False if exact is None else exact
+    if is_compiling():
+        return custom_op(*tensors, out_dtype, float(eps), float(scale_offset), backend, exact)
+    return op.plan(tensors, backend, exact, (("out_dtype", out_dtype),))(*tensors, out_dtype, eps, scale_offset)

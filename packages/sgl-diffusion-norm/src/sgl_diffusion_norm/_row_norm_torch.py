@@ -16,6 +16,9 @@ The eager chains, written once here and documented in the package README:
 * ``gated_residual_norm_modulate``: ``new_residual = residual + gate * update`` (eager, the
   ``gated_residual`` chain, then ``.to(residual.dtype)``), then the ``*_modulate`` chain on it.
 
+With ``out_dtype`` an FP8 dtype, ``ln_modulate`` / ``rms_modulate`` return that chain's result
+quantized per row (:func:`quantize_rows`: ``quantize_fp8``'s row-wise definition): ``(codes, scale)``.
+
 Per-frame modulation ``[B, F, 1, D]`` is expanded to per-token rows (every element sees the
 same values and the same ops as on x viewed as ``[B, F, L, D]``).
 """
@@ -25,7 +28,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from sgl_diffusion_core import broadcast_view, row_geometry
+from sgl_diffusion_core import broadcast_view, row_geometry, vendor
 
 _HALF = (torch.bfloat16, torch.float16)
 
@@ -84,8 +87,9 @@ def norm_chain(norm: str, x, scale=None, shift=None, weight=None, bias=None, eps
     return _done(h, g)
 
 
-def gated_chain(residual, update, gate, scale, shift=None, norm="layer", weight=None, bias=None, eps=1e-6,
-                scale_offset=1.0):
+def gated_chain(
+    residual, update, gate, scale, shift=None, norm="layer", weight=None, bias=None, eps=1e-6, scale_offset=1.0
+):
     """The eager chain of ``gated_residual_norm_modulate``: ``(out, new_residual)``."""
     g, r3 = _rows(residual)
     u3 = update.unsqueeze(0) if g.is_2d else update
@@ -94,3 +98,13 @@ def gated_chain(residual, update, gate, scale, shift=None, norm="layer", weight=
     h = _NORMS[norm](new, weight, bias, eps)
     out = _modulate(h, g, scale, shift, scale_offset, residual.dtype)
     return _done(out, g), _done(new, g)
+
+
+def quantize_rows(y: torch.Tensor, fp8: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """``y`` quantized per row to FP8 ``fp8``: ``scale = max(amax(|y|), 1e-12) / fp8_max`` (fp32, ``[..., 1]``),
+    codes ``clamp(y / scale, +-fp8_max)`` rounded to nearest even (``quantize_fp8``'s row-wise definition)."""
+    fmax = vendor.FP8_MAX[str(fp8).removeprefix("torch.")]
+    yf = y.float()
+    amax = yf.abs().amax(dim=-1, keepdim=True) if y.shape[-1] else yf.new_zeros((*y.shape[:-1], 1))
+    scale = amax.clamp_min(vendor.FP8_MIN_AMAX) / fmax
+    return (yf / scale).clamp(-fmax, fmax).to(fp8).contiguous(), scale.contiguous()

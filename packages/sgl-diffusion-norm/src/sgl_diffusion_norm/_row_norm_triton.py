@@ -29,9 +29,12 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, RowConfig, device_arch, tensor_platform, triton_math
+from sgl_diffusion_core import PreparedLaunch, RowConfig, device_arch, tensor_platform, triton_math, vendor
 
 TL_DTYPES = triton_math.TL_DTYPES
+_MIN_AMAX = tl.constexpr(vendor.FP8_MIN_AMAX)
+# the FP8 constexprs of a launch that writes the default dtype
+_NO_FP8 = {"FP8": False, "FP8_MAX": 448.0, "FNUZ": False, "BITS": False}
 
 
 @triton.jit
@@ -92,9 +95,17 @@ def _rstd(var, eps, FUSION_FREE: tl.constexpr):
         return 1.0 / tl.sqrt(var + eps)
 
 
+@triton.jit
+def _fp8_row_scale(QS, row, a, FP8_MAX: tl.constexpr):
+    """The FP8 scale of one row from its ``|y|`` values ``a`` (NaN propagates), stored to ``QS[row]``."""
+    qs = triton_math.fp8_scale(tl.reduce(a, 0, triton_math.max_nan), FP8_MAX, _MIN_AMAX)
+    tl.store(QS + row, qs)
+    return qs
+
+
 @triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "g_L", "eps", "scale_offset"])
 def _row_norm_kernel(
-    X, SC, SH, W, BIAS, Y, U, G, NR,
+    X, SC, SH, W, BIAS, Y, U, G, NR, QS,
     S, D,
     x_sb, x_ss,
     sc_sb, sc_ss, sc_L,
@@ -106,12 +117,18 @@ def _row_norm_kernel(
     HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr,
     T1R: tl.constexpr, SUM_DT: tl.constexpr, NR_DT: tl.constexpr,
     BLOCK: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
+    FP8: tl.constexpr, FP8_MAX: tl.constexpr, FNUZ: tl.constexpr, BITS: tl.constexpr,
 ):
     """One row of any of the five row norms (fp32 statistics, one rounding: the close contract).
 
     It is long because one kernel serves every norm and both row shapes (held in one block,
     or streamed in ``CHUNKS`` chunks); the constexpr branches compile away, so each build is
     short, and the shared helpers carry the arithmetic.
+
+    ``FP8`` (ln_modulate / rms_modulate with an FP8 ``out_dtype``): the result is rounded to x's
+    dtype (what the chain it is compared with holds), the row's amax gives its scale (``QS``, one
+    per row) and ``Y`` receives the FP8 codes; a chunked row computes its output twice, once for
+    the amax and once for the codes (its inputs are still in L1/L2).
     """
     row = tl.program_id(0).to(tl.int64)
     b = row // S
@@ -137,7 +154,12 @@ def _row_norm_kernel(
         rstd = _rstd(var, eps, HAS_RES)
         y = _affine_modulate(xc * rstd, cols, mask, W, BIAS, sc_row, sh_row, scale_offset,
                              HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
-        tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
+        if FP8:
+            y = triton_math.round_to(y, X.dtype.element_ty)
+            qs = _fp8_row_scale(QS, row, tl.where(mask, tl.abs(y), 0.0), FP8_MAX)
+            triton_math.store_fp8(y, y_row, cols, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
+        else:
+            tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
     else:
         if NORM == 1:
             pivot = 0.0
@@ -170,6 +192,17 @@ def _row_norm_kernel(
             mean = 0.0
             var = _per_d(tl.sum(acc2, axis=0), D, HAS_RES)
         rstd = _rstd(var, eps, HAS_RES)
+        if FP8:  # the row's amax first: its output once more, not stored
+            amax = tl.zeros([BLOCK], dtype=tl.float32)
+            for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
+                offs = c * BLOCK + cols
+                mask = offs < D
+                x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+                y = _affine_modulate((x - mean) * rstd, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
+                                     HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
+                y = triton_math.round_to(y, X.dtype.element_ty)
+                amax = triton_math.max_nan(amax, tl.where(mask, tl.abs(y), 0.0))
+            qs = _fp8_row_scale(QS, row, amax, FP8_MAX)
         for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             offs = c * BLOCK + cols
             mask = offs < D
@@ -180,7 +213,11 @@ def _row_norm_kernel(
                 xn = x * rstd
             y = _affine_modulate(xn, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
                                  HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
-            tl.store(y_row + offs, y.to(Y.dtype.element_ty), mask=mask)
+            if FP8:
+                y = triton_math.round_to(y, X.dtype.element_ty)
+                triton_math.store_fp8(y, y_row, offs, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
+            else:
+                tl.store(y_row + offs, y.to(Y.dtype.element_ty), mask=mask)
 
 
 def config_for(D: int, rows: int, dtype: torch.dtype, device: torch.device) -> RowConfig:
@@ -218,16 +255,23 @@ def _mod_scalars(lay) -> tuple[int, int, int]:
     return (0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)
 
 
-def _launch(g, x, cfg, constexprs, fp_fusion):
+def _launch(g, x, cfg, constexprs, fp_fusion, fp8=_NO_FP8):
     return PreparedLaunch(
         _row_norm_kernel,
         (g.rows,),
-        {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll},
+        {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, **fp8},
         device=x.device,
-        n_ptrs=9,
+        n_ptrs=10,
         options=cfg.launch_options(tensor_platform(x.device)),
         fp_fusion=fp_fusion,
     )
+
+
+def _fp8_constexprs(fmt: str | None) -> dict:
+    """The FP8 constexprs of a launch writing format ``fmt`` (None: the default dtype)."""
+    if fmt is None:
+        return _NO_FP8
+    return {"FP8": True, "FP8_MAX": vendor.FP8_MAX[fmt], "FNUZ": fmt == vendor.E4M3FNUZ, "BITS": triton_math.FP8_BITS}
 
 
 def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
@@ -238,7 +282,7 @@ def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": scale is not None, "HAS_SHIFT": shift is not None,
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": False, "HAS_GATE": False,
         "T1R": tl.float32, "SUM_DT": tl.float32, "NR_DT": tl.float32,
-    }, fp_fusion=True)
+    }, fp_fusion=True, fp8=_fp8_constexprs(geom.fp8))
     return launch, scalars
 
 
@@ -247,11 +291,23 @@ def prepare(geom, x, scale, shift, weight, bias, config: RowConfig | None = None
     of ``ln_modulate`` / ``rms_modulate``. ``config``: a launch other than the rule's (tuning)."""
     launch, scalars = _norm_launch(geom, x, scale, shift, weight, bias, config)
     shape, dtype, device = geom.x.shape, geom.chain.out, x.device
+    if geom.fp8 is not None:  # out_dtype=FP8: ``(.., out_dtype, eps, scale_offset) -> (codes, scales)``
+        fp8, bits = geom.fp8_dtype, triton_math.FP8_BITS
+
+        def run_fp8(x, scale, shift, weight, bias, out_dtype, eps, scale_offset):
+            out = torch.empty(shape, dtype=fp8, device=device)
+            qs = torch.empty((*shape[:-1], 1), dtype=torch.float32, device=device)
+            launch(x, scale, x if shift is None else shift, x if weight is None else weight,
+                   x if bias is None else bias, out.view(torch.uint8) if bits else out, x, x, x, qs, *scalars, eps,
+                   scale_offset)
+            return out, qs
+
+        return run_fp8
 
     def run(x, scale, shift, weight, bias, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)
         launch(x, scale, x if shift is None else shift, x if weight is None else weight,
-               x if bias is None else bias, out, x, x, x, *scalars, eps, scale_offset)
+               x if bias is None else bias, out, x, x, x, x, *scalars, eps, scale_offset)
         return out
 
     return run
@@ -265,8 +321,8 @@ def prepare_norm(geom, x, weight, bias, config: RowConfig | None = None):
 
     def run(x, weight, bias, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)
-        launch(x, x, x, x if weight is None else weight, x if bias is None else bias, out, x, x, x, *scalars, eps,
-               scale_offset)
+        launch(x, x, x, x if weight is None else weight, x if bias is None else bias, out, x, x, x, x, *scalars,
+               eps, scale_offset)
         return out
 
     return run
@@ -293,7 +349,7 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
         new = torch.empty(shape, dtype=dtype, device=device)
         x = residual
         launch(x, scale, x if shift is None else shift, x if weight is None else weight, x if bias is None else bias,
-               out, update, update if gate is None else gate, new, *scalars, eps, scale_offset)
+               out, update, update if gate is None else gate, new, x, *scalars, eps, scale_offset)
         return out, new
 
     return run
@@ -305,28 +361,32 @@ _NAMES = {tl.bfloat16: "bf16", tl.float16: "fp16", tl.float32: "fp32"}
 _SCALARS = ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L", "u_sb", "u_ss",
             "g_sb", "g_ss", "g_L")
 _CONSTS = ("NORM", "HAS_SCALE", "HAS_SHIFT", "HAS_W", "HAS_BIAS", "HAS_RES", "HAS_GATE", "T1R", "SUM_DT", "NR_DT",
-           "BLOCK", "CHUNKS", "UNROLL")
+           "BLOCK", "CHUNKS", "UNROLL", "FP8", "FP8_MAX", "FNUZ", "BITS")
 
 
-def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32"):
+def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32", fp8=None):
     from sgl_diffusion_core import AotVariant
 
     name_dt = _NAMES[dt]
     rule = gated_config if res else RowConfig.from_heuristic
     cfg = rule(D, 4 if dt == tl.float32 else 2, platform, n_rows=rows)
     sig = {n: f"*{name_dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR")}
+    sig["QS"] = "*fp32"
+    if fp8 is not None:
+        sig["Y"] = f"*{triton_math.AOT_FP8[fp8]}"
     sig.update({n: idx for n in _SCALARS})
     sig.update({"eps": "fp32", "scale_offset": "fp32"})
     sig.update({n: "constexpr" for n in _CONSTS})
     const = {"NORM": norm, "HAS_SCALE": scale, "HAS_SHIFT": scale, "HAS_W": affine, "HAS_BIAS": affine,
              "HAS_RES": res, "HAS_GATE": res, "T1R": dt, "SUM_DT": dt, "NR_DT": dt,
-             "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll}
-    name = (f"{label}[{name_dt},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},"
+             "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, **_fp8_constexprs(fp8), "BITS": False}
+    name = (f"{label}[{name_dt}{'->' + fp8 if fp8 else ''},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},"
             f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},affine={affine},{idx}]")
     opts = {k: v for k, v in cfg.launch_options(platform).items() if k not in ("num_warps", "num_stages")}
+    fp8_only = {} if fp8 is None else {"min_cuda_arch": 89, "amd_targets": vendor.FP8_AMD_TARGETS[fp8]}
     return AotVariant(name=name, kernel=_row_norm_kernel, signature=sig, constexprs=const,
                       num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-                      options={"enable_fp_fusion": not res, **opts})
+                      options={"enable_fp_fusion": not res, **opts}, **fp8_only)
 
 
 def aot_variants(platform: str = "cuda"):
@@ -339,6 +399,12 @@ def aot_variants(platform: str = "cuda"):
                 v = _variant(platform, "ln_modulate", dt, D, rows, 0, scale=True, affine=full,
                              res=False, idx="i64" if D == 16384 else "i32")
                 out[v.name] = v
+    # FP8 results (out_dtype): the formats this platform stores, one row in registers and one chunked
+    for fmt in (vendor.E4M3FN, vendor.E4M3FNUZ) if platform == "hip" else (vendor.E4M3FN,):
+        for D, rows in ((3072, 4608), (5120, 75600), (16384, 4608)):
+            v = _variant(platform, "ln_modulate", tl.bfloat16, D, rows, 0, scale=True, affine=False, res=False,
+                         fp8=fmt)
+            out[v.name] = v
     return list(out.values())
 
 

@@ -13,9 +13,9 @@ from sgl_diffusion_core import InputDesc, Op, is_compiling
 from . import _row_norm as R
 
 
-def describe_ln_modulate(x, scale, shift=None, weight=None, bias=None, **_) -> InputDesc:
+def describe_ln_modulate(x, scale, shift=None, weight=None, bias=None, out_dtype=None, **_) -> InputDesc:
     """Validate the arguments of ``ln_modulate`` and describe them for backend selection."""
-    return R.describe_row_norm("ln_modulate", x, scale, shift, weight, bias)
+    return R.describe_row_norm("ln_modulate", x, scale, shift, weight, bias, out_dtype)
 
 
 LN_MODULATE = Op(
@@ -42,9 +42,10 @@ def ln_modulate(
     bias: torch.Tensor | None = None,
     eps: float = 1e-6,
     scale_offset: float = 1.0,
+    out_dtype: torch.dtype | None = None,
     exact: bool | None = None,
     backend: str | None = None,
-) -> torch.Tensor:
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """``LayerNorm(x)[* weight + bias] * (scale_offset + scale) + shift`` in one pass, in x's dtype.
 
     x: ``[B, S, D]`` or ``[N, D]``, bf16 | fp16 | fp32, last dim contiguous, any row strides.
@@ -58,11 +59,22 @@ def ln_modulate(
         ``(F.layer_norm(x, (D,), weight, bias, eps) * (scale_offset + scale) + shift).to(x.dtype)``
         on the same device (gated exact kernel, else eager); ``False``: fp32 statistics and
         one final rounding (contract ``close``, tolerances in the registry spec).
+    out_dtype: ``None`` (the result in x's dtype) or ``torch.float8_e4m3fn`` / ``torch.float8_e4m3fnuz``:
+        the result quantized per row in the same pass, returned as ``(codes, scale)`` with
+        ``scale`` fp32 ``[..., 1]`` and ``codes * scale ~= result``, the input ``fp8_linear`` takes.
+        Its reference is the eager chain, then ``quantize_fp8``'s row-wise quantization
+        (``scale = max(amax, 1e-12) / fp8_max``, codes saturated to ``+-fp8_max``, ties to even);
+        ``exact=None`` means close here (tolerances ``_row_norm.FP8_TOL``: one FP8 ulp), ``True``
+        runs that reference. The ``triton`` backend writes the formats the device stores (sm_89+
+        and gfx950: e4m3fn; gfx942: e4m3fnuz), the ``torch`` backend both anywhere.
     backend: ``None`` (best for the inputs and ``exact``), ``"triton"``, ``"triton_exact"`` or ``"torch"``.
 
-    Returns a new contiguous tensor shaped like x. Raises ``UnsupportedInputError`` naming
+    Returns a new contiguous tensor shaped like x (FP8: the pair above). Raises ``UnsupportedInputError`` naming
     every reason when no backend can serve the inputs.
     """
+    if out_dtype is not None:
+        return R.fp8_call(LN_MODULATE, _fp8_op, (x, scale, shift, weight, bias), out_dtype, eps, scale_offset, exact,
+                          backend)
     if is_compiling():
         return _custom_op(x, scale, shift, weight, bias, float(eps), float(scale_offset), backend, exact)
     return LN_MODULATE.plan((x, scale, shift, weight, bias), backend, exact)(
@@ -79,3 +91,11 @@ def _fake(x, scale, shift, weight, bias, eps, scale_offset, backend=None, exact=
 
 
 _custom_op = LN_MODULATE.custom_op("ln_modulate", fake=_fake, schema=R.SCHEMA)
+
+
+def _fake_fp8(x, scale, shift, weight, bias, out_dtype, eps, scale_offset, backend=None, exact=None):
+    LN_MODULATE.validate(x, scale, shift, weight, bias, options=(("out_dtype", out_dtype),))
+    return R.fake_result_fp8(x, out_dtype)
+
+
+_fp8_op = LN_MODULATE.custom_op("ln_modulate_fp8", fake=_fake_fp8, schema=R.SCHEMA_FP8, keyed=("out_dtype",))
