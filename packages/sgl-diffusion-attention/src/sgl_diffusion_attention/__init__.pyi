@@ -3,6 +3,7 @@
 import torch
 
 from .__about__ import __version__ as __version__
+from .attention_error import AttentionError as AttentionError
 from .block_map import BlockMap as BlockMap
 from .usp_mesh import UspMesh as UspMesh
 
@@ -26,6 +27,19 @@ def attention(
 def attention_autotune_cache(
     path: str | None,
 ) -> None: ...
+
+def attention_error(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    out: torch.Tensor,
+    *,
+    block_map: BlockMap | None = None,
+    block: int | tuple[int, int] | None = None,
+    layout: str = 'bshd',
+    scale: float | None = None,
+    kv_lens: torch.Tensor | None = None,
+) -> AttentionError: ...
 
 def video_block_map(
     grid: tuple[int, int, int],
@@ -212,11 +226,13 @@ def usp_attention_reference(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 __all__ = [
+    "AttentionError",
     "BlockMap",
     "UspMesh",
     "__version__",
     "attention",
     "attention_autotune_cache",
+    "attention_error",
     "attention_reference",
     "block_map_from_mask",
     "block_sparse_attention",

@@ -7,6 +7,8 @@ EXPORTS: dict[str, str] = {
     "can_use_attention": "attention",
     "attention_reference": "attention",
     "attention_autotune_cache": "attention",
+    "AttentionError": "attention_error",
+    "attention_error": "attention_error",
     "BlockMap": "block_map",
     "video_block_map": "block_map",
     "block_map_from_mask": "block_map",

@@ -29,10 +29,12 @@ from sgl_diffusion_activation import silu_and_mul_reference as silu_and_mul_refe
 from sgl_diffusion_activation import silu_mul as silu_mul
 from sgl_diffusion_activation import silu_mul_reference as silu_mul_reference
 from sgl_diffusion_activation import silu_reference as silu_reference
+from sgl_diffusion_attention import AttentionError as AttentionError
 from sgl_diffusion_attention import BlockMap as BlockMap
 from sgl_diffusion_attention import UspMesh as UspMesh
 from sgl_diffusion_attention import attention as attention
 from sgl_diffusion_attention import attention_autotune_cache as attention_autotune_cache
+from sgl_diffusion_attention import attention_error as attention_error
 from sgl_diffusion_attention import attention_reference as attention_reference
 from sgl_diffusion_attention import block_map_from_mask as block_map_from_mask
 from sgl_diffusion_attention import block_sparse_attention as block_sparse_attention
@@ -214,6 +216,7 @@ class MissingDistributionError(ImportError):
     def __init__(self, attr: str, module: str, distribution: str) -> None: ...
 
 __all__ = [
+    "AttentionError",
     "BackendRejectedWarning",
     "BitExactFusionGate",
     "BlockMap",
@@ -243,6 +246,7 @@ __all__ = [
     "apply_rope_reference",
     "attention",
     "attention_autotune_cache",
+    "attention_error",
     "attention_reference",
     "block_map_from_mask",
     "block_sparse_attention",

@@ -37,6 +37,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "can_use_attention",
         "attention_reference",
         "attention_autotune_cache",
+        "AttentionError",
+        "attention_error",
         "BlockMap",
         "video_block_map",
         "block_map_from_mask",
