@@ -337,3 +337,35 @@ def test_fp8_compile_fullgraph():
     testing.assert_exact(compiled(x, mod), block(x, mod))
     torch.library.opcheck(torch.ops.sgl_diffusion.ln_modulate_fp8.default,
                           (x, mod[:, :1], None, None, None, torch.float8_e4m3fn, 1e-6, 1.0, None, None))
+
+
+@pytest.mark.parametrize("norm_kind", ["layer", "rms"])
+@pytest.mark.parametrize("D", [40, 9000])
+def test_fp8_result_gated_residual_norm_modulate(norm_kind, D):
+    """The gated op's FP8 out: the new residual still bit-exact, out within the FP8 contract."""
+    g = torch.Generator().manual_seed(D)
+    r, u = (torch.randn(2, 3, D, generator=g).to(torch.bfloat16) for _ in range(2))
+    gate, sc = (torch.randn(2, 1, D, generator=g).to(torch.bfloat16) for _ in range(2))
+    sh = torch.randn(D, generator=g).to(torch.bfloat16)
+    fp8 = torch.float8_e4m3fn
+    fn, ref = norm.gated_residual_norm_modulate, norm.gated_residual_norm_modulate_reference
+    rq, rs, rnew = ref(r, u, gate, sc, sh, norm=norm_kind, out_dtype=fp8)
+    want = quantize_rows_by_hand(ref(r, u, gate, sc, sh, norm=norm_kind)[0], fp8)
+    assert torch.equal(rq.view(torch.uint8), want[0].view(torch.uint8)) and torch.equal(rs, want[1])
+    backends = ["torch"] + (["triton"] if triton_interpret() else [])
+    for backend in backends:
+        q, s, new = fn(r, u, gate, sc, sh, norm=norm_kind, out_dtype=fp8, backend=backend)
+        testing.assert_exact(new, rnew)
+        assert_fp8_close("norm.gated_residual_norm_modulate", q, s, rq, rs, torch.bfloat16)
+    with pytest.raises(UnsupportedInputError, match="out_dtype"):
+        fn(r, u, gate, sc, sh, norm=norm_kind, out_dtype=torch.float16)
+
+    def block(r, u):
+        q, s, new = fn(r, u, gate, sc, sh, norm=norm_kind, out_dtype=fp8)
+        return q.float() * s, new
+
+    torch._dynamo.reset()
+    got = torch.compile(block, fullgraph=True, backend="aot_eager")(r, u)
+    want_c = block(r, u)
+    testing.assert_exact(got[0], want_c[0])
+    testing.assert_exact(got[1], want_c[1])

@@ -156,3 +156,29 @@ def test_fp8_result_production_shapes(name, B, S, D, layout):
     testing.assert_close(s, rs, atol=0.0, rtol=rtol)
     bound = atol + fatol * rs + (rtol + frtol) * (rq.float() * rs).abs()
     assert bool(((q.float() * s - rq.float() * rs).abs() <= bound).all())
+
+
+@pytest.mark.parametrize("B,S,D", [(1, 4608, 3072), (1, 75600, 5120)])
+def test_fp8_result_gated_production_shapes(B, S, D):
+    """gated_residual_norm_modulate's FP8 out at FLUX / Wan shapes: new residual bit-exact, out within the FP8
+    contract against the chain then row-wise quantization."""
+    from sgl_diffusion_core import device_arch, tensor_platform, vendor
+
+    plat = tensor_platform(torch.device("cuda"))
+    arch = device_arch(plat, 0)
+    fmt = "float8_e4m3fnuz" if str(arch) == "gfx942" else "float8_e4m3fn"
+    if not vendor.fp8_native(plat, arch, fmt):
+        pytest.skip(f"this GPU ({arch}) stores no FP8 format the kernel writes")
+    fp8 = getattr(torch, fmt)
+    r, sc, sh = _inputs(B, S, D, "per-sample")
+    u, gate = torch.randn_like(r), sc * 0.5
+    fn, ref = norm.gated_residual_norm_modulate, norm.gated_residual_norm_modulate_reference
+    q, s, new = fn(r, u, gate, sc, sh, out_dtype=fp8)
+    rq, rs, rnew = ref(r, u, gate, sc, sh, out_dtype=fp8)
+    testing.assert_exact(new, rnew)
+    spec = next(sp for sp in REGISTRY.specs("norm.gated_residual_norm_modulate") if sp.backend == "triton")
+    atol, rtol = spec.contract.tolerance(r.dtype)
+    fatol, frtol = spec.contract.tolerance(fp8)
+    testing.assert_close(s, rs, atol=0.0, rtol=rtol)
+    bound = atol + fatol * rs + (rtol + frtol) * (rq.float() * rs).abs()
+    assert bool(((q.float() * s - rq.float() * rs).abs() <= bound).all())

@@ -29,9 +29,10 @@ def gated_residual_norm_modulate(
     bias: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
+    out_dtype: torch.dtype | None = None,
     exact: bool | None = None,
     backend: str | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]: ...
+) -> tuple[torch.Tensor, torch.Tensor] | tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
 
 def group_norm_silu(
     x: torch.Tensor,
@@ -141,6 +142,7 @@ def can_use_gated_residual_norm_modulate(
     bias: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
+    out_dtype: torch.dtype | None = None,
     exact: bool | None = None,
     backend: str | None = None,
 ) -> bool: ...
@@ -157,7 +159,8 @@ def gated_residual_norm_modulate_reference(
     bias: torch.Tensor | None = None,
     eps: float = 1e-06,
     scale_offset: float = 1.0,
-) -> tuple[torch.Tensor, torch.Tensor]: ...
+    out_dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, torch.Tensor] | tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
 
 def can_use_group_norm_silu(
     x: torch.Tensor,

@@ -224,7 +224,7 @@ def describe_row_norm(
     sc = mod_layout("scale", scale, g, problems) if scale is not None else None
     sh = mod_layout("shift", shift, g, problems) if shift is not None else None
     desc.layouts = tuple(dict.fromkeys(lay.tag for lay in (sc, sh) if lay is not None))
-    fp8 = _fp8_format(op, modulated, out_dtype, desc, problems)
+    fp8 = fp8_format(op, modulated, out_dtype, desc, problems)
     geom = None
     if not problems:
         geom = Geometry(op_id, norm, g, sc, sh, chain_dtypes(norm, x.dtype, scale, shift, weight, bias),
@@ -233,7 +233,7 @@ def describe_row_norm(
     return desc
 
 
-def _fp8_format(op: str, modulated: bool, out_dtype, desc: InputDesc, problems: list[str]) -> str | None:
+def fp8_format(op: str, modulated: bool, out_dtype, desc: InputDesc, problems: list[str]) -> str | None:
     """The FP8 format ``out_dtype`` asks for (tagging ``desc``), None for the default result."""
     if out_dtype is None:
         return None

@@ -125,7 +125,7 @@ def _row_norm_kernel(
     or streamed in ``CHUNKS`` chunks); the constexpr branches compile away, so each build is
     short, and the shared helpers carry the arithmetic.
 
-    ``FP8`` (ln_modulate / rms_modulate with an FP8 ``out_dtype``): the result is rounded to x's
+    ``FP8`` (an FP8 ``out_dtype`` of the modulated norms): the result is rounded to x's
     dtype (what the chain it is compared with holds), the row's amax gives its scale (``QS``, one
     per row) and ``Y`` receives the FP8 codes; a chunked row computes its output twice, once for
     the amax and once for the codes (its inputs are still in L1/L2).
@@ -197,7 +197,8 @@ def _row_norm_kernel(
             for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
                 offs = c * BLOCK + cols
                 mask = offs < D
-                x = tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+                x = _row_values(x_row, u_row, g_row, nr_row, offs, mask, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT,
+                                False, True)
                 y = _affine_modulate((x - mean) * rstd, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
                                      HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
                 y = triton_math.round_to(y, X.dtype.element_ty)
@@ -341,8 +342,22 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": True, "HAS_SHIFT": shift is not None,
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": True, "HAS_GATE": gate is not None,
         "T1R": TL_DTYPES[geom.t1], "SUM_DT": TL_DTYPES[geom.sum], "NR_DT": TL_DTYPES[residual.dtype],
-    }, fp_fusion=False)
+    }, fp_fusion=False, fp8=_fp8_constexprs(geom.fp8))
     shape, dtype, device = g.shape, residual.dtype, residual.device
+    if geom.fp8 is not None:  # out_dtype=FP8: ``(.., norm, out_dtype, eps, scale_offset) -> (codes, scales, new)``
+        fp8, bits = geom.fp8_dtype, triton_math.FP8_BITS
+
+        def run_fp8(residual, update, gate, scale, shift, weight, bias, _norm, out_dtype, eps, scale_offset):
+            out = torch.empty(shape, dtype=fp8, device=device)
+            qs = torch.empty((*shape[:-1], 1), dtype=torch.float32, device=device)
+            new = torch.empty(shape, dtype=dtype, device=device)
+            x = residual
+            launch(x, scale, x if shift is None else shift, x if weight is None else weight,
+                   x if bias is None else bias, out.view(torch.uint8) if bits else out, update,
+                   update if gate is None else gate, new, qs, *scalars, eps, scale_offset)
+            return out, qs, new
+
+        return run_fp8
 
     def run(residual, update, gate, scale, shift, weight, bias, _norm, eps, scale_offset):
         out = torch.empty(shape, dtype=dtype, device=device)
@@ -447,4 +462,9 @@ def aot_variants_gated(platform: str = "cuda"):
                 v = _variant(platform, f"gated_residual_norm_modulate[norm={norm}]", dt, D, 75600, norm, scale=True,
                              affine=False, res=True)
                 out[v.name] = v
+    for fmt in (vendor.E4M3FN, vendor.E4M3FNUZ) if platform == "hip" else (vendor.E4M3FN,):  # FP8 out_dtype
+        for D, rows in ((3072, 4608), (5120, 75600)):
+            v = _variant(platform, "gated_residual_norm_modulate[norm=0]", tl.bfloat16, D, rows, 0, scale=True,
+                         affine=False, res=True, fp8=fmt)
+            out[v.name] = v
     return list(out.values())
