@@ -131,12 +131,8 @@ def test_tensors_on_a_device_that_is_not_current():
     assert out.device == x.device
 
 
-@pytest.mark.parametrize("name", ["ln_modulate", "rms_modulate"])
-@pytest.mark.parametrize("B,S,D,layout", [(1, 4608, 3072, "per-sample"), (1, 75600, 5120, "per-sample"),
-                                          (1, 75600, 5120, "per-token"), (2, 4096, 2240, "per-sample")])
-def test_fp8_result_production_shapes(name, B, S, D, layout):
-    """The FP8 result of the triton backend against the chain then row-wise quantization (the contract:
-    dequantized values within x's tolerance plus one FP8 ulp; scales within x's rtol)."""
+def _device_fp8() -> torch.dtype:
+    """The FP8 format this GPU stores (gfx942: e4m3fnuz, else e4m3fn); skips where it stores none."""
     from sgl_diffusion_core import device_arch, tensor_platform, vendor
 
     plat = tensor_platform(torch.device("cuda"))
@@ -144,7 +140,16 @@ def test_fp8_result_production_shapes(name, B, S, D, layout):
     fmt = "float8_e4m3fnuz" if str(arch) == "gfx942" else "float8_e4m3fn"
     if not vendor.fp8_native(plat, arch, fmt):
         pytest.skip(f"this GPU ({arch}) stores no FP8 format the kernel writes")
-    fp8 = getattr(torch, fmt)
+    return getattr(torch, fmt)
+
+
+@pytest.mark.parametrize("name", ["ln_modulate", "rms_modulate"])
+@pytest.mark.parametrize("B,S,D,layout", [(1, 4608, 3072, "per-sample"), (1, 75600, 5120, "per-sample"),
+                                          (1, 75600, 5120, "per-token"), (2, 4096, 2240, "per-sample")])
+def test_fp8_result_production_shapes(name, B, S, D, layout):
+    """The FP8 result of the triton backend against the chain then row-wise quantization (the contract:
+    dequantized values within x's tolerance plus one FP8 ulp; scales within x's rtol)."""
+    fp8 = _device_fp8()
     fn, ref = getattr(norm, name), getattr(norm, f"{name}_reference")
     x, sc, sh = _inputs(B, S, D, layout)
     q, s = fn(x, sc, sh, out_dtype=fp8)
@@ -162,14 +167,7 @@ def test_fp8_result_production_shapes(name, B, S, D, layout):
 def test_fp8_result_gated_production_shapes(B, S, D):
     """gated_residual_norm_modulate's FP8 out at FLUX / Wan shapes: new residual bit-exact, out within the FP8
     contract against the chain then row-wise quantization."""
-    from sgl_diffusion_core import device_arch, tensor_platform, vendor
-
-    plat = tensor_platform(torch.device("cuda"))
-    arch = device_arch(plat, 0)
-    fmt = "float8_e4m3fnuz" if str(arch) == "gfx942" else "float8_e4m3fn"
-    if not vendor.fp8_native(plat, arch, fmt):
-        pytest.skip(f"this GPU ({arch}) stores no FP8 format the kernel writes")
-    fp8 = getattr(torch, fmt)
+    fp8 = _device_fp8()
     r, sc, sh = _inputs(B, S, D, "per-sample")
     u, gate = torch.randn_like(r), sc * 0.5
     fn, ref = norm.gated_residual_norm_modulate, norm.gated_residual_norm_modulate_reference
