@@ -30,6 +30,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "eligible",
     "warp_size",
     "WARP_SIZE",
+    "vendor",
     "MODULATION_LAYOUTS",
     "ModLayout",
     "RowGeometry",
