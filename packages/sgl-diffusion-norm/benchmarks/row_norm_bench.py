@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
-from sgl_diffusion_core import bench, testing
+from sgl_diffusion_core import bench, quantize_fp8_torch, testing
 
 # name -> (B, S, D)
 SHAPES: dict[str, tuple[int, int, int]] = {
@@ -290,15 +290,9 @@ def ln_modulate_cases(
         del x, scale, shift, out
 
 
-def _quantize_rows(y: torch.Tensor, fp8: torch.dtype):
-    """``quantize_fp8``'s row-wise quantization in torch: what a pipeline runs after the bf16 op."""
-    fmax = torch.finfo(fp8).max
-    scale = y.float().abs().amax(-1, keepdim=True).clamp_min(1e-12) / fmax
-    return (y.float() / scale).clamp(-fmax, fmax).to(fp8), scale
-
-
 def _ln_fp8_eager(x, scale, shift, L, fp8):
-    return _quantize_rows(_ln_eager(x, scale, shift, L), fp8)
+    """The bf16 chain, then a row-wise quantization in torch: what a pipeline runs without the fused op."""
+    return quantize_fp8_torch(_ln_eager(x, scale, shift, L), fp8, "row")
 
 
 def _ln_fp8_case(name: str, device: torch.device, dtype: torch.dtype) -> bench.BenchCase:
@@ -318,12 +312,8 @@ def _ln_fp8_case(name: str, device: torch.device, dtype: torch.dtype) -> bench.B
     def check(x=x, scale=scale, shift=shift):
         rq, rs = ln_modulate_reference(x, scale, shift, out_dtype=fp8)
         got_q, got_s = ln_modulate(x, scale, shift, out_dtype=fp8)
-        atol, rtol = _tolerance("norm.ln_modulate", x.dtype)
-        fatol, frtol = _tolerance("norm.ln_modulate", fp8)
-        testing.assert_close(got_s, rs, atol=0.0, rtol=rtol)
-        bound = atol + fatol * rs + (rtol + frtol) * (rq.float() * rs).abs()
-        excess = ((got_q.float() * got_s - rq.float() * rs).abs() - bound).max().item()
-        assert excess <= 0, f"FP8 result beyond its tolerance by {excess}"
+        testing.assert_fp8_close(got_q, got_s, rq, rs, tolerance=_tolerance("norm.ln_modulate", x.dtype),
+                                 fp8_tolerance=_tolerance("norm.ln_modulate", fp8))
 
     nbytes = bench.tensor_bytes(x, q, qs) + 2 * D * scale.element_size()
     return bench.BenchCase(

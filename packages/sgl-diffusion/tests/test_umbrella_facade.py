@@ -31,6 +31,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "warp_size",
     "WARP_SIZE",
     "vendor",
+    "quantize_fp8_torch",
     "MODULATION_LAYOUTS",
     "ModLayout",
     "RowGeometry",

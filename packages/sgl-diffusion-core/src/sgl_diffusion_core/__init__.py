@@ -17,6 +17,7 @@ from .errors import (
     UnknownOpError,
     UnsupportedInputError,
 )
+from .fp8 import quantize_fp8_torch
 from .gate import BitExactFusionGate, FusionFallbackWarning, call_signature
 from .launch import RowConfig, TileConfig, next_pow2, warps_for
 from .modulation import (
@@ -149,6 +150,7 @@ __all__ = [
     "warp_size",
     "WARP_SIZE",
     "vendor",
+    "quantize_fp8_torch",
     "register",
     "register_custom_op",
     "register_op",

@@ -88,6 +88,29 @@ def assert_close(
         raise AssertionError(_report(f"not close (atol={atol:g}, rtol={rtol:g})", a, e, bad, err, worst))
 
 
+def assert_fp8_close(codes: torch.Tensor, scale: torch.Tensor, ref_codes: torch.Tensor, ref_scale: torch.Tensor, *,
+                     tolerance: tuple[float, float], fp8_tolerance: tuple[float, float], worst: int = 5) -> None:
+    """The contract of an FP8 result (codes and their scales) against its reference, when the values it
+    quantizes may differ from the reference's within ``tolerance`` ``(atol, rtol)`` (a close kernel):
+    scales within ``rtol``; dequantized values ``codes * scale`` within ``atol + fp8_atol * ref_scale +
+    (rtol + fp8_rtol) * |ref|``, i.e. that tolerance plus one FP8 ulp (``fp8_tolerance``: the format's
+    subnormal step, in codes, and its relative spacing)."""
+    _check_meta(codes, ref_codes)
+    _check_meta(scale, ref_scale)
+    atol, rtol = tolerance
+    fatol, frtol = fp8_tolerance
+    assert_close(scale, ref_scale, atol=0.0, rtol=rtol, worst=worst)
+    a = (codes.detach().cpu().double() * scale.detach().cpu().double())
+    e = (ref_codes.detach().cpu().double() * ref_scale.detach().cpu().double())
+    err = (a - e).abs()
+    bound = atol + fatol * ref_scale.detach().cpu().double() + (rtol + frtol) * e.abs()
+    same_nonfinite = (~e.isfinite()) & ((a == e) | (a.isnan() & e.isnan()))
+    bad = ~((err <= bound) | same_nonfinite)
+    if bool(bad.any()):
+        raise AssertionError(_report(f"FP8 result not close (value atol={atol:g}, rtol={rtol:g}; one FP8 ulp)", a, e,
+                                     bad, err.nan_to_num(float("inf")), worst))
+
+
 def default_test_device() -> torch.device:
     """The device a package's tests run on: the GPU when there is one, else the CPU."""
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")

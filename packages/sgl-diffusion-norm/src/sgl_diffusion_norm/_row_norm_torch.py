@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from sgl_diffusion_core import broadcast_view, row_geometry, vendor
+from sgl_diffusion_core import broadcast_view, quantize_fp8_torch, row_geometry
 
 _HALF = (torch.bfloat16, torch.float16)
 
@@ -101,10 +101,5 @@ def gated_chain(
 
 
 def quantize_rows(y: torch.Tensor, fp8: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """``y`` quantized per row to FP8 ``fp8``: ``scale = max(amax(|y|), 1e-12) / fp8_max`` (fp32, ``[..., 1]``),
-    codes ``clamp(y / scale, +-fp8_max)`` rounded to nearest even (``quantize_fp8``'s row-wise definition)."""
-    fmax = vendor.FP8_MAX[str(fp8).removeprefix("torch.")]
-    yf = y.float()
-    amax = yf.abs().amax(dim=-1, keepdim=True) if y.shape[-1] else yf.new_zeros((*y.shape[:-1], 1))
-    scale = amax.clamp_min(vendor.FP8_MIN_AMAX) / fmax
-    return (yf / scale).clamp(-fmax, fmax).to(fp8).contiguous(), scale.contiguous()
+    """``y`` quantized per row to FP8 ``fp8`` (``quantize_fp8``'s row-wise definition, core's)."""
+    return quantize_fp8_torch(y, fp8, "row")
