@@ -314,6 +314,12 @@ def test_fp8_selection_and_refusals():
     with pytest.raises(UnsupportedInputError, match="fp8-out"):  # the exact kernel writes no FP8
         norm.ln_modulate(x, sc, out_dtype=fp8, backend="triton_exact")
     assert explain(OP, x, sc, out_dtype=fp8).chosen == "torch"  # on the CPU: the reference
+    # exact=None asks for no exact backend here (the result is a quantization): the close Triton kernel
+    # is refused for the device only, as the call itself would choose it on a GPU
+    reasons = {v.backend: " ".join(v.reasons) for v in explain(norm.ln_modulate, x, sc, out_dtype=fp8).verdicts}
+    assert "exact" not in reasons["triton"] and "interpreter" in reasons["triton"]
+    assert "exact result was requested" in " ".join(
+        next(v.reasons for v in explain(OP, x, sc, out_dtype=fp8, exact=True).verdicts if v.backend == "triton"))
     assert norm.can_use_ln_modulate(x, sc, out_dtype=fp8, backend="torch")
     empty = norm.ln_modulate(x[:, :0], sc, out_dtype=fp8)
     assert empty[0].shape == (2, 0, 32) and empty[0].dtype == fp8 and empty[1].shape == (2, 0, 1)

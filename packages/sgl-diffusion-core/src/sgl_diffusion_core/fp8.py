@@ -23,5 +23,7 @@ def quantize_fp8_torch(x: torch.Tensor, dtype: torch.dtype,
         amax = xf.abs().amax(dim=-1, keepdim=True) if x.shape[-1] else xf.new_zeros((*x.shape[:-1], 1))
     else:
         amax = xf.abs().amax() if x.numel() else xf.new_zeros(())
-    scale = amax.clamp_min(vendor.FP8_MIN_AMAX) / fmax
+    # IEEE division on every device: ATen divides by a Python scalar as a multiplication by its
+    # reciprocal on CUDA (one fp32 ulp off for most amax); a 0-dim tensor on x's device is divided
+    scale = amax.clamp_min(vendor.FP8_MIN_AMAX) / amax.new_full((), fmax)
     return (xf / scale).clamp(-fmax, fmax).to(dtype).contiguous(), scale.contiguous()

@@ -431,10 +431,13 @@ register_op = REGISTRY.register_op
 register = REGISTRY.register
 
 
-def _honours(spec: KernelSpec, exact: bool | None, opdef: OpDef, backend: str | None = None) -> bool:
+def _honours(spec: KernelSpec, exact: bool | None, opdef: OpDef, desc: InputDesc,
+             backend: str | None = None) -> bool:
     # exact=None with an explicit backend: that backend under its own contract (the op's
-    # default_exact steers automatic selection only)
-    want = (opdef.default_exact if backend is None else False) if exact is None else exact
+    # default_exact steers automatic selection only; a description may override it for its
+    # call with info["default_exact"], e.g. an FP8 result, which is a quantization)
+    default = desc.info.get("default_exact", opdef.default_exact)
+    want = (default if backend is None else False) if exact is None else exact
     return not want or spec.contract.kind == "exact"
 
 
@@ -462,7 +465,7 @@ def select_impl(
             )
         spec = chosen[0]
         reasons = spec.reasons(desc, explicit=True, distribution=opdef.distribution)
-        if not _honours(spec, exact, opdef, backend):
+        if not _honours(spec, exact, opdef, desc, backend):
             reasons.append(f"contract is {spec.contract.kind}, but exact=True was requested")
         if reasons:
             raise UnsupportedInputError(
@@ -474,7 +477,7 @@ def select_impl(
     all_reasons: dict[str, list[str]] = {}
     for spec in specs:
         reasons = spec.reasons(desc, distribution=opdef.distribution)
-        if not _honours(spec, exact, opdef):
+        if not _honours(spec, exact, opdef, desc):
             reasons.append(f"contract is {spec.contract.kind}, but an exact result was requested")
         if not reasons:
             return spec
@@ -510,7 +513,7 @@ def explain(op: Any, *args: Any, **kwargs: Any) -> Explanation:
         reasons = list(desc.problems) + spec.reasons(
             desc, explicit=backend == spec.backend, distribution=opdef.distribution
         )
-        if not _honours(spec, exact, opdef, backend):
+        if not _honours(spec, exact, opdef, desc, backend):
             reasons.append(f"contract is {spec.contract.kind}, but an exact result was requested")
         if backend is not None and spec.backend != backend:
             reasons.append(f"backend={backend!r} was requested")
@@ -532,4 +535,4 @@ def eligible(op_id: str, desc: InputDesc, *, exact: bool | None = None) -> list[
     if desc.problems:
         return []
     return [s for s in REGISTRY.specs(op_id)
-            if not s.reasons(desc, distribution=opdef.distribution) and _honours(s, exact, opdef)]
+            if not s.reasons(desc, distribution=opdef.distribution) and _honours(s, exact, opdef, desc)]

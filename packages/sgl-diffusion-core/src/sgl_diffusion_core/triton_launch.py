@@ -3,9 +3,14 @@
 ``kernel[grid](*args, **constexprs)`` re-binds and re-specializes every argument on every
 call; with ~20 arguments that costs more host time than the kernel takes at image sizes.
 A :class:`PreparedLaunch` fixes grid, constexprs and launch options once per call
-signature and, after the first launch, calls the compiled kernel directly
-(``CompiledKernel[grid](*args)``) while every pointer keeps the 16-byte alignment it was
-specialized for. Any other call takes the regular JIT path, which re-specializes.
+signature and, after the first launch, calls the compiled kernel's launcher directly while
+every pointer keeps the 16-byte alignment it was specialized for. Any other call takes the
+regular JIT path, which re-specializes.
+
+The direct call passes ``None`` for Triton's launch hooks while no hook is installed: the
+regular path builds launch metadata and calls the two (empty) hook chains from C on every
+launch, which at tiny sizes is a fifth of the host time. With a hook installed (a profiler
+such as proton) the regular ``CompiledKernel[grid]`` runner is used, hooks included.
 
 Contract for callers: integer arguments that are not in the kernel's
 ``do_not_specialize`` list must be the same on every call of one PreparedLaunch (they
@@ -17,6 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+
+try:  # the hook chains Triton calls around each launch (absent on builds without knobs)
+    from triton import knobs as _knobs
+except ImportError:  # pragma: no cover - every supported Triton has knobs
+    _knobs = None
 
 
 def _raw_stream(index: int) -> int:
@@ -45,6 +55,7 @@ class PreparedLaunch:
         self.options = {**options, "enable_fp_fusion": fp_fusion}
         self._direct = direct
         self._runner = None
+        self._raw = None  # (run, grid, function, packed metadata) of the compiled kernel
         # Triton launches on the *current* CUDA device; tensors on another device would be
         # read through foreign pointers. Remember the tensors' device and switch to it.
         self._device_index = device.index if device is not None and device.type == "cuda" else None
@@ -70,8 +81,30 @@ class PreparedLaunch:
             # cuPointerGetAttribute per argument); devices were validated when the plan was made.
             # The stream is the tensors' device's current one, read directly (the runner would
             # ask the driver for the current device first).
-            runner(*ptrs, *args[n:], *self._const_tail, stream=_raw_stream(self._device_index))
+            stream = _raw_stream(self._device_index)
+            raw = self._raw
+            if raw is not None and not (_knobs.runtime.launch_enter_hook.calls
+                                        or _knobs.runtime.launch_exit_hook.calls):
+                run, grid, function, meta = raw
+                run(*grid, stream, function, meta, None, None, None, *ptrs, *args[n:], *self._const_tail)
+            else:
+                runner(*ptrs, *args[n:], *self._const_tail, stream=stream)
             return
         compiled = self.kernel[self.grid](*args, **self.constexprs, **self.options)
         if self._direct and not misaligned and compiled is not None and hasattr(compiled, "__getitem__"):
-            self._runner = compiled[self.grid]
+            self._runner = compiled[self.grid]  # loads the module: function and run exist from here
+            self._raw = _raw_launch(compiled, self.grid)
+
+
+def _raw_launch(compiled: Any, grid: tuple[int, int, int]) -> tuple | None:
+    """``(run, grid, function, packed_metadata)`` of a loaded compiled kernel, for a launch without
+    Triton's runner wrapper; None where this Triton's compiled kernel lacks one of them or its hooks
+    are not the chains this module reads (the runner is used then)."""
+    hooks = getattr(_knobs, "runtime", None)
+    if not all(hasattr(getattr(hooks, h, None), "calls") for h in ("launch_enter_hook", "launch_exit_hook")):
+        return None
+    parts = tuple(getattr(compiled, a, None) for a in ("run", "function", "packed_metadata"))
+    if any(p is None for p in parts):
+        return None
+    run, function, meta = parts
+    return run, grid, function, meta

@@ -230,6 +230,8 @@ def describe_row_norm(
         geom = Geometry(op_id, norm, g, sc, sh, chain_dtypes(norm, x.dtype, scale, shift, weight, bias),
                         desc.platform, GATES[op_id], fp8)
     desc.info = {"geom": geom, "empty": x.numel() == 0}
+    if fp8 is not None:  # exact=None means close for a quantized result (``exact=True`` runs the reference)
+        desc.info["default_exact"] = False
     return desc
 
 
@@ -288,8 +290,8 @@ SCHEMA_FP8 = ("(Tensor x, Tensor? scale, Tensor? shift, Tensor? weight, Tensor? 
 
 def fp8_call(op, custom_op, tensors: tuple, out_dtype, eps, scale_offset, exact, backend):
     """``ln_modulate`` / ``rms_modulate`` with an FP8 ``out_dtype``: ``(codes, row scales)``. ``exact=None``
-    means close here (the result is a quantization); ``exact=True`` runs the reference."""
-    exact = False if exact is None else exact
+    means close here (the result is a quantization: the description says so, :func:`describe_row_norm`);
+    ``exact=True`` runs the reference."""
     if is_compiling():
         return custom_op(*tensors, out_dtype, float(eps), float(scale_offset), backend, exact)
     return op.plan(tensors, backend, exact, (("out_dtype", out_dtype),))(*tensors, out_dtype, eps, scale_offset)

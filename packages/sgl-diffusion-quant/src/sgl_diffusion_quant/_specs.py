@@ -58,6 +58,8 @@ EXECUTED_TORCH = ("cpu",)
 EPILOGUES = (None, "gelu_tanh", "gated_residual")
 LAYOUT_ALIGNED = "k16-n16"  # K and N multiples of 16 (cuBLASLt's FP8 GEMM)
 LAYOUT_UNALIGNED = "unaligned"
+# residual + gate * y cancels far below the rounding of a bf16 product: only a fused epilogue serves it
+LAYOUT_GATED = "gated-residual epilogue (needs the product unrounded)"
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 
 LINEAR_TRITON_CAPS = Capabilities(platforms=("cuda", "hip"), dtypes=(*OUT_DTYPES, E4M3FN, E4M3FNUZ),

@@ -3,7 +3,8 @@
 Backends: ``fp8_linear_triton`` (``triton``: a tiled FP8 GEMM with the scales, bias and epilogue
 fused),
 ``fp8_linear_torch:prepare_scaled_mm`` (``scaled_mm``: ``torch._scaled_mm``, CUDA sm_90+, the
-epilogue applied after) and ``fp8_linear_torch`` (the reference, any device). With
+bias and GELU applied after; it refuses the gated residual, whose sum cancels below the bf16 product's
+rounding) and ``fp8_linear_torch`` (the reference, any device). With
 ``backend=None`` and no epilogue, ``scaled_mm`` is preferred where it serves; otherwise the
 fused Triton GEMM (``_PreferScaledMm``).
 """
@@ -137,7 +138,10 @@ def describe_fp8_linear(x_fp8, x_scale, w_fp8, w_scale, bias=None, residual=None
             problems.append(why)
     if problems:
         return InputDesc(platform, arch, problems=problems)
-    aligned = S.LAYOUT_ALIGNED if K % 16 == 0 and N % 16 == 0 else S.LAYOUT_UNALIGNED
+    if epilogue == "gated_residual":
+        aligned = S.LAYOUT_GATED
+    else:
+        aligned = S.LAYOUT_ALIGNED if K % 16 == 0 and N % 16 == 0 else S.LAYOUT_UNALIGNED
     M = x_fp8.numel() // K
     geom = LinearGeometry(lead, M, N, K, x_stride, res_stride, x_rowwise, w_rowwise, bias is not None, epilogue,
                           gate_rows, out_dtype)
@@ -219,7 +223,7 @@ def fp8_linear(x_fp8: torch.Tensor, x_scale: torch.Tensor, w_fp8: torch.Tensor, 
         (``"gated_residual"`` only).
     Returns ``[..., N]`` of ``out_dtype``.
     backend: ``None`` (``scaled_mm`` without an epilogue where it serves, else the fused Triton
-        GEMM), ``"triton"``, ``"scaled_mm"`` or ``"torch"``
+        GEMM), ``"triton"``, ``"scaled_mm"`` (not with ``"gated_residual"``) or ``"torch"``
         (the reference). Contract ``close`` (tolerances in the registry).
 
     Raises ``UnsupportedInputError`` naming every reason when no backend can serve the inputs:
