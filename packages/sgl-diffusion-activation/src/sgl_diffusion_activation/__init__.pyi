@@ -18,9 +18,10 @@ def gelu_tanh(
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
     backend: str | None = None,
     exact: bool | None = None,
-) -> torch.Tensor: ...
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def gelu(
     x: torch.Tensor,
@@ -36,18 +37,20 @@ def silu_and_mul(
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
     backend: str | None = None,
     exact: bool | None = None,
-) -> torch.Tensor: ...
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def gelu_tanh_and_mul(
     x: torch.Tensor,
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
     backend: str | None = None,
     exact: bool | None = None,
-) -> torch.Tensor: ...
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def gelu_and_mul(
     x: torch.Tensor,
@@ -106,6 +109,7 @@ def can_use_gelu_tanh(
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
     backend: str | None = None,
     exact: bool | None = None,
 ) -> bool: ...
@@ -115,7 +119,8 @@ def gelu_tanh_reference(
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
-) -> torch.Tensor: ...
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def can_use_gelu(
     x: torch.Tensor,
@@ -138,6 +143,7 @@ def can_use_silu_and_mul(
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
     backend: str | None = None,
     exact: bool | None = None,
 ) -> bool: ...
@@ -147,13 +153,15 @@ def silu_and_mul_reference(
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
-) -> torch.Tensor: ...
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def can_use_gelu_tanh_and_mul(
     x: torch.Tensor,
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
     backend: str | None = None,
     exact: bool | None = None,
 ) -> bool: ...
@@ -163,7 +171,8 @@ def gelu_tanh_and_mul_reference(
     *,
     bias: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
-) -> torch.Tensor: ...
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 
 def can_use_gelu_and_mul(
     x: torch.Tensor,

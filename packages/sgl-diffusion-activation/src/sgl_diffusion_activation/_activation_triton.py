@@ -15,6 +15,7 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, tensor_platform, triton_math
 
+from . import _act_fp8_triton
 from ._math_triton import (
     ACTS,
     activate,
@@ -49,9 +50,13 @@ def _act_kernel(
     tl.store(Y + y_row + cols, triton_math.narrow(activate(s, ACT, FAST), OUT), mask=mask)
 
 
-def prepare(geom, x, bias, out):
+def prepare(geom, x, bias, out, fp8_block: int | None = None):
     """A runner ``(x, bias, out) -> result`` for one call signature (``geom`` from the op's
-    ``describe_<op>``); the tile is ``_math_triton.tile_config``'s, the math ``math_flags``'."""
+    ``describe_<op>``); the tile is ``_math_triton.tile_config``'s, the math ``math_flags``'. An FP8
+    ``out_dtype`` (``gelu_tanh``) takes ``_act_fp8_triton``'s row kernel (``fp8_block``: its register
+    tile narrowed, for tests)."""
+    if geom.fp8 is not None:
+        return _act_fp8_triton.prepare(geom, x, bias, out, fp8_block)
     rows = geom.rows
     plat = tensor_platform(x.device)
     cfg = tile_config(geom.D, max(x.element_size(), geom.dtype.itemsize), 1, plat)
@@ -109,8 +114,8 @@ def aot_silu(platform: str = "cuda") -> list:
 
 
 def aot_gelu_tanh(platform: str = "cuda") -> list:
-    """AOT variants of ``gelu_tanh`` (:func:`aot_variants`)."""
-    return aot_variants("gelu_tanh", platform)
+    """AOT variants of ``gelu_tanh`` (:func:`aot_variants`; its FP8 result's too)."""
+    return aot_variants("gelu_tanh", platform) + _act_fp8_triton.aot_variants("gelu_tanh", False, platform)
 
 
 def aot_gelu(platform: str = "cuda") -> list:

@@ -17,7 +17,16 @@ from dataclasses import dataclass
 
 import torch
 
-from sgl_diffusion_core import InputDesc, check_tensors, device_arch, tensor_platform, writable_problem
+from sgl_diffusion_core import (
+    InputDesc,
+    Op,
+    check_tensors,
+    device_arch,
+    fp8_result_format,
+    is_compiling,
+    tensor_platform,
+    writable_problem,
+)
 
 # Leading dims a Triton kernel can index after coalescing; more is served by the torch backend.
 MAX_ROW_DIMS = 3
@@ -91,7 +100,8 @@ class Geometry:
     form (x holds ``a`` and ``b``). ``D``: output columns (for the packed GLU forms, half of
     x's last dim). ``rows``: leading dims of the operands (inputs first, the output last), or
     None when a kernel cannot index them (then only the torch backend serves).
-    ``shape``/``dtype``: of the result.
+    ``shape``/``dtype``: of the result (with an FP8 ``out_dtype``: of the values it quantizes, rounded
+    to ``dtype`` first). ``fp8``: the FP8 format of the result (``"float8_e4m3fn"``, ...), else None.
     """
 
     act: str
@@ -101,6 +111,11 @@ class Geometry:
     rows: Rows | None
     has_bias: bool
     packed: bool = False
+    fp8: str | None = None
+
+    @property
+    def fp8_dtype(self) -> torch.dtype | None:
+        return None if self.fp8 is None else getattr(torch, self.fp8)
 
 
 def _last_dim_ok(name: str, t: torch.Tensor, problems: list[str]) -> bool:
@@ -120,6 +135,8 @@ def describe_elementwise(
     bias: object = None,
     out: object = None,
     packed: bool = False,
+    out_dtype: object = None,
+    op: str = "",
 ) -> InputDesc:
     """Validate an activation call and describe it for backend selection.
 
@@ -128,6 +145,8 @@ def describe_elementwise(
         one is the main input, the others must have its shape). packed: x is ``[..., 2D]``
         holding ``a = x[..., :D]`` and ``b = x[..., D:]``. bias: ``[D]`` (``[2D]`` packed),
         added to x before the activation. out: optional preallocated result.
+    out_dtype: None, or an FP8 dtype (the ops that feed a linear layer; ``op`` names the op in the
+        messages): the result quantized per row, returned as ``(codes, scale)``; no ``out`` then.
     """
     problems: list[str] = []
     names = list(inputs)
@@ -166,7 +185,10 @@ def describe_elementwise(
             problems.append(f"bias must be a contiguous [{'2*D' if packed else 'D'}] = [{want}] tensor, got shape "
                             f"{list(bias.shape)} strides {list(bias.stride())}")
         dtype = torch.promote_types(dtype, bias.dtype)
-    if out is not None:
+    fp8, fp8_tag = fp8_result_format(op, out_dtype, platform, arch, problems)
+    if fp8 is not None and out is not None:
+        problems.append("out= is not supported with an FP8 out_dtype (the result is a new (codes, scale) pair)")
+    if out is not None and fp8 is None:
         if tuple(out.shape) != out_shape:
             problems.append(f"out has shape {list(out.shape)}; the result has shape {list(out_shape)}")
         elif out.dtype != dtype:
@@ -183,13 +205,52 @@ def describe_elementwise(
         if rows.ndim > MAX_ROW_DIMS or rows.rows > MAX_ROWS:
             rows = None
     desc.layouts = (LAYOUT_ROWS if rows is not None or empty else LAYOUT_IRREGULAR,)
+    if fp8_tag is not None:
+        desc.layouts = (*desc.layouts, fp8_tag)
     desc.last_dim = D
-    desc.info = {"geom": Geometry(act, D, out_shape, dtype, rows, bias is not None, packed), "empty": empty}
+    desc.info = {"geom": Geometry(act, D, out_shape, dtype, rows, bias is not None, packed, fp8), "empty": empty}
     return desc
 
 
+def fp8_call(op: Op, traced, x, bias, out, out_dtype, backend, exact):
+    """An FP8 ``out_dtype`` of ``gelu_tanh``, ``silu_and_mul`` or ``gelu_tanh_and_mul``: ``(codes, scale)``
+    by the op's plan (``traced``: its FP8 custom op, while ``torch.compile`` traces). ``out`` must be
+    None (describe names it otherwise)."""
+    options = (("out_dtype", out_dtype),)
+    if is_compiling():
+        if out is not None:
+            op.checked(x, bias, out, options=options)
+        return traced(x, bias, out_dtype, backend, exact)
+    return op.plan((x, bias, out), backend, exact, options)(x, bias, out)
+
+
+def fp8_fake(op: Op, packed: bool):
+    """The fake implementation of an op's FP8 custom op: codes shaped like the result, fp32 row scales."""
+
+    def fake(x, bias, out_dtype, backend=None, exact=None):
+        op.validate(x, bias, None, options=(("out_dtype", out_dtype),))
+        shape = list(x.shape)
+        if packed:
+            shape[-1] //= 2
+        return x.new_empty(shape, dtype=out_dtype), x.new_empty((*shape[:-1], 1), dtype=torch.float32)
+
+    return fake
+
+
+FP8_SCHEMA = "(Tensor x, Tensor? bias, ScalarType out_dtype, str? backend, bool? exact) -> (Tensor, Tensor)"
+
+
 def empty_result(geom: Geometry):
-    """The runner of an empty result: ``out`` itself when given, else a new empty tensor."""
+    """The runner of an empty result: ``out`` itself when given, else a new empty tensor (FP8: with its
+    empty scales)."""
+
+    if geom.fp8 is not None:
+
+        def run_fp8(first, second, out, *_):
+            return (torch.empty(geom.shape, dtype=geom.fp8_dtype, device=first.device),
+                    torch.empty((*geom.shape[:-1], 1), dtype=torch.float32, device=first.device))
+
+        return run_fp8
 
     def run(first, second, out):
         return torch.empty(geom.shape, dtype=geom.dtype, device=first.device) if out is None else out

@@ -18,6 +18,7 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, TileConfig, tensor_platform, triton_math
 
+from . import _act_fp8_triton
 from ._math_triton import (
     ACTS,
     activate,
@@ -102,7 +103,7 @@ def _flat_wide(rows: int, D: int, strides: tuple[int, ...], b_shift: int, block:
     return max(rows * D + block, (rows - 1) * max(strides) + b_shift + D + block) >= 2**31
 
 
-def prepare(geom, first, second, out):
+def prepare(geom, first, second, out, fp8_block: int | None = None):
     """A runner for one call signature: packed ``(x, bias, out)``, split ``(a, b, out)``.
 
     The kernel rule: rows that coalesce to one dim (any contiguous input) take the flat kernel,
@@ -110,7 +111,10 @@ def prepare(geom, first, second, out):
     docs/benchmarks/activation_tune_glu_evict_h200.json) the flat kernel measured 100.8 / 101.0%
     of copy at FLUX's FFN shape where the tile kernel measured 100.5 / 100.1% (silu /
     gelu_tanh), and level at Wan's (103.1-103.2%): a small edge, kept because ``silu_and_mul``
-    only ties ``torch.compile``."""
+    only ties ``torch.compile``. An FP8 ``out_dtype`` takes ``_act_fp8_triton``'s row kernel
+    (``fp8_block``: its register tile narrowed, for tests)."""
+    if geom.fp8 is not None:
+        return _act_fp8_triton.prepare(geom, first, second, out, fp8_block)
     rows = geom.rows
     plat = tensor_platform(first.device)
     widest = max(first.element_size(), geom.dtype.itemsize if geom.packed else second.element_size())
@@ -216,13 +220,13 @@ def aot_variants(act: str, packed: bool, platform: str = "cuda") -> list:
 
 
 def aot_silu_and_mul(platform: str = "cuda") -> list:
-    """AOT variants of ``silu_and_mul`` (:func:`aot_variants`)."""
-    return aot_variants("silu", True, platform)
+    """AOT variants of ``silu_and_mul`` (:func:`aot_variants`; its FP8 result's too)."""
+    return aot_variants("silu", True, platform) + _act_fp8_triton.aot_variants("silu", True, platform)
 
 
 def aot_gelu_tanh_and_mul(platform: str = "cuda") -> list:
-    """AOT variants of ``gelu_tanh_and_mul`` (:func:`aot_variants`)."""
-    return aot_variants("gelu_tanh", True, platform)
+    """AOT variants of ``gelu_tanh_and_mul`` (:func:`aot_variants`; its FP8 result's too)."""
+    return aot_variants("gelu_tanh", True, platform) + _act_fp8_triton.aot_variants("gelu_tanh", True, platform)
 
 
 def aot_gelu_and_mul(platform: str = "cuda") -> list:

@@ -12,7 +12,7 @@ import torch
 from sgl_diffusion_core import Backend, Contract, InputDesc, Op, is_compiling
 
 from . import _specs as S
-from ._geometry import describe_elementwise, empty_result
+from ._geometry import FP8_SCHEMA, describe_elementwise, empty_result, fp8_call, fp8_fake
 
 
 def _backends(aot: str) -> list[Backend]:
@@ -105,9 +105,9 @@ _silu_out_op = SILU.custom_op(
 
 
 def describe_gelu_tanh(x: torch.Tensor, bias: torch.Tensor | None = None,
-                       out: torch.Tensor | None = None) -> InputDesc:
+                       out: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> InputDesc:
     """Validate the arguments of ``gelu_tanh`` and describe them for backend selection."""
-    return describe_elementwise("gelu_tanh", {"x": x}, bias=bias, out=out)
+    return describe_elementwise("gelu_tanh", {"x": x}, bias=bias, out=out, out_dtype=out_dtype, op="gelu_tanh")
 
 
 GELU_TANH = Op(
@@ -126,7 +126,8 @@ GELU_TANH = Op(
 
 @GELU_TANH.entry
 def gelu_tanh(x: torch.Tensor, *, bias: torch.Tensor | None = None, out: torch.Tensor | None = None,
-              backend: str | None = None, exact: bool | None = None) -> torch.Tensor:
+              out_dtype: torch.dtype | None = None, backend: str | None = None,
+              exact: bool | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """``F.gelu(x + bias, approximate='tanh')``: ``0.5 * s * (1 + tanh(sqrt(2/pi) * (s + 0.044715 * s**3)))``.
 
     x: ``[..., D]`` bf16 | fp16 | fp32, last dim contiguous, any leading strides (views).
@@ -140,6 +141,8 @@ def gelu_tanh(x: torch.Tensor, *, bias: torch.Tensor | None = None, out: torch.T
 
     Raises ``UnsupportedInputError`` naming every reason when no backend can serve the inputs.
     """
+    if out_dtype is not None:
+        return fp8_call(GELU_TANH, _gelu_tanh_fp8_op, x, bias, out, out_dtype, backend, exact)
     if is_compiling():
         return _traced(_gelu_tanh_op, _gelu_tanh_out_op, x, bias, out, backend, exact)
     return GELU_TANH.plan((x, bias, out), backend, exact)(x, bias, out)
@@ -155,6 +158,10 @@ _gelu_tanh_op = GELU_TANH.custom_op(
 _gelu_tanh_out_op = GELU_TANH.custom_op(
     "gelu_tanh_out", fake=_gelu_tanh_fake_out, mutates_args=("out",),
     schema="(Tensor x, Tensor? bias, Tensor(a!) out, str? backend, bool? exact) -> ()",
+)
+_gelu_tanh_fp8_op = GELU_TANH.custom_op(
+    "gelu_tanh_fp8", fake=fp8_fake(GELU_TANH, packed=False), tensors=(0, 1, None), keyed=("out_dtype",),
+    schema=FP8_SCHEMA,
 )
 
 

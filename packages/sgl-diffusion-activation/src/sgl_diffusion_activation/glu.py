@@ -14,7 +14,7 @@ import torch
 from sgl_diffusion_core import Backend, Contract, InputDesc, Op, is_compiling
 
 from . import _specs as S
-from ._geometry import describe_elementwise, empty_result
+from ._geometry import FP8_SCHEMA, describe_elementwise, empty_result, fp8_call, fp8_fake
 
 
 def _backends(aot: str) -> list[Backend]:
@@ -68,9 +68,10 @@ def _traced(functional, with_out, first, second, out, backend, exact):
 
 
 def describe_silu_and_mul(x: torch.Tensor, bias: torch.Tensor | None = None,
-                         out: torch.Tensor | None = None) -> InputDesc:
+                         out: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> InputDesc:
     """Validate the arguments of ``silu_and_mul`` and describe them for backend selection."""
-    return describe_elementwise("silu", {"x": x}, bias=bias, out=out, packed=True)
+    return describe_elementwise("silu", {"x": x}, bias=bias, out=out, packed=True, out_dtype=out_dtype,
+                                op="silu_and_mul")
 
 
 SILU_AND_MUL = Op(
@@ -89,7 +90,8 @@ SILU_AND_MUL = Op(
 
 @SILU_AND_MUL.entry
 def silu_and_mul(x: torch.Tensor, *, bias: torch.Tensor | None = None, out: torch.Tensor | None = None,
-                 backend: str | None = None, exact: bool | None = None) -> torch.Tensor:
+                 out_dtype: torch.dtype | None = None, backend: str | None = None,
+                 exact: bool | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """``h = x + bias; F.silu(h[..., :D]) * h[..., D:]`` (SwiGLU).
 
     x: ``[..., 2*D]`` bf16 | fp16 | fp32 (the output of one fused linear), last dim contiguous,
@@ -105,6 +107,8 @@ def silu_and_mul(x: torch.Tensor, *, bias: torch.Tensor | None = None, out: torc
 
     Raises ``UnsupportedInputError`` naming every reason when no backend can serve the inputs.
     """
+    if out_dtype is not None:
+        return fp8_call(SILU_AND_MUL, _silu_and_mul_fp8_op, x, bias, out, out_dtype, backend, exact)
     if is_compiling():
         return _traced(_silu_and_mul_op, _silu_and_mul_out_op, x, bias, out, backend, exact)
     return SILU_AND_MUL.plan((x, bias, out), backend, exact)(x, bias, out)
@@ -121,15 +125,20 @@ _silu_and_mul_out_op = SILU_AND_MUL.custom_op(
     "silu_and_mul_out", fake=_silu_and_mul_fake_out, mutates_args=("out",),
     schema="(Tensor x, Tensor? bias, Tensor(a!) out, str? backend, bool? exact) -> ()",
 )
+_silu_and_mul_fp8_op = SILU_AND_MUL.custom_op(
+    "silu_and_mul_fp8", fake=fp8_fake(SILU_AND_MUL, packed=True), tensors=(0, 1, None), keyed=("out_dtype",),
+    schema=FP8_SCHEMA,
+)
 
 
 # ------------------------------------------------------------------------------- gelu_tanh_and_mul
 
 
 def describe_gelu_tanh_and_mul(x: torch.Tensor, bias: torch.Tensor | None = None,
-                              out: torch.Tensor | None = None) -> InputDesc:
+                              out: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> InputDesc:
     """Validate the arguments of ``gelu_tanh_and_mul`` and describe them for backend selection."""
-    return describe_elementwise("gelu_tanh", {"x": x}, bias=bias, out=out, packed=True)
+    return describe_elementwise("gelu_tanh", {"x": x}, bias=bias, out=out, packed=True, out_dtype=out_dtype,
+                                op="gelu_tanh_and_mul")
 
 
 GELU_TANH_AND_MUL = Op(
@@ -148,7 +157,8 @@ GELU_TANH_AND_MUL = Op(
 
 @GELU_TANH_AND_MUL.entry
 def gelu_tanh_and_mul(x: torch.Tensor, *, bias: torch.Tensor | None = None, out: torch.Tensor | None = None,
-                      backend: str | None = None, exact: bool | None = None) -> torch.Tensor:
+                      out_dtype: torch.dtype | None = None, backend: str | None = None,
+                      exact: bool | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """``h = x + bias; F.gelu(h[..., :D], approximate='tanh') * h[..., D:]`` (GeGLU).
 
     x: ``[..., 2*D]`` bf16 | fp16 | fp32 (the output of one fused linear), last dim contiguous,
@@ -164,6 +174,8 @@ def gelu_tanh_and_mul(x: torch.Tensor, *, bias: torch.Tensor | None = None, out:
 
     Raises ``UnsupportedInputError`` naming every reason when no backend can serve the inputs.
     """
+    if out_dtype is not None:
+        return fp8_call(GELU_TANH_AND_MUL, _gelu_tanh_and_mul_fp8_op, x, bias, out, out_dtype, backend, exact)
     if is_compiling():
         return _traced(_gelu_tanh_and_mul_op, _gelu_tanh_and_mul_out_op, x, bias, out, backend, exact)
     return GELU_TANH_AND_MUL.plan((x, bias, out), backend, exact)(x, bias, out)
@@ -179,6 +191,10 @@ _gelu_tanh_and_mul_op = GELU_TANH_AND_MUL.custom_op(
 _gelu_tanh_and_mul_out_op = GELU_TANH_AND_MUL.custom_op(
     "gelu_tanh_and_mul_out", fake=_gelu_tanh_and_mul_fake_out, mutates_args=("out",),
     schema="(Tensor x, Tensor? bias, Tensor(a!) out, str? backend, bool? exact) -> ()",
+)
+_gelu_tanh_and_mul_fp8_op = GELU_TANH_AND_MUL.custom_op(
+    "gelu_tanh_and_mul_fp8", fake=fp8_fake(GELU_TANH_AND_MUL, packed=True), tensors=(0, 1, None), keyed=("out_dtype",),
+    schema=FP8_SCHEMA,
 )
 
 

@@ -17,7 +17,7 @@ from .errors import (
     UnknownOpError,
     UnsupportedInputError,
 )
-from .fp8 import quantize_fp8_torch
+from .fp8 import FP8_OUT, FP8_OUT_FOREIGN, FP8_TOL, fp8_result_format, quantize_fp8_torch
 from .gate import BitExactFusionGate, FusionFallbackWarning, call_signature
 from .launch import RowConfig, TileConfig, next_pow2, warps_for
 from .modulation import (
@@ -151,6 +151,10 @@ __all__ = [
     "WARP_SIZE",
     "vendor",
     "quantize_fp8_torch",
+    "fp8_result_format",
+    "FP8_OUT",
+    "FP8_OUT_FOREIGN",
+    "FP8_TOL",
     "register",
     "register_custom_op",
     "register_op",

@@ -26,6 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import vendor
 from .platform import triton_interpret
 
 # torch storage dtype -> Triton element type, for the dtype constexprs of every kernel
@@ -198,6 +199,7 @@ def program_tile(n_tiles):
 TL_FP8 = {"float8_e4m3fn": tl.float8e4nv, "float8_e4m3fnuz": tl.float8e4b8}
 AOT_FP8 = {"float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8"}
 FP8_BITS = triton_interpret()  # store FP8 as integer codes (a uint8 view of the output)
+_MIN_AMAX = tl.constexpr(vendor.FP8_MIN_AMAX)
 
 
 @triton.jit
@@ -242,6 +244,15 @@ def max_nan(a, b):
 def fp8_scale(amax, FP8_MAX: tl.constexpr, MIN_AMAX: tl.constexpr):
     """The scale of a row (or tensor) of this amax: ``max(amax, MIN_AMAX) / FP8_MAX``, IEEE division."""
     return tl.math.div_rn(max_nan(amax, MIN_AMAX), FP8_MAX)
+
+
+@triton.jit
+def store_row_scale(QS, row, a, FP8_MAX: tl.constexpr):
+    """The FP8 scale of one row from its ``|y|`` values ``a`` (a NaN propagates): stored to ``QS[row]``
+    and returned."""
+    qs = fp8_scale(tl.reduce(a, 0, max_nan), FP8_MAX, _MIN_AMAX)
+    tl.store(QS + row, qs)
+    return qs
 
 
 @triton.jit

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 import torch
 
 from sgl_diffusion_core import (
+    FP8_OUT,
+    FP8_OUT_FOREIGN,
+    FP8_TOL,
     MODULATION_LAYOUTS,
     Backend,
     BitExactFusionGate,
@@ -34,9 +37,9 @@ from sgl_diffusion_core import (
     ModLayout,
     RowGeometry,
     describe_rows,
+    fp8_result_format,
     is_compiling,
     mod_layout,
-    vendor,
 )
 
 DISTRIBUTION = "sgl-diffusion-norm"
@@ -62,17 +65,14 @@ FLYDSL_CAPS = Capabilities(
 )
 TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"), layouts=MODULATION_LAYOUTS)
 # FP8 results (``out_dtype=torch.float8_e4m3fn`` / ``float8_e4m3fnuz`` of ln_modulate and rms_modulate):
-# describe tags the call with one of these, so only the backends that write FP8 serve it: the close
-# Triton kernel in the formats the device stores, the torch reference (chain, then quantize) in both
-FP8_OUT = "fp8-out"
-FP8_OUT_FOREIGN = "fp8-out (a format this device does not store)"
+# describe tags the call with core's FP8_OUT / FP8_OUT_FOREIGN, so only the backends that write FP8 serve
+# it: the close Triton kernel in the formats the device stores, the torch reference (chain, quantize) in both
 TRITON_FP8_CAPS = dataclasses.replace(TRITON_CAPS, layouts=(*MODULATION_LAYOUTS, FP8_OUT))
 TORCH_FP8_CAPS = dataclasses.replace(TORCH_CAPS, layouts=(*MODULATION_LAYOUTS, FP8_OUT, FP8_OUT_FOREIGN))
 # The FP8 result against its reference (the eager chain in x's dtype, then quantize_fp8's rowwise
 # quantization): the kernel rounds its fp32 result to x's dtype first, so the two see the same values
 # wherever the close contract's rounding agrees; a value one ulp apart moves its code by at most one
-# FP8 ulp (rtol 2**-3, three mantissa bits) and the row's scale by the same relative step.
-FP8_TOL = {"float8_e4m3fn": (2.0**-9, 2.0**-3), "float8_e4m3fnuz": (2.0**-10, 2.0**-3)}
+# FP8 ulp (core's FP8_TOL: rtol 2**-3, three mantissa bits) and the row's scale by the same relative step.
 FP8_SCALE_RTOL = 2.0**-7  # the row scales (fp32): one bf16 ulp of the row's amax
 
 # The close kernels round once; the eager chain they are compared with rounds after every op
@@ -239,14 +239,12 @@ def fp8_format(op: str, modulated: bool, out_dtype, desc: InputDesc, problems: l
     """The FP8 format ``out_dtype`` asks for (tagging ``desc``), None for the default result."""
     if out_dtype is None:
         return None
-    fmt = str(out_dtype).removeprefix("torch.")
-    if not modulated or fmt not in vendor.FP8_MAX:
-        problems.append(f"out_dtype={out_dtype} is not supported: {op} "
-                        + ("writes FP8 (torch.float8_e4m3fn, torch.float8_e4m3fnuz) or its default dtype (None)"
-                           if modulated else "writes its default dtype only (out_dtype=None)"))
+    if not modulated:
+        problems.append(f"out_dtype={out_dtype} is not supported: {op} writes its default dtype only (out_dtype=None)")
         return None
-    native = vendor.fp8_native(desc.platform or "", desc.arch, fmt)
-    desc.layouts = (*desc.layouts, FP8_OUT if native else FP8_OUT_FOREIGN)
+    fmt, tag = fp8_result_format(op, out_dtype, desc.platform, desc.arch, problems)
+    if tag is not None:
+        desc.layouts = (*desc.layouts, tag)
     return fmt
 
 

@@ -32,7 +32,6 @@ import triton.language as tl
 from sgl_diffusion_core import PreparedLaunch, RowConfig, device_arch, tensor_platform, triton_math, vendor
 
 TL_DTYPES = triton_math.TL_DTYPES
-_MIN_AMAX = tl.constexpr(vendor.FP8_MIN_AMAX)
 # the FP8 constexprs of a launch that writes the default dtype
 _NO_FP8 = {"FP8": False, "FP8_MAX": 448.0, "FNUZ": False, "BITS": False}
 
@@ -95,14 +94,6 @@ def _rstd(var, eps, FUSION_FREE: tl.constexpr):
         return 1.0 / tl.sqrt(var + eps)
 
 
-@triton.jit
-def _fp8_row_scale(QS, row, a, FP8_MAX: tl.constexpr):
-    """The FP8 scale of one row from its ``|y|`` values ``a`` (NaN propagates), stored to ``QS[row]``."""
-    qs = triton_math.fp8_scale(tl.reduce(a, 0, triton_math.max_nan), FP8_MAX, _MIN_AMAX)
-    tl.store(QS + row, qs)
-    return qs
-
-
 @triton.jit(do_not_specialize=["S", "sc_L", "sh_L", "g_L", "eps", "scale_offset"])
 def _row_norm_kernel(
     X, SC, SH, W, BIAS, Y, U, G, NR, QS,
@@ -156,7 +147,7 @@ def _row_norm_kernel(
                              HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
         if FP8:
             y = triton_math.round_to(y, X.dtype.element_ty)
-            qs = _fp8_row_scale(QS, row, tl.where(mask, tl.abs(y), 0.0), FP8_MAX)
+            qs = triton_math.store_row_scale(QS, row, tl.where(mask, tl.abs(y), 0.0), FP8_MAX)
             triton_math.store_fp8(y, y_row, cols, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
         else:
             tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
@@ -203,7 +194,7 @@ def _row_norm_kernel(
                                      HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
                 y = triton_math.round_to(y, X.dtype.element_ty)
                 amax = triton_math.max_nan(amax, tl.where(mask, tl.abs(y), 0.0))
-            qs = _fp8_row_scale(QS, row, amax, FP8_MAX)
+            qs = triton_math.store_row_scale(QS, row, amax, FP8_MAX)
         for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             offs = c * BLOCK + cols
             mask = offs < D

@@ -64,7 +64,7 @@ def ln_modulate(
         ``scale`` fp32 ``[..., 1]`` and ``codes * scale ~= result``, the input ``fp8_linear`` takes.
         Its reference is the eager chain, then ``quantize_fp8``'s row-wise quantization
         (``scale = max(amax, 1e-12) / fp8_max``, codes saturated to ``+-fp8_max``, ties to even);
-        ``exact=None`` means close here (tolerances ``_row_norm.FP8_TOL``: one FP8 ulp), ``True``
+        ``exact=None`` means close here (tolerances: core's ``FP8_TOL``, one FP8 ulp), ``True``
         runs that reference. The ``triton`` backend writes the formats the device stores (sm_89+
         and gfx950: e4m3fn; gfx942: e4m3fnuz), the ``torch`` backend both anywhere.
     backend: ``None`` (best for the inputs and ``exact``), ``"triton"``, ``"triton_exact"`` or ``"torch"``.
