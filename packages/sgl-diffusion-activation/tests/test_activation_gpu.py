@@ -163,3 +163,38 @@ def test_cuda_graph_and_inductor():
     g.replay()
     torch.cuda.synchronize()
     testing.assert_exact(out, ffn(x, torch.empty_like(buf)))
+
+
+def _device_fp8() -> torch.dtype:
+    """The FP8 format this GPU stores, or a skip naming why it has none."""
+    from sgl_diffusion_core import device_arch, tensor_platform, vendor
+
+    dev = torch.device("cuda")
+    plat = tensor_platform(dev)
+    arch = device_arch(plat, dev.index)
+    fmt = "float8_e4m3fnuz" if str(arch) == "gfx942" else "float8_e4m3fn"
+    if not vendor.fp8_native(plat, arch, fmt):
+        pytest.skip(f"this GPU ({arch}) stores no FP8 format the kernel writes")
+    return getattr(torch, fmt)
+
+
+@pytest.mark.parametrize("case", list(FFN))
+@pytest.mark.parametrize("name", ["gelu_tanh", "silu_and_mul", "gelu_tanh_and_mul"])
+def test_fp8_result_production(case, name):
+    """The FP8 result at FLUX's and Wan's MLP shapes against the chain then row-wise quantization:
+    dequantized values within the op's tolerance plus one FP8 code, scales within its rtol."""
+    from sgl_diffusion_core import explain
+
+    fp8 = _device_fp8()
+    rows, D = FFN[case]
+    torch.manual_seed(0)
+    x = torch.randn(1, rows, 2 * D if name.endswith("_mul") else D, device="cuda", dtype=torch.bfloat16)
+    fn, ref = getattr(act, name), getattr(act, f"{name}_reference")
+    assert explain(fn, x, out_dtype=fp8).chosen == "triton"
+    q, s = fn(x, out_dtype=fp8)
+    rq, rs = ref(x, out_dtype=fp8)
+    contract = next(sp for sp in REGISTRY.specs(f"activation.{name}") if sp.backend == "triton").contract
+    for lo in range(0, rows, 8192):  # the host check in slices (fp64 copies of the whole tensor are large)
+        sl = slice(lo, lo + 8192)
+        testing.assert_fp8_close(q[:, sl], s[:, sl], rq[:, sl], rs[:, sl], tolerance=contract.tolerance(x.dtype),
+                                 fp8_tolerance=contract.tolerance(fp8))
