@@ -11,6 +11,11 @@ Providers: ``sgl_diffusion`` (the public op, default backend: the close Triton k
 GPU), ``eager`` (the chain itself, e.g. ``F.silu(x[..., :D]) * x[..., D:]``) and
 ``torch.compile`` of that chain (specialized to the shape; dynamo reset per case). Bytes:
 the input read once and the output written once.
+
+FP8 results (``<shape>-fp8`` cases of ``gelu_tanh``, ``silu_and_mul``, ``gelu_tanh_and_mul``):
+``out_dtype=float8_e4m3fn`` (``float8_e4m3fnuz`` on gfx942) against the chain followed by core's
+row-wise quantization in torch (eager and compiled); bytes: the input read, codes and row scales
+written.
 """
 
 from __future__ import annotations
@@ -20,13 +25,16 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
-from sgl_diffusion_core import REGISTRY, bench, testing
+from sgl_diffusion_core import REGISTRY, bench, quantize_fp8_torch, tensor_platform, testing
 
 # name -> (tokens, D): D is the activation's output width (packed GLU inputs are [N, 2*D])
 SHAPES: dict[str, tuple[int, int]] = {
     "flux_mlp": (4608, 12288),
     "wan_ffn": (75600, 13824),
 }
+
+FP8_OPS = ("gelu_tanh", "silu_and_mul", "gelu_tanh_and_mul")
+FP8_CASES = {f"{name}-fp8": name for name in SHAPES}
 
 _EAGER = {
     "silu": F.silu,
@@ -43,9 +51,13 @@ def _cases(op: str, device: torch.device, dtype: torch.dtype, names: list[str] |
     f = _EAGER[act]
     fn = getattr(pkg, op)
     spec = next(s for s in REGISTRY.specs(f"activation.{op}") if s.backend == "triton")
-    for name in names or list(SHAPES):
-        if name not in SHAPES:
-            raise ValueError(f"unknown activation bench case {name!r}; known: {', '.join(SHAPES)}")
+    known = [*SHAPES, *(FP8_CASES if op in FP8_OPS else ())]
+    for name in names or known:
+        if name not in known:
+            raise ValueError(f"unknown activation bench case {name!r}; known: {', '.join(known)}")
+        if name in FP8_CASES:
+            yield _fp8_case(op, name, device, dtype)
+            continue
         N, D = SHAPES[name]
         torch._dynamo.reset()
         g = torch.Generator(device=device).manual_seed(0)
@@ -89,6 +101,39 @@ def _cases(op: str, device: torch.device, dtype: torch.dtype, names: list[str] |
         )
         del x, args
 
+
+
+def _fp8_case(op: str, name: str, device: torch.device, dtype: torch.dtype) -> bench.BenchCase:
+    """``op(x, out_dtype=FP8)`` against the chain then a row-wise quantization in torch."""
+    import sgl_diffusion_activation as pkg
+
+    hip = tensor_platform(device) == "hip" and "gfx942" in torch.cuda.get_device_properties(device).gcnArchName
+    fp8 = torch.float8_e4m3fnuz if hip else torch.float8_e4m3fn
+    fn, ref = getattr(pkg, op), getattr(pkg, f"{op}_reference")
+    f = _EAGER[op.removesuffix("_and_mul")]
+    N, D = SHAPES[FP8_CASES[name]]
+    packed = op.endswith("_and_mul")
+
+    def eager(x, D=D):
+        return quantize_fp8_torch(f(x[..., :D]) * x[..., D:] if packed else f(x), fp8, "row")
+
+    torch._dynamo.reset()
+    compiled = torch.compile(eager, dynamic=False)
+    x = torch.randn(N, 2 * D if packed else D, device=device, dtype=dtype,
+                    generator=torch.Generator(device=device).manual_seed(0))
+    spec = next(s for s in REGISTRY.specs(f"activation.{op}") if s.backend == "triton")
+
+    def check(x=x):
+        testing.assert_fp8_close(*fn(x, out_dtype=fp8), *ref(x, out_dtype=fp8),
+                                 tolerance=spec.contract.tolerance(dtype), fp8_tolerance=spec.contract.tolerance(fp8))
+
+    return bench.BenchCase(
+        name=name, shape=f"[{N}, {'2 x ' if packed else ''}{D}] -> {str(fp8).removeprefix('torch.')}",
+        dtype=str(dtype).removeprefix("torch."), bytes=x.numel() * x.element_size() + N * D + 4 * N,
+        providers={"sgl_diffusion": lambda x=x: fn(x, out_dtype=fp8), "eager": lambda x=x: eager(x),
+                   "torch.compile": lambda x=x: compiled(x)},
+        check=check, extra={"out_dtype": str(fp8).removeprefix("torch.")},
+    )
 
 
 def silu_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None):
