@@ -33,6 +33,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "vendor",
     "quantize_fp8_torch",
     "fp8_result_format",
+    "device_fp8_dtype",
     "FP8_OUT",
     "FP8_OUT_FOREIGN",
     "FP8_TOL",

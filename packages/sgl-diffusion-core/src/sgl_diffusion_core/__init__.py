@@ -17,7 +17,7 @@ from .errors import (
     UnknownOpError,
     UnsupportedInputError,
 )
-from .fp8 import FP8_OUT, FP8_OUT_FOREIGN, FP8_TOL, fp8_result_format, quantize_fp8_torch
+from .fp8 import FP8_OUT, FP8_OUT_FOREIGN, FP8_TOL, device_fp8_dtype, fp8_result_format, quantize_fp8_torch
 from .gate import BitExactFusionGate, FusionFallbackWarning, call_signature
 from .launch import RowConfig, TileConfig, next_pow2, warps_for
 from .modulation import (
@@ -152,6 +152,7 @@ __all__ = [
     "vendor",
     "quantize_fp8_torch",
     "fp8_result_format",
+    "device_fp8_dtype",
     "FP8_OUT",
     "FP8_OUT_FOREIGN",
     "FP8_TOL",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from . import vendor
+from .platform import device_arch, tensor_platform
 
 # An op's description tags an FP8 result with one of these, so that only the backends that write
 # FP8 serve it: a kernel in the formats the device stores (FP8_OUT), the torch reference in both.
@@ -22,6 +23,20 @@ FP8_OUT_FOREIGN = "fp8-out (a format this device does not store)"
 # One FP8 code either side, per format: (the subnormal step, the relative spacing of 3 mantissa bits);
 # a close FP8 result's tolerance adds this to the tolerance of the values it quantizes.
 FP8_TOL: dict[str, tuple[float, float]] = {fmt: (vendor.FP8_TINY[fmt], 2.0**-3) for fmt in vendor.FP8_MAX}
+
+
+def device_fp8_dtype(device: torch.device | str) -> torch.dtype | None:
+    """The FP8 format a device stores and multiplies: ``float8_e4m3fn`` on NVIDIA sm_89+, AMD gfx950
+    and the CPU (torch, the interpreter); ``float8_e4m3fnuz`` on AMD gfx942; None elsewhere."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    platform = tensor_platform(device)
+    arch = device_arch(platform, device.index) if platform in ("cuda", "hip") else None
+    for fmt in (vendor.E4M3FN, vendor.E4M3FNUZ):
+        if vendor.fp8_native(platform, arch, fmt):
+            return getattr(torch, fmt)
+    return None
 
 
 def fp8_result_format(op: str, out_dtype: object, platform: str | None, arch: object,

@@ -3,6 +3,7 @@
 import torch
 
 from .__about__ import __version__ as __version__
+from .fp8_layer import FP8Linear as FP8Linear
 
 def fp8_linear(
     x_fp8: torch.Tensor,
@@ -69,6 +70,7 @@ def quantize_fp8_reference(
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 __all__ = [
+    "FP8Linear",
     "__version__",
     "can_use_fp8_linear",
     "can_use_quantize_fp8",

@@ -3,6 +3,7 @@
 """The lazy surface of this package: public name -> module, op id -> module."""
 
 EXPORTS: dict[str, str] = {
+    "FP8Linear": "fp8_layer",
     "fp8_linear": "fp8_linear",
     "can_use_fp8_linear": "fp8_linear",
     "fp8_linear_reference": "fp8_linear",

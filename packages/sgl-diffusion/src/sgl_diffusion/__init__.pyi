@@ -176,6 +176,7 @@ from sgl_diffusion_norm import rms_modulate as rms_modulate
 from sgl_diffusion_norm import rms_modulate_reference as rms_modulate_reference
 from sgl_diffusion_norm import rms_norm as rms_norm
 from sgl_diffusion_norm import rms_norm_reference as rms_norm_reference
+from sgl_diffusion_quant import FP8Linear as FP8Linear
 from sgl_diffusion_quant import can_use_fp8_linear as can_use_fp8_linear
 from sgl_diffusion_quant import can_use_quantize_fp8 as can_use_quantize_fp8
 from sgl_diffusion_quant import fp8_linear as fp8_linear
@@ -223,6 +224,7 @@ __all__ = [
     "Capabilities",
     "Contract",
     "Explanation",
+    "FP8Linear",
     "FusionFallbackWarning",
     "IndexOutOfRangeError",
     "InputDesc",

@@ -161,6 +161,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "rms_norm_reference",
     ),
     "sgl-diffusion-quant": (
+        "FP8Linear",
         "fp8_linear",
         "can_use_fp8_linear",
         "fp8_linear_reference",

@@ -1,0 +1,95 @@
+"""``FP8Linear``: the ``torch.nn.Module`` form of ``fp8_linear``, built from a bf16 ``nn.Linear`` once.
+
+The weight is quantized per output channel (``quantize_fp8`` row-wise over ``[N, K]``) in the FP8
+format the device computes in (``sgl_diffusion_core.device_fp8_dtype``); each call quantizes its
+input per row (``quantize_fp8``), or takes codes and row scales a fused op already wrote (a norm or
+activation with an FP8 ``out_dtype``: :meth:`FP8Linear.forward_fp8`), and runs ``fp8_linear`` with
+the layer's bias and epilogue. ``to_linear()`` gives back an ``nn.Linear`` whose weight is the
+dequantized FP8 weight; exact reversal keeps the original module (as ``sgl_diffusion_sites`` does).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sgl_diffusion_core import UnsupportedInputError, device_fp8_dtype
+
+ALSO_EXPORTS = ("FP8Linear",)
+
+EPILOGUES = (None, "gelu_tanh")
+
+
+class FP8Linear(torch.nn.Module):
+    """``epilogue(x @ W.T + b)`` with ``W`` in FP8 (one fp32 scale per output channel), ``x`` quantized
+    per row at each call; the result in ``x``'s dtype (bf16 | fp16 | fp32).
+
+    Buffers: ``weight_fp8`` ``[N, K]``, ``weight_scale`` ``[N, 1]`` fp32, ``bias`` ``[N]`` (or None).
+    ``epilogue``: None or ``"gelu_tanh"`` (a GELU projection, as diffusers' ``GELU(approximate="tanh")``).
+    """
+
+    def __init__(self, weight_fp8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None,
+                 *, epilogue: str | None = None) -> None:
+        super().__init__()
+        if epilogue not in EPILOGUES:
+            raise ValueError(f"epilogue is {epilogue!r}; expected None or 'gelu_tanh'")
+        if weight_fp8.dim() != 2 or tuple(weight_scale.shape) not in ((weight_fp8.shape[0], 1), (weight_fp8.shape[0],)):
+            raise UnsupportedInputError(f"FP8Linear: weight_fp8 [N, K] with weight_scale [N, 1], got "
+                                        f"{list(weight_fp8.shape)} and {list(weight_scale.shape)}")
+        self.in_features, self.out_features = weight_fp8.shape[1], weight_fp8.shape[0]
+        self.epilogue = epilogue
+        self.register_buffer("weight_fp8", weight_fp8)
+        self.register_buffer("weight_scale", weight_scale.reshape(-1, 1).float())
+        self.register_buffer("bias", None if bias is None else bias.detach())
+
+    @classmethod
+    def from_linear(cls, linear: torch.nn.Linear, *, dtype: torch.dtype | None = None,
+                    epilogue: str | None = None) -> FP8Linear:
+        """The FP8 twin of ``linear`` (its weight quantized per output channel, its bias kept as is);
+        ``dtype``: the FP8 format, by default the one ``linear``'s device computes in. Raises
+        ``UnsupportedInputError`` for a device without one."""
+        from .quantize_fp8 import quantize_fp8
+
+        w = linear.weight.detach()
+        fmt = dtype or device_fp8_dtype(w.device)
+        if fmt is None:
+            raise UnsupportedInputError(f"FP8Linear: {w.device} computes in no FP8 format (NVIDIA sm_89+, AMD "
+                                        "gfx942 / gfx950, or the CPU)")
+        w_fp8, w_scale = quantize_fp8(w, dtype=fmt)
+        return cls(w_fp8, w_scale, linear.bias, epilogue=epilogue)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from .quantize_fp8 import quantize_fp8
+
+        xq, xs = quantize_fp8(x, dtype=self.weight_fp8.dtype)
+        return self.forward_fp8(xq, xs, out_dtype=x.dtype)
+
+    def forward_fp8(self, x_fp8: torch.Tensor, x_scale: torch.Tensor, *, out_dtype: torch.dtype,
+                    residual: torch.Tensor | None = None, gate: torch.Tensor | None = None) -> torch.Tensor:
+        """The layer on codes and row scales a fused op wrote (``out_dtype`` of ``ln_modulate``,
+        ``gelu_tanh_and_mul``, ...); ``residual`` and ``gate`` make it ``residual + gate * y`` (the gated
+        residual epilogue; the layer's own epilogue must be None then)."""
+        from .fp8_linear import fp8_linear
+
+        epilogue = self.epilogue
+        if residual is not None or gate is not None:
+            if epilogue is not None:
+                raise ValueError(f"FP8Linear with epilogue={epilogue!r} takes no residual / gate")
+            epilogue = "gated_residual"
+        return fp8_linear(x_fp8, x_scale, self.weight_fp8, self.weight_scale, self.bias, out_dtype=out_dtype,
+                          epilogue=epilogue, residual=residual, gate=gate)
+
+    def to_linear(self, dtype: torch.dtype = torch.bfloat16) -> torch.nn.Linear:
+        """An ``nn.Linear`` with the dequantized weight ``weight_fp8 * weight_scale`` (the FP8 layer's
+        own weight, not the original's)."""
+        lin = torch.nn.Linear(self.in_features, self.out_features, bias=self.bias is not None,
+                              device=self.weight_fp8.device, dtype=dtype)
+        with torch.no_grad():
+            lin.weight.copy_(self.weight_fp8.float() * self.weight_scale)
+            if self.bias is not None:
+                lin.bias.copy_(self.bias)
+        return lin
+
+    def extra_repr(self) -> str:
+        fmt = str(self.weight_fp8.dtype).removeprefix("torch.")
+        return (f"in_features={self.in_features}, out_features={self.out_features}, weight={fmt} per channel, "
+                f"bias={self.bias is not None}, epilogue={self.epilogue}")
