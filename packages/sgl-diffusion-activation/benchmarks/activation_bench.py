@@ -34,7 +34,6 @@ SHAPES: dict[str, tuple[int, int]] = {
 }
 
 FP8_OPS = ("gelu_tanh", "silu_and_mul", "gelu_tanh_and_mul")
-FP8_CASES = {f"{name}-fp8": name for name in SHAPES}
 
 _EAGER = {
     "silu": F.silu,
@@ -51,11 +50,11 @@ def _cases(op: str, device: torch.device, dtype: torch.dtype, names: list[str] |
     f = _EAGER[act]
     fn = getattr(pkg, op)
     spec = next(s for s in REGISTRY.specs(f"activation.{op}") if s.backend == "triton")
-    known = [*SHAPES, *(FP8_CASES if op in FP8_OPS else ())]
+    known = [*SHAPES, *(f"{n}-fp8" for n in SHAPES if op in FP8_OPS)]
     for name in names or known:
         if name not in known:
             raise ValueError(f"unknown activation bench case {name!r}; known: {', '.join(known)}")
-        if name in FP8_CASES:
+        if name.endswith("-fp8"):
             yield _fp8_case(op, name, device, dtype)
             continue
         N, D = SHAPES[name]
@@ -111,7 +110,7 @@ def _fp8_case(op: str, name: str, device: torch.device, dtype: torch.dtype) -> b
     fp8 = torch.float8_e4m3fnuz if hip else torch.float8_e4m3fn
     fn, ref = getattr(pkg, op), getattr(pkg, f"{op}_reference")
     f = _EAGER[op.removesuffix("_and_mul")]
-    N, D = SHAPES[FP8_CASES[name]]
+    N, D = SHAPES[name.removesuffix('-fp8')]
     packed = op.endswith("_and_mul")
 
     def eager(x, D=D):

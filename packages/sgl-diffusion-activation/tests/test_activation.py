@@ -232,12 +232,20 @@ def test_bench_cases_build(device, monkeypatch, op):
     cases = bench.load_cases(REGISTRY.op(f"activation.{op}"))
     module = sys.modules[cases.__module__]
     monkeypatch.setattr(module, "SHAPES", {"tiny": (4, 64)})
-    (case,) = list(cases(device))
+    case, *fp8 = list(cases(device))
     case.check()
     in_cols = 128 if op.endswith("_mul") else 64
     assert case.bytes == (4 * in_cols + 4 * 64) * 2
     assert set(case.providers) == {"sgl_diffusion", "eager", "torch.compile"}
     for name in ("sgl_diffusion", "eager"):
         assert case.providers[name]().shape == (4, 64)
+    # the FP8 result's case (gelu_tanh_and_mul): input read, codes and row scales written
+    assert [c.name for c in fp8] == (["tiny-fp8"] if op == "gelu_tanh_and_mul" else [])
+    for c in fp8:
+        c.check()
+        assert c.bytes == 4 * in_cols * 2 + 4 * 64 + 4 * 4
+        q, s = c.providers["sgl_diffusion"]()
+        assert q.shape == (4, 64) and s.shape == (4, 1)
+        assert torch.equal(c.providers["eager"]()[1], s) or device.type != "cpu"
     with pytest.raises(ValueError, match="unknown activation bench case"):
         list(module.silu_cases(device, names=["nope"]))

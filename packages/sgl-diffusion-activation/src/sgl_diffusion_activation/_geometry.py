@@ -128,6 +128,18 @@ def _last_dim_ok(name: str, t: torch.Tensor, problems: list[str]) -> bool:
     return True
 
 
+def _out_problems(out: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype, fp8: str | None,
+                  problems: list[str]) -> None:
+    if fp8 is not None:
+        problems.append("out= is not supported with an FP8 out_dtype (the result is a new (codes, scale) pair)")
+    elif tuple(out.shape) != shape:
+        problems.append(f"out has shape {list(out.shape)}; the result has shape {list(shape)}")
+    elif out.dtype != dtype:
+        problems.append(f"out has dtype {out.dtype}; the result has dtype {dtype} (eager type promotion)")
+    elif _last_dim_ok("out", out, problems) and writable_problem("out", out):
+        problems.append(f"out (strides {list(out.stride())}) has rows that share memory (an expanded view?)")
+
+
 def describe_elementwise(
     act: str,
     inputs: dict[str, object],
@@ -186,15 +198,8 @@ def describe_elementwise(
                             f"{list(bias.shape)} strides {list(bias.stride())}")
         dtype = torch.promote_types(dtype, bias.dtype)
     fp8, fp8_tag = fp8_result_format(op, out_dtype, platform, arch, problems)
-    if fp8 is not None and out is not None:
-        problems.append("out= is not supported with an FP8 out_dtype (the result is a new (codes, scale) pair)")
-    if out is not None and fp8 is None:
-        if tuple(out.shape) != out_shape:
-            problems.append(f"out has shape {list(out.shape)}; the result has shape {list(out_shape)}")
-        elif out.dtype != dtype:
-            problems.append(f"out has dtype {out.dtype}; the result has dtype {dtype} (eager type promotion)")
-        elif _last_dim_ok("out", out, problems) and writable_problem("out", out):
-            problems.append(f"out (strides {list(out.stride())}) has rows that share memory (an expanded view?)")
+    if out is not None:
+        _out_problems(out, out_shape, dtype, fp8, problems)
     if problems:
         return desc
     empty = any(n == 0 for n in out_shape)

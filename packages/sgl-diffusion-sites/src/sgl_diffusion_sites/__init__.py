@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "is_mounted": "mount",
     "mount_report": "mount",
     "mount_plan": "mount",
+    "measure_quality": "mount",
     "compile_repeated_blocks": "mount",
     "SUPPORTED_MODELS": "mount",
     "parallelize": "parallel",

@@ -19,6 +19,7 @@ from sgl_diffusion_core import BitExactFusionGate
 
 from . import processors as P
 from . import wrappers as W
+from .fp8 import distance, mount_fp8_linears, output_tensor
 from .kernels import UNDER_COMPILE, Kernels, compile_ops
 from .report import MountReport, Site
 
@@ -102,6 +103,13 @@ class _Mount:
         self.original.training = self.mounted.training
         setattr(self.parent, self.name, self.original)
 
+    def apply(self) -> None:
+        if self.name == "processor":
+            self.parent.set_processor(self.mounted)
+            return
+        self.mounted.training = self.original.training
+        setattr(self.parent, self.name, self.mounted)
+
 
 def _split(path: str) -> tuple[str, str]:
     parent, _, name = path.rpartition(".")
@@ -118,7 +126,10 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         signature; a mismatch makes that signature eager for good, with one
         ``FusionFallbackWarning``, while every other site stays mounted). ``"close"``: also the
         close kernels (one-pass norm + modulate, activations) under their declared tolerances;
-        no gate.
+        no gate. ``"fp8"``: close, and the attention and MLP linears of every transformer block run
+        as FP8 linears (``sgl_diffusion_sites.fp8``: weights per output channel, inputs per row; the
+        bf16 weights wait in host memory until ``unmount``); :func:`measure_quality` gives the
+        output's PSNR and cosine similarity against the unmounted model on the caller's inputs.
     verify: exact mode only; ``False`` trusts the ops' exact contracts without checking.
     backend: ``None`` (each op picks its best backend for the inputs: on CPU that is the
         eager ``torch`` chain) or a backend name every op is asked for (``"triton"`` runs the
@@ -161,13 +172,10 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
 
     kernels = Kernels(quality, backend, under_compile)
     report.op_calls = kernels.counts
-    mounts: list[_Mount] = []
+    mounts: list[Any] = []  # _Mount and fp8.Fp8Mount records, restored in reverse order
     compiled: list[str] = []  # replaced modules that had been compiled
     try:
-        found = [(p, m) for p, m in model.named_modules() if p and _rule_for(m) is not None]
-        for path, m in found:
-            _mount_site(model, path, m, report, kernels, verify, mounts, compiled)
-        _mount_processors(model, report, kernels, verify, mounts, bool(attention))
+        _mount_all(model, report, kernels, verify, bool(attention), mounts, compiled)
     except Exception as exc:  # mounting never raises: undo what was mounted and report why
         for mt in reversed(mounts):
             mt.restore()
@@ -177,6 +185,27 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         report.notes.append(f"mounting failed, nothing left mounted: {type(exc).__name__}: {exc}")
         warnings.warn(f"sgl_diffusion_sites.optimize({name}): {report.notes[-1]}", RuntimeWarning, stacklevel=2)
         return report
+    _compiled_notes(model, report, compiled)
+    object.__setattr__(model, _STATE_ATTR, mounts)
+    object.__setattr__(model, "_sgl_diffusion_sites_report", report)
+    return report
+
+
+def _mount_all(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool, attention: bool,
+               mounts: list[Any], compiled: list[str]) -> None:
+    """Every site of the model, in mounting order (FP8 linears first: a GELU projection becomes one FP8
+    linear, not a close-kernel site)."""
+    if report.quality == "fp8":
+        blocks = [(p, m) for p, m in model.named_modules()
+                  if p and getattr(_rule_for(m), "kind", None) == "block_residuals"]
+        mounts.extend(mount_fp8_linears(blocks, report))
+    found = [(p, m) for p, m in model.named_modules() if p and _rule_for(m) is not None]
+    for path, m in found:
+        _mount_site(model, path, m, report, kernels, verify, mounts, compiled)
+    _mount_processors(model, report, kernels, verify, mounts, attention)
+
+
+def _compiled_notes(model: torch.nn.Module, report: MountReport, compiled: list[str]) -> None:
     if compiled:
         report.notes.append(
             f"{len(compiled)} mounted module(s) had been compiled (Module.compile / diffusers' "
@@ -185,16 +214,13 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
             "model, ...); unmount puts the compiled originals back")
     if W.is_compiled(model) and report.mounted:
         report.notes.append(_compiled_model_note("compiled (Module.compile)", report))
-    object.__setattr__(model, _STATE_ATTR, mounts)
-    object.__setattr__(model, "_sgl_diffusion_sites_report", report)
-    return report
 
 
 def _refusal(model: Any, quality: str, under_compile: str) -> str | None:
     """Why ``optimize`` mounts nothing on this model with these arguments, or None."""
     name = type(model).__name__
-    if quality not in ("exact", "close"):
-        return f"quality={quality!r} is not 'exact' or 'close': nothing mounted"
+    if quality not in ("exact", "close", "fp8"):
+        return f"quality={quality!r} is not 'exact', 'close' or 'fp8': nothing mounted"
     if under_compile not in UNDER_COMPILE:
         return f"under_compile={under_compile!r} is not one of {', '.join(map(repr, UNDER_COMPILE))}: nothing mounted"
     if not isinstance(model, torch.nn.Module):
@@ -390,6 +416,32 @@ def unmount(model: torch.nn.Module) -> bool:
         mt.restore()
     object.__setattr__(model, _STATE_ATTR, [])
     return True
+
+
+def measure_quality(model: torch.nn.Module, *args: Any, **kwargs: Any) -> dict[str, float]:
+    """Run a mounted model on the caller's inputs, then the same model unmounted (its original modules and
+    bf16 weights put back for that call, then mounted again), and compare the two outputs (a tuple's
+    first element or ``.sample``): ``{"psnr_db", "cosine", "max_abs"}``, also kept in the model's
+    :class:`MountReport` (``quality_metrics``). Raises ``ValueError`` when the model is not mounted."""
+    inner = _unwrap(model)
+    mounts = getattr(inner, _STATE_ATTR, None)
+    if not mounts:
+        raise ValueError(f"{type(inner).__name__} is not mounted: measure_quality compares a mounted model "
+                         "against itself unmounted")
+    with torch.no_grad():
+        out = output_tensor(model(*args, **kwargs)).clone()
+        for mt in reversed(mounts):
+            mt.restore()
+        try:
+            ref = output_tensor(model(*args, **kwargs))
+        finally:
+            for mt in mounts:
+                mt.apply()
+    metrics = distance(out, ref)
+    report = getattr(inner, "_sgl_diffusion_sites_report", None)
+    if report is not None:
+        report.quality_metrics = metrics
+    return metrics
 
 
 def is_mounted(model: torch.nn.Module) -> bool:

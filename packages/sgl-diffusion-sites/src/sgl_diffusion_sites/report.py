@@ -122,6 +122,8 @@ class MountReport:
     notes: list[str] = field(default_factory=list)
     # op -> [fused calls, eager-chain calls where the backend could not serve], live (eager mode)
     op_calls: dict[str, list[int]] = field(default_factory=dict)
+    # the mounted model's output against the unmounted one (measure_quality): psnr_db, cosine, max_abs
+    quality_metrics: dict[str, float] = field(default_factory=dict)
 
     @property
     def mounted(self) -> list[Site]:
@@ -150,6 +152,7 @@ class MountReport:
             "skipped": len(self.skipped),
             "notes": list(self.notes),
             "op_calls": {op: {"fused": n[0], "eager": n[1]} for op, n in sorted(self.op_calls.items())},
+            "quality_metrics": dict(self.quality_metrics),
             "sites": [s.to_dict() for s in self.sites],
         }
 
@@ -159,6 +162,10 @@ class MountReport:
                 f"{len(self.skipped)} skipped")
         lines = [head]
         lines += [f"  note: {n}" for n in self.notes]
+        if self.quality_metrics:
+            m = self.quality_metrics
+            lines.append(f"  output against the unmounted model: PSNR {m['psnr_db']:.1f} dB, cosine {m['cosine']:.5f}, "
+                         f"max |error| {m['max_abs']:.3g}")
         if self.op_calls:
             lines.append("  op calls so far (fused / eager chain): " + ", ".join(
                 f"{op} {n[0]}/{n[1]}" for op, n in sorted(self.op_calls.items())))
