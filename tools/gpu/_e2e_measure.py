@@ -87,4 +87,5 @@ def compare(out: torch.Tensor, ref: torch.Tensor) -> dict[str, Any]:
     mse = float(diff.pow(2).mean())
     peak = float(r.max() - r.min())
     rec["psnr_db"] = None if mse == 0 else round(10 * math.log10(peak * peak / mse), 2)  # None: identical
+    rec["cosine"] = round(float(torch.nn.functional.cosine_similarity(x.flatten(), r.flatten(), dim=0)), 6)
     return rec

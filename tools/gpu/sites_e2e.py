@@ -10,6 +10,12 @@ CPU; the median and p20 / p80 of ``--reps`` calls after ``--warmup`` calls) for 
   site's gate (fused and eager both run, timed apart as ``first_call_s``); the output is checked
   ``torch.equal`` to eager's.
 - ``close``: ``optimize(model, quality="close")``; max abs difference and PSNR against eager.
+- ``fp8``: ``optimize(model, quality="fp8")``: close, and the blocks' linears as FP8 linears; PSNR and
+  cosine against eager (random weights: the distance of a real checkpoint differs).
+- ``torchao_fp8``: torchao's float8 dynamic row-wise quantization (``Float8DynamicActivationFloat8WeightConfig(
+  granularity=PerRow())``) of the same linears (those ``optimize(quality="fp8")`` converts), unmounted
+  model otherwise; ``compile_torchao_fp8`` compiles it regionally. torchao changes the model in place,
+  so these two run last (after them the model stays quantized). torchao is a benchmark-only dependency.
 - ``close_no_attention``: ``optimize(model, quality="close", attention=False)``: every site but attention;
   its step over ``close``'s is what the attention mount alone gains.
 
@@ -81,7 +87,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules,
 from _e2e_measure import compare, forward, measure, sync, wall_call  # noqa: E402
 from _e2e_models import ModelSpec, build, dry_run, flux_spec, hunyuan_spec, wan_spec  # noqa: E402
 
-VARIANTS = ("eager", "exact", "close", "close_no_attention", "compile", "compile_exact", "compile_close")
+VARIANTS = ("eager", "exact", "close", "close_no_attention", "fp8", "compile", "compile_exact", "compile_close",
+            "compile_fp8", "torchao_fp8", "compile_torchao_fp8")
 DEFAULT_VARIANTS = ("eager", "exact", "close", "compile", "compile_exact")
 _T0 = time.perf_counter()
 
@@ -244,7 +251,7 @@ def _mounted(b: Bench, quality: str, attention: bool = True) -> dict[str, Any]:
     summary = mount_summary(report)
     _print_mount(summary)
     rec = {**timing, "first_call_s": round(first_s, 3), **compare(out, b.ref), "mount": summary}
-    if quality == "close":
+    if quality in ("close", "fp8"):
         rec["attention_share"] = attention_share(b.model, b.kw, b.device)
     rec["equal_first_call"] = bool(torch.equal(first, b.ref))
     return rec
@@ -260,6 +267,42 @@ def run_close(b: Bench) -> dict[str, Any]:
 
 def run_close_no_attention(b: Bench) -> dict[str, Any]:
     return _mounted(b, "close", attention=False)
+
+
+def run_fp8(b: Bench) -> dict[str, Any]:
+    return _mounted(b, "fp8")
+
+
+def _torchao_fp8(model: torch.nn.Module) -> dict[str, Any]:
+    """torchao's float8 dynamic row-wise quantization of the linears quality='fp8' converts (once)."""
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+
+    from sgl_diffusion_sites.fp8 import fp8_targets
+
+    if getattr(model, "_e2e_torchao", None):
+        return model._e2e_torchao
+    import sgl_diffusion_sites.mount as M
+
+    names = set()
+    for path, block in model.named_modules():
+        if path and getattr(M._rule_for(block), "kind", None) == "block_residuals":
+            names.update(f"{path}.{n}" + (".proj" if epi else "") for n, _, epi in fp8_targets(block))
+    quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()),
+              filter_fn=lambda m, fqn: fqn in names)
+    info = {"linears": len(names)}
+    object.__setattr__(model, "_e2e_torchao", info)
+    return info
+
+
+def run_torchao_fp8(b: Bench) -> dict[str, Any]:
+    info = _torchao_fp8(b.model)
+    timing, out = measure(b.model, b.kw, b.device, b.reps, b.warmup)
+    return {**timing, **compare(out, b.ref), "torchao": info}
+
+
+def run_compile_torchao_fp8(b: Bench) -> dict[str, Any]:
+    info = _torchao_fp8(b.model)
+    return {**_compiled(b, None), "torchao": info}
 
 
 def _compiled(b: Bench, quality: str | None) -> dict[str, Any]:
@@ -304,6 +347,10 @@ def run_compile_close(b: Bench) -> dict[str, Any]:
     return _compiled(b, "close")
 
 
+def run_compile_fp8(b: Bench) -> dict[str, Any]:
+    return _compiled(b, "fp8")
+
+
 RUNNERS: dict[str, Callable[[Bench], dict[str, Any]]] = {
     "eager": run_eager,
     "exact": run_exact,
@@ -312,6 +359,10 @@ RUNNERS: dict[str, Callable[[Bench], dict[str, Any]]] = {
     "compile": run_compile,
     "compile_exact": run_compile_exact,
     "compile_close": run_compile_close,
+    "fp8": run_fp8,
+    "compile_fp8": run_compile_fp8,
+    "torchao_fp8": run_torchao_fp8,
+    "compile_torchao_fp8": run_compile_torchao_fp8,
 }
 
 
@@ -519,7 +570,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     args = p.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
-    args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    # torchao quantizes the model in place: its variants run last
+    args.variants = sorted((v.strip() for v in args.variants.split(",") if v.strip()), key=lambda v: "torchao" in v)
     bad = [m for m in args.models if m not in MODELS] + [v for v in args.variants if v not in VARIANTS]
     if bad:
         p.error(f"unknown model or variant: {bad}")
