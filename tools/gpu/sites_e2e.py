@@ -87,8 +87,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules,
 from _e2e_measure import compare, forward, measure, sync, wall_call  # noqa: E402
 from _e2e_models import ModelSpec, build, dry_run, flux_spec, hunyuan_spec, wan_spec  # noqa: E402
 
-VARIANTS = ("eager", "exact", "close", "close_no_attention", "fp8", "compile", "compile_exact", "compile_close",
-            "compile_fp8", "torchao_fp8", "compile_torchao_fp8")
+VARIANTS = (
+    "eager",
+    "exact",
+    "close",
+    "close_no_attention",
+    "fp8",
+    "compile",
+    "compile_exact",
+    "compile_close",
+    "compile_fp8",
+    "torchao_fp8",
+    "compile_torchao_fp8",
+)
 DEFAULT_VARIANTS = ("eager", "exact", "close", "compile", "compile_exact")
 _T0 = time.perf_counter()
 
@@ -287,8 +298,9 @@ def _torchao_fp8(model: torch.nn.Module) -> dict[str, Any]:
     for path, block in model.named_modules():
         if path and getattr(M._rule_for(block), "kind", None) == "block_residuals":
             names.update(f"{path}.{n}" + (".proj" if epi else "") for n, _, epi in fp8_targets(block))
-    quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()),
-              filter_fn=lambda m, fqn: fqn in names)
+    quantize_(
+        model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()), filter_fn=lambda m, fqn: fqn in names
+    )
     info = {"linears": len(names)}
     object.__setattr__(model, "_e2e_torchao", info)
     return info
