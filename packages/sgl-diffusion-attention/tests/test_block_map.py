@@ -80,6 +80,52 @@ def test_video_block_map_equals_brute_force(grid, tile, window, text, first, blo
     assert m.kv_blocks.dtype == torch.int32 and m.kv_counts.dtype == torch.int32 and m.kv_blocks.is_contiguous()
 
 
+@pytest.mark.parametrize("grid,tile,window,text,first,block", CASES)
+def test_tile_order_map_equals_brute_force_in_tile_order(grid, tile, window, text, first, block):
+    """tile_order=True: the map of the sequence permuted by video_tile_order is the block reduction of the
+    token rule's mask, permuted the same way on both axes."""
+    bm, bn = block
+    order = attn.video_tile_order(grid, tile=tile, text_tokens=text, text_first=first)
+    S = order.numel()
+    assert torch.equal(torch.sort(order).values, torch.arange(S))  # a permutation
+    tokens = brute_token_mask(grid, tile, window, text, first)[order][:, order]
+    m = attn.video_block_map(grid, tile=tile, window=window, text_tokens=text, text_first=first, block=block,
+                             tile_order=True)
+    assert torch.equal(m.block_mask(), reduce_blocks(tokens, bm, bn))
+
+
+def test_tile_order_lists_tiles_in_order():
+    """A 2 x 3 x 5 grid in 1 x 2 x 2 tiles (partial along H and W), text first: tile by tile, each tile's
+    tokens row-major; the inverse puts the sequence back."""
+    grid, tile = (2, 3, 5), (1, 2, 2)
+    order = attn.video_tile_order(grid, tile=tile, text_tokens=2, text_first=True)
+    assert order[:2].tolist() == [0, 1]
+    T, H, W = grid
+    want = []
+    for t in range(T):
+        for a in range(0, H, 2):
+            for b in range(0, W, 2):
+                want += [2 + (t * H + h) * W + w for h in range(a, min(a + 2, H)) for w in range(b, min(b + 2, W))]
+    assert order[2:].tolist() == want
+    x = torch.randn(1, order.numel(), 3)
+    assert torch.equal(x[:, order][:, order.argsort()], x)
+    assert attn.video_tile_order(grid, tile=tile, text_tokens=2)[-2:].tolist() == [30, 31]  # text last
+
+
+def test_tile_order_makes_the_map_as_sparse_as_the_window():
+    """Wan 720p's latent (21, 45, 80) in 4 x 4 x 4 tiles with blocks of 64 tokens: in tile order each full
+    tile is a block, so the map's density is close to the windowed fraction of tiles; in the model's order
+    a block is a strip of one row and touches many more tiles."""
+    grid, tile, window = (21, 45, 80), (4, 4, 4), (3, 3, 5)
+    tiled = attn.video_block_map(grid, tile=tile, window=window, block=64, tile_order=True)
+    model = attn.video_block_map(grid, tile=tile, window=window, block=64)
+    n = [-(-g // s) for g, s in zip(grid, tile)]
+    fraction = 1.0
+    for g, w in zip(n, window):
+        fraction *= min(w, g) / g
+    assert tiled.density() < 1.3 * fraction < model.density()
+
+
 def test_video_block_map_wan_720p_grid():
     """Wan 720p's (21, 45, 80) with 4^3 tiles (partial along T and H) and text last: query block i lists
     key block j iff a tile of i's tokens sees a tile of j's tokens (tile pairs from the per-axis rule

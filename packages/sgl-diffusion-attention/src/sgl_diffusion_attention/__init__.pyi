@@ -49,8 +49,18 @@ def video_block_map(
     text_tokens: int = 0,
     text_first: bool = False,
     block: int | tuple[int, int] = 64,
+    tile_order: bool = False,
     device: torch.device | str | None = None,
 ) -> BlockMap: ...
+
+def video_tile_order(
+    grid: tuple[int, int, int],
+    *,
+    tile: tuple[int, int, int] = (4, 4, 4),
+    text_tokens: int = 0,
+    text_first: bool = False,
+    device: torch.device | str | None = None,
+) -> torch.Tensor: ...
 
 def block_map_from_mask(
     mask_blocks: torch.Tensor,
@@ -250,4 +260,5 @@ __all__ = [
     "usp_gather",
     "usp_shard",
     "video_block_map",
+    "video_tile_order",
 ]

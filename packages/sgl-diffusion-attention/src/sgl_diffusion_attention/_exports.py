@@ -11,6 +11,7 @@ EXPORTS: dict[str, str] = {
     "attention_error": "attention_error",
     "BlockMap": "block_map",
     "video_block_map": "block_map",
+    "video_tile_order": "block_map",
     "block_map_from_mask": "block_map",
     "token_mask": "block_map",
     "block_sparse_attention": "block_sparse_attention",

@@ -7,8 +7,10 @@ sorted, each once; the rest of the row is padding (-1). It is what the Triton ke
 every builder here runs on the tensors' device with torch ops (one host sync: the row width).
 
 ``video_block_map`` builds the map of sliding-tile attention over a ``(T, H, W)`` latent grid
-whose tokens stay in the model's order (row-major ``T, H, W``, text before or after); the
-token-level rule it reduces to blocks is written in its docstring. ``block_map_from_mask`` builds
+whose tokens are in the model's order (row-major ``T, H, W``, text before or after) or in tile order
+(``video_tile_order``: each 3-D tile's tokens consecutive, so that a block of a tile's size is one
+tile and the map is as sparse as the window); the token-level rule it reduces to blocks is written
+in its docstring. ``block_map_from_mask`` builds
 a map from any boolean ``[n_q_blocks, n_kv_blocks]`` mask; ``token_mask`` expands a map to the
 ``[Sq, Sk]`` boolean mask under which dense attention equals ``block_sparse_attention``.
 """
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-ALSO_EXPORTS = ("BlockMap", "video_block_map", "block_map_from_mask", "token_mask")
+ALSO_EXPORTS = ("BlockMap", "video_block_map", "video_tile_order", "block_map_from_mask", "token_mask")
 
 
 def _pow2_block(name: str, b: object) -> int:
@@ -127,17 +129,58 @@ def _window_matrix(n_tiles: int, w: int, device) -> torch.Tensor:
     return ((a[None, :] >= start[:, None]) & (a[None, :] < start[:, None] + span)).float()
 
 
-def _tile_membership(grid, tile, n_tiles, first: int, S: int, block: int, device) -> torch.Tensor:
-    """``[cdiv(S, block), n_tiles]`` float: block ``b`` holds a video token of tile ``t``."""
+def _tile_membership(grid, tile, n_tiles, pos: torch.Tensor, S: int, block: int, device) -> torch.Tensor:
+    """``[cdiv(S, block), n_tiles]`` float: block ``b`` holds a video token of tile ``t`` (``pos``: the
+    sequence position of each video token, by its row-major index)."""
     T, H, W = grid
     tt, th, tw = tile
     nh, nw = n_tiles[1], n_tiles[2]
     idx = [torch.arange(n, device=device) for n in grid]
     tid = ((idx[0] // tt)[:, None, None] * nh + (idx[1] // th)[None, :, None]) * nw + (idx[2] // tw)[None, None, :]
-    pos = torch.arange(T * H * W, device=device) + first
     member = torch.zeros(-(-S // block), n_tiles[0] * nh * nw, device=device)
     member[pos // block, tid.flatten()] = 1.0
     return member
+
+
+def video_tile_order(
+    grid: tuple[int, int, int],
+    *,
+    tile: tuple[int, int, int] = (4, 4, 4),
+    text_tokens: int = 0,
+    text_first: bool = False,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """The permutation of a joint sequence into tile order: ``x[:, order]`` (int64 ``[S]``) lists the video
+    tokens tile by tile (tiles in row-major ``(t, h, w)`` order of tile coordinates, each tile's tokens
+    in row-major order; a partial tile at the grid's end holds fewer tokens), the text tokens staying
+    first or last. ``order.argsort()`` is its inverse (``y[:, order.argsort()]`` puts tile-order
+    tokens back in the model's order). A gather: exact for any dtype."""
+    grid, tile = _triple("grid", grid), _triple("tile", tile)
+    _check_text(text_tokens, text_first)
+    device = torch.device("cpu") if device is None else torch.device(device)
+    video = _video_tile_order(grid, tile, device)
+    text = torch.arange(text_tokens, device=device)
+    if text_first:
+        return torch.cat([text, video + text_tokens])
+    return torch.cat([video, text + video.numel()])
+
+
+def _video_tile_order(grid, tile, device) -> torch.Tensor:
+    """The model-order index of each video token, in tile order."""
+    T, H, W = grid
+    tt, th, tw = tile
+    nh, nw = -(-H // th), -(-W // tw)
+    t, h, w = (torch.arange(n, device=device) for n in grid)
+    tid = ((t // tt)[:, None, None] * nh + (h // th)[None, :, None]) * nw + (w // tw)[None, None, :]
+    local = ((t % tt)[:, None, None] * th + (h % th)[None, :, None]) * tw + (w % tw)[None, None, :]
+    return torch.argsort((tid * (tt * th * tw) + local).flatten())
+
+
+def _check_text(text_tokens: object, text_first: object) -> None:
+    if isinstance(text_tokens, bool) or not isinstance(text_tokens, int) or text_tokens < 0:
+        raise ValueError(f"text_tokens must be a non-negative int, got {text_tokens!r}")
+    if not isinstance(text_first, bool):
+        raise ValueError(f"text_first must be a bool, got {text_first!r}")
 
 
 def video_block_map(
@@ -148,12 +191,14 @@ def video_block_map(
     text_tokens: int = 0,
     text_first: bool = False,
     block: int | tuple[int, int] = 64,
+    tile_order: bool = False,
     device: torch.device | str | None = None,
 ) -> BlockMap:
-    """The block map of sliding-tile attention over a ``(T, H, W)`` latent grid, tokens in the model's order.
+    """The block map of sliding-tile attention over a ``(T, H, W)`` latent grid.
 
-    The sequence is ``T * H * W`` video tokens in row-major ``(t, h, w)`` order, with ``text_tokens``
-    text tokens before them (``text_first=True``) or after them. Token rule:
+    The sequence is ``T * H * W`` video tokens in row-major ``(t, h, w)`` order (``tile_order=True``: in
+    the order of :func:`video_tile_order` with the same ``tile``), with ``text_tokens`` text tokens
+    before them (``text_first=True``) or after them. Token rule:
 
     - video token ``(t, h, w)`` lies in tile ``(t // tile[0], h // tile[1], w // tile[2])``; a grid that
       a tile does not divide ends in partial tiles (``cdiv(T, tile[0])`` tiles along T, and so on);
@@ -176,17 +221,21 @@ def video_block_map(
     """
     grid, tile, window = _triple("grid", grid), _triple("tile", tile), _triple("window", window)
     bm, bn = block_pair(block)
-    if isinstance(text_tokens, bool) or not isinstance(text_tokens, int) or text_tokens < 0:
-        raise ValueError(f"text_tokens must be a non-negative int, got {text_tokens!r}")
-    if not isinstance(text_first, bool):
-        raise ValueError(f"text_first must be a bool, got {text_first!r}")
+    _check_text(text_tokens, text_first)
+    if not isinstance(tile_order, bool):
+        raise ValueError(f"tile_order must be a bool, got {tile_order!r}")
     device = torch.device("cpu") if device is None else torch.device(device)
     n_tiles = tuple(-(-g // t) for g, t in zip(grid, tile))
     n_video = grid[0] * grid[1] * grid[2]
     S = n_video + text_tokens
     first = text_tokens if text_first else 0
-    member_q = _tile_membership(grid, tile, n_tiles, first, S, bm, device)
-    member_k = _tile_membership(grid, tile, n_tiles, first, S, bn, device)
+    # the sequence position of each video token (model order: its row-major index)
+    pos = torch.arange(n_video, device=device)
+    if tile_order:
+        pos = torch.argsort(_video_tile_order(grid, tile, device))
+    pos = pos + first
+    member_q = _tile_membership(grid, tile, n_tiles, pos, S, bm, device)
+    member_k = _tile_membership(grid, tile, n_tiles, pos, S, bn, device)
     seen = member_q.view(-1, *n_tiles)  # dilate each query block's tiles by the window, one axis at a time
     for axis, (n, w) in enumerate(zip(n_tiles, window)):
         seen = torch.movedim(torch.movedim(seen, axis + 1, -1) @ _window_matrix(n, w, device), -1, axis + 1)

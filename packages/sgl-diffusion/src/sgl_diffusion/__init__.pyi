@@ -52,6 +52,7 @@ from sgl_diffusion_attention import usp_attention_reference as usp_attention_ref
 from sgl_diffusion_attention import usp_gather as usp_gather
 from sgl_diffusion_attention import usp_shard as usp_shard
 from sgl_diffusion_attention import video_block_map as video_block_map
+from sgl_diffusion_attention import video_tile_order as video_tile_order
 from sgl_diffusion_core import REGISTRY as REGISTRY
 from sgl_diffusion_core import BackendRejectedWarning as BackendRejectedWarning
 from sgl_diffusion_core import BitExactFusionGate as BitExactFusionGate
@@ -424,4 +425,5 @@ __all__ = [
     "vertex_inpaint",
     "vertex_inpaint_reference",
     "video_block_map",
+    "video_tile_order",
 ]

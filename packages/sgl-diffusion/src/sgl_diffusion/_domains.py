@@ -41,6 +41,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "attention_error",
         "BlockMap",
         "video_block_map",
+        "video_tile_order",
         "block_map_from_mask",
         "token_mask",
         "block_sparse_attention",
