@@ -138,8 +138,7 @@ def test_scaled_mm_production(case):
 def test_default_selection():
     fp8, backend = _fp8()
     args, kw, _, _ = _linear_problem(256, 512, 512, None, fp8)
-    cublas = tensor_platform(DEV) == "cuda" and _platform()[1] >= 90
-    assert explain(fp8_linear, *args, **kw).chosen == ("scaled_mm" if cublas else backend)
+    assert explain(fp8_linear, *args, **kw).chosen == backend  # scaled_mm only on request (slower where measured)
     args, kw, _, _ = _linear_problem(256, 512, 512, "gelu_tanh", fp8)
     assert explain(fp8_linear, *args, **kw).chosen == backend
 

@@ -58,7 +58,9 @@ class PreparedLaunch:
         self._raw = None  # (run, grid, function, packed metadata) of the compiled kernel
         # Triton launches on the *current* CUDA device; tensors on another device would be
         # read through foreign pointers. Remember the tensors' device and switch to it.
-        self._device_index = device.index if device is not None and device.type == "cuda" else None
+        self._device_index = None
+        if device is not None and device.type == "cuda":
+            self._device_index = device.index if device.index is not None else torch.cuda.current_device()
 
     def __call__(self, *args: Any) -> None:
         idx = self._device_index
@@ -81,7 +83,8 @@ class PreparedLaunch:
             # cuPointerGetAttribute per argument); devices were validated when the plan was made.
             # The stream is the tensors' device's current one, read directly (the runner would
             # ask the driver for the current device first).
-            stream = _raw_stream(self._device_index)
+            idx = self._device_index
+            stream = _raw_stream(torch._C._cuda_getDevice() if idx is None else idx)
             raw = self._raw
             if raw is not None and not (_knobs.runtime.launch_enter_hook.calls
                                         or _knobs.runtime.launch_exit_hook.calls):

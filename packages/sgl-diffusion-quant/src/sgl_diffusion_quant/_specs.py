@@ -81,6 +81,6 @@ LINEAR_SCALED_MM_CLOSE = Contract.close({"bfloat16": (2e-2, 2**-6), "float16": (
 LINEAR_TRITON_NOTE = ("tiled FP8 GEMM (tl.dot on FP8 tiles, fp32 accumulator), row / tensor scales, bias and the "
                       "epilogue (GELU-tanh or gated residual) fused before the one rounding")
 LINEAR_SCALED_MM_NOTE = ("torch._scaled_mm (cuBLASLt) with row-wise scales, bf16 output; bias and epilogue applied "
-                         "after, in fp32; preferred for epilogue=None")
+                         "after, in fp32; on request only (slower than the Triton GEMM where measured)")
 LINEAR_TORCH_NOTE = "the reference: x_fp8.float() @ w_fp8.float().T in fp32, scales, bias, epilogue, one rounding"
 EXECUTED_SCALED_MM = ()
