@@ -1,12 +1,19 @@
-"""The models of ``tools/gpu/sites_e2e.py``: FLUX.1-dev, Wan2.1-T2V-14B and HunyuanVideo transformer
-configs (real and tiny), their forward inputs, the build with random weights cast as ``from_pretrained`` casts, and
-the meta-device dry run."""
+"""The models and measurements of ``tools/gpu/sites_e2e.py``: FLUX.1-dev, Wan2.1-T2V-14B and HunyuanVideo
+transformer configs (real and tiny), their forward inputs, the build with random weights cast as
+``from_pretrained`` casts, the meta-device dry run; one synchronized forward, the timed calls (CUDA events on a
+GPU, the host clock on a CPU), the comparison of an output against the reference, and torchao's float8
+baseline."""
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -265,3 +272,153 @@ def dry_run(specs: list[ModelSpec], cast_all: bool) -> None:
             kinds = ", ".join(f"{k} {v['mounted']}/{v['mounted'] + v['skipped']}" for k, v in plan.by_kind().items())
             print(f"  plan {quality}: {len(plan.mounted)} mounted, {len(plan.skipped)} skipped ({kinds})", flush=True)
         del model
+
+
+# ---------------------------------------------------------------------------------------------- measurement
+def sync(device: torch.device) -> None:
+    """Wait until a CUDA device has finished its pending work; a no-op on a CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def forward(model: torch.nn.Module, kw: dict[str, Any]) -> torch.Tensor:
+    with torch.no_grad():
+        return model(**kw)[0]
+
+
+def wall_call(model: torch.nn.Module, kw: dict[str, Any], device: torch.device) -> tuple[torch.Tensor, float]:
+    """One forward, synchronized: (output, seconds)."""
+    sync(device)
+    t0 = time.perf_counter()
+    out = forward(model, kw)
+    sync(device)
+    return out, time.perf_counter() - t0
+
+
+def _quantile(sorted_ms: list[float], q: float) -> float:
+    pos = q * (len(sorted_ms) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (pos - lo)
+
+
+def measure(
+    model: torch.nn.Module, kw: dict[str, Any], device: torch.device, reps: int, warmup: int
+) -> tuple[dict[str, Any], torch.Tensor]:
+    """``warmup`` untimed calls, then ``reps`` timed calls: (timing record, last output)."""
+    out = None
+    for _ in range(warmup):
+        out = forward(model, kw)
+    times: list[float] = []
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+        for start, end in events:
+            start.record()
+            out = forward(model, kw)
+            end.record()
+        torch.cuda.synchronize(device)
+        times = [start.elapsed_time(end) for start, end in events]
+    else:
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            out = forward(model, kw)
+            times.append((time.perf_counter() - t0) * 1e3)
+    assert out is not None
+    s = sorted(times)
+    rec = {
+        "median_ms": round(_quantile(s, 0.5), 3),
+        "p20_ms": round(_quantile(s, 0.2), 3),
+        "p80_ms": round(_quantile(s, 0.8), 3),
+        "reps": reps,
+        "warmup": warmup,
+        "times_ms": [round(t, 3) for t in times],
+    }
+    return rec, out
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor) -> dict[str, Any]:
+    """``torch.equal``, max abs difference and PSNR (peak: the reference's range, as the sites tests)."""
+    rec: dict[str, Any] = {"equal": bool(torch.equal(out, ref))}
+    if out.shape != ref.shape:
+        rec["shape_mismatch"] = [list(out.shape), list(ref.shape)]
+        return rec
+    x, r = out.double(), ref.double()
+    rec["finite"] = bool(torch.isfinite(x).all())
+    if not (rec["finite"] and bool(torch.isfinite(r).all())):
+        rec["max_abs_diff"] = rec["psnr_db"] = None
+        return rec
+    diff = (x - r).abs()
+    rec["max_abs_diff"] = float(diff.max())
+    mse = float(diff.pow(2).mean())
+    peak = float(r.max() - r.min())
+    rec["psnr_db"] = None if mse == 0 else round(10 * math.log10(peak * peak / mse), 2)  # None: identical
+    rec["cosine"] = round(float(torch.nn.functional.cosine_similarity(x.flatten(), r.flatten(), dim=0)), 6)
+    return rec
+
+
+def torchao_fp8(model: torch.nn.Module) -> dict[str, Any]:
+    """torchao's float8 dynamic row-wise quantization of the linears quality='fp8' converts (once)."""
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+
+    from sgl_diffusion_sites.fp8 import fp8_targets
+
+    if getattr(model, "_e2e_torchao", None):
+        return model._e2e_torchao
+    import sgl_diffusion_sites.mount as M
+
+    names = set()
+    for path, block in model.named_modules():
+        if path and getattr(M._rule_for(block), "kind", None) == "block_residuals":
+            names.update(f"{path}.{n}" + (".proj" if epi else "") for n, _, epi in fp8_targets(block))
+    quantize_(
+        model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()), filter_fn=lambda m, fqn: fqn in names
+    )
+    info = {"linears": len(names)}
+    object.__setattr__(model, "_e2e_torchao", info)
+    return info
+
+
+_ATTENTION_KERNELS = ("attention", "fmha", "flash", "sdpa", "cudnn", "_attn")
+
+
+def attention_share(model: torch.nn.Module, kw: dict[str, Any], device: torch.device) -> dict[str, Any] | None:
+    """The share of one call's GPU kernel time spent in attention kernels (profiler, CUDA only)."""
+    if device.type != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        forward(model, kw)
+        sync(device)
+    total = attn = 0.0
+    names: Counter = Counter()
+    for e in prof.key_averages():
+        us = float(getattr(e, "device_time_total", 0.0) or getattr(e, "cuda_time_total", 0.0))
+        if us <= 0 or e.key.startswith(("cudaDevice", "Memcpy", "Memset")):
+            continue
+        total += us
+        if any(p in e.key.lower() for p in _ATTENTION_KERNELS):
+            attn += us
+            names[e.key[:80]] += us
+    return {
+        "share": round(attn / total, 4) if total else None,
+        "attention_ms": round(attn / 1e3, 3),
+        "kernels_ms": round(total / 1e3, 3),
+        "top": {k: round(v / 1e3, 3) for k, v in names.most_common(4)},
+    }
+
+
+class Results:
+    """The JSON record, rewritten (atomically) after every variant."""
+
+    def __init__(self, path: Path | None, header: dict[str, Any]) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {**header, "models": {}}
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2, default=str) + "\n")
+        os.replace(tmp, self.path)

@@ -69,8 +69,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
 import sys
 import time
 import traceback
@@ -84,8 +82,22 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, when run as a file
-from _e2e_measure import compare, forward, measure, sync, wall_call  # noqa: E402
-from _e2e_models import ModelSpec, build, dry_run, flux_spec, hunyuan_spec, wan_spec  # noqa: E402
+from _e2e_models import (  # noqa: E402
+    ModelSpec,
+    Results,
+    attention_share,
+    build,
+    compare,
+    dry_run,
+    flux_spec,
+    forward,
+    hunyuan_spec,
+    measure,
+    sync,
+    torchao_fp8,
+    wall_call,
+    wan_spec,
+)
 
 VARIANTS = (
     "eager",
@@ -216,36 +228,6 @@ class Bench:
     under_compile: str = "auto"
 
 
-_ATTENTION_KERNELS = ("attention", "fmha", "flash", "sdpa", "cudnn", "_attn")
-
-
-def attention_share(model: torch.nn.Module, kw: dict[str, Any], device: torch.device) -> dict[str, Any] | None:
-    """The share of one call's GPU kernel time spent in attention kernels (profiler, CUDA only)."""
-    if device.type != "cuda":
-        return None
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        forward(model, kw)
-        sync(device)
-    total = attn = 0.0
-    names: Counter = Counter()
-    for e in prof.key_averages():
-        us = float(getattr(e, "device_time_total", 0.0) or getattr(e, "cuda_time_total", 0.0))
-        if us <= 0 or e.key.startswith(("cudaDevice", "Memcpy", "Memset")):
-            continue
-        total += us
-        if any(p in e.key.lower() for p in _ATTENTION_KERNELS):
-            attn += us
-            names[e.key[:80]] += us
-    return {
-        "share": round(attn / total, 4) if total else None,
-        "attention_ms": round(attn / 1e3, 3),
-        "kernels_ms": round(total / 1e3, 3),
-        "top": {k: round(v / 1e3, 3) for k, v in names.most_common(4)},
-    }
-
-
 def run_eager(b: Bench) -> dict[str, Any]:
     timing, out = measure(b.model, b.kw, b.device, b.reps, b.warmup)
     return {**timing, **compare(out, b.ref), "attention_share": attention_share(b.model, b.kw, b.device)}
@@ -284,36 +266,14 @@ def run_fp8(b: Bench) -> dict[str, Any]:
     return _mounted(b, "fp8")
 
 
-def _torchao_fp8(model: torch.nn.Module) -> dict[str, Any]:
-    """torchao's float8 dynamic row-wise quantization of the linears quality='fp8' converts (once)."""
-    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
-
-    from sgl_diffusion_sites.fp8 import fp8_targets
-
-    if getattr(model, "_e2e_torchao", None):
-        return model._e2e_torchao
-    import sgl_diffusion_sites.mount as M
-
-    names = set()
-    for path, block in model.named_modules():
-        if path and getattr(M._rule_for(block), "kind", None) == "block_residuals":
-            names.update(f"{path}.{n}" + (".proj" if epi else "") for n, _, epi in fp8_targets(block))
-    quantize_(
-        model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()), filter_fn=lambda m, fqn: fqn in names
-    )
-    info = {"linears": len(names)}
-    object.__setattr__(model, "_e2e_torchao", info)
-    return info
-
-
 def run_torchao_fp8(b: Bench) -> dict[str, Any]:
-    info = _torchao_fp8(b.model)
+    info = torchao_fp8(b.model)
     timing, out = measure(b.model, b.kw, b.device, b.reps, b.warmup)
     return {**timing, **compare(out, b.ref), "torchao": info}
 
 
 def run_compile_torchao_fp8(b: Bench) -> dict[str, Any]:
-    info = _torchao_fp8(b.model)
+    info = torchao_fp8(b.model)
     return {**_compiled(b, None), "torchao": info}
 
 
@@ -395,22 +355,6 @@ def free(device: torch.device) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- driver
-class Results:
-    """The JSON record, rewritten (atomically) after every variant."""
-
-    def __init__(self, path: Path | None, header: dict[str, Any]) -> None:
-        self.path = path
-        self.data: dict[str, Any] = {**header, "models": {}}
-
-    def write(self) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, default=str) + "\n")
-        os.replace(tmp, self.path)
-
-
 def _estimate_s(variant: str, eager_ms: float | None, reps: int, warmup: int, compile_guess_s: float) -> float:
     """A rough cost of a variant, to skip it rather than be cut by a wall-clock limit mid-way."""
     call_s = (eager_ms or 0.0) / 1e3

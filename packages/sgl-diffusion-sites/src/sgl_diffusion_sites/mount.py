@@ -18,6 +18,7 @@ import torch
 from sgl_diffusion_core import BitExactFusionGate
 
 from . import processors as P
+from . import sliding_tile as ST
 from . import wrappers as W
 from .fp8 import distance, mount_fp8_linears, output_tensor
 from .kernels import UNDER_COMPILE, Kernels, compile_ops
@@ -117,7 +118,9 @@ def _split(path: str) -> tuple[str, str]:
 
 
 def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = True,
-             backend: str | None = None, under_compile: str = "auto", attention: bool = True) -> MountReport:
+             backend: str | None = None, under_compile: str = "auto", attention: bool | str = True,
+             tile: tuple[int, int, int] = (4, 4, 4), window: tuple[int, int, int] | None = None,
+             dense_steps: int = 0) -> MountReport:
     """Mount the family's fused ops on the sites of a diffusers transformer it recognizes.
 
     quality: ``"exact"`` (default): every mounted site is ``torch.equal`` to the unmounted
@@ -144,6 +147,9 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         traces its original module (the mount is invisible to ``torch.compile``).
     attention: close mode: the processors run ``sgl_diffusion_attention.attention`` (a key-padding prefix
         mask as ``kv_lens``); ``False`` and exact mode keep the model's. Each is an ``"attention"`` site.
+        ``"sliding_tile"`` (Wan): the video self-attention is block-sparse over 3-D ``tile``s, each query
+        tile seeing the ``window`` (tiles per axis) around it, after ``dense_steps`` dense denoising
+        steps (``sgl_diffusion_sites.sliding_tile``); the notes give the map's density.
 
     Returns a :class:`MountReport` listing every site considered. Never raises for a model
     it does not know: the report says nothing was mounted and why. A model already mounted is
@@ -154,7 +160,8 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     """
     if _unwrap(model) is not model:
         inner = optimize(_unwrap(model), quality=quality, verify=verify, backend=backend,
-                         under_compile=under_compile, attention=attention)
+                         under_compile=under_compile, attention=attention, tile=tile, window=window,
+                         dense_steps=dense_steps)
         if inner.mounted:
             inner.notes.append(_compiled_model_note("a torch.compile wrapper (OptimizedModule): mounted on its "
                                                     "_orig_mod", inner))
@@ -170,20 +177,17 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         unmount(model)
         report.notes.append("the model was already mounted: unmounted first")
 
+    tiles = _tile_policy(model, report, attention, tile, window, dense_steps)
+    if tiles is False:
+        return report
     kernels = Kernels(quality, backend, under_compile)
     report.op_calls = kernels.counts
     mounts: list[Any] = []  # _Mount and fp8.Fp8Mount records, restored in reverse order
     compiled: list[str] = []  # replaced modules that had been compiled
     try:
-        _mount_all(model, report, kernels, verify, bool(attention), mounts, compiled)
+        _mount_all(model, report, kernels, verify, bool(attention), mounts, compiled, tiles)
     except Exception as exc:  # mounting never raises: undo what was mounted and report why
-        for mt in reversed(mounts):
-            mt.restore()
-        for s in report.sites:
-            if s.mounted:
-                s.status, s.reason, s.gate = "skipped", "mounting failed (see notes); unmounted", None
-        report.notes.append(f"mounting failed, nothing left mounted: {type(exc).__name__}: {exc}")
-        warnings.warn(f"sgl_diffusion_sites.optimize({name}): {report.notes[-1]}", RuntimeWarning, stacklevel=2)
+        _undo(mounts, report, exc)
         return report
     _compiled_notes(model, report, compiled)
     object.__setattr__(model, _STATE_ATTR, mounts)
@@ -191,10 +195,49 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     return report
 
 
+def _undo(mounts: list[Any], report: MountReport, exc: Exception) -> None:
+    """A failed mount: every record restored in reverse order, every site marked skipped, one warning."""
+    for mt in reversed(mounts):
+        mt.restore()
+    for s in report.sites:
+        if s.mounted:
+            s.status, s.reason, s.gate = "skipped", "mounting failed (see notes); unmounted", None
+    report.notes.append(f"mounting failed, nothing left mounted: {type(exc).__name__}: {exc}")
+    warnings.warn(f"sgl_diffusion_sites.optimize({report.model}): {report.notes[-1]}", RuntimeWarning, stacklevel=3)
+
+
+def _tile_policy(model: torch.nn.Module, report: MountReport, attention: object, tile: object, window: object,
+                 dense_steps: object) -> ST.SlidingTile | None | bool:
+    """The sliding-tile policy of ``attention="sliding_tile"`` (None: dense attention, with a note where
+    it was asked for), or False when the arguments are wrong (the note says why; nothing is mounted)."""
+    if isinstance(attention, str) and attention != "sliding_tile":
+        report.notes.append(f"attention={attention!r} is not True, False or 'sliding_tile': nothing mounted")
+        return False
+    if attention != "sliding_tile":
+        return None
+    if report.quality == "exact":
+        report.notes.append("attention='sliding_tile' needs quality='close' or 'fp8' (exact mode keeps the model's "
+                            "attention)")
+        return None
+    try:
+        tiles = ST.policy_for(model, tile, window, dense_steps, report.notes)
+    except ValueError as exc:
+        report.notes.append(f"{exc}: nothing mounted")
+        return False
+    if isinstance(tiles, str):
+        report.notes.append(tiles)
+        return None
+    return tiles
+
+
 def _mount_all(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool, attention: bool,
-               mounts: list[Any], compiled: list[str]) -> None:
+               mounts: list[Any], compiled: list[str], tiles: ST.SlidingTile | None = None) -> None:
     """Every site of the model, in mounting order (FP8 linears first: a GELU projection becomes one FP8
     linear, not a close-kernel site)."""
+    if tiles is not None:  # the step and grid hook first: unmount removes it last
+        hook = ST.HookMount(model, tiles)
+        hook.apply()
+        mounts.append(hook)
     if report.quality == "fp8":
         blocks = [(p, m) for p, m in model.named_modules()
                   if p and getattr(_rule_for(m), "kind", None) == "block_residuals"]
@@ -202,7 +245,7 @@ def _mount_all(model: torch.nn.Module, report: MountReport, kernels: Kernels, ve
     found = [(p, m) for p, m in model.named_modules() if p and _rule_for(m) is not None]
     for path, m in found:
         _mount_site(model, path, m, report, kernels, verify, mounts, compiled)
-    _mount_processors(model, report, kernels, verify, mounts, attention)
+    _mount_processors(model, report, kernels, verify, mounts, attention, tiles)
 
 
 def _compiled_notes(model: torch.nn.Module, report: MountReport, compiled: list[str]) -> None:
@@ -320,7 +363,7 @@ _PROCESSORS: dict[str, type] = {
 
 
 def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool,
-                      mounts: list[_Mount], attention: bool) -> None:
+                      mounts: list[_Mount], attention: bool, tiles: ST.SlidingTile | None = None) -> None:
     """Attention processors with a QK-norm: each wrapper's ``plan`` says what it fuses there (RoPE, QK-norm
     + RoPE, QK-norm, the joint text + image concatenation) or why the processor stays eager; after each
     processor's site, its ``"attention"`` site (:func:`_attention_site`)."""
@@ -353,6 +396,10 @@ def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kern
         attn_site = _attention_site(path, m, proc, why, kernels)
         report.sites.append(attn_site)
         mounted = cls(proc, site, kernels, attention=attn_site if attn_site.mounted else None)
+        if tiles is not None and attn_site.mounted and cls is P.MountedWanAttnProcessor:
+            mounted._sgl_tile = tiles
+            attn_site.ops = ("attention.block_sparse_attention", "attention.attention")
+            attn_site.compile_ops = compile_ops(attn_site.ops, kernels.under_compile)
         m.set_processor(mounted)
         mounts.append(_Mount(m, "processor", proc, mounted))
         site.status = "mounted"

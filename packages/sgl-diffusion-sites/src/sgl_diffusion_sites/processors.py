@@ -62,6 +62,7 @@ class MountedFluxAttnProcessor:
         self._attention_backend = getattr(original, "_attention_backend", None)
         self._parallel_config = getattr(original, "_parallel_config", None)
         self._sgl_usp: UspRoute | None = None  # set by parallelize()
+        self._sgl_tile: Any = None  # a sliding_tile.SlidingTile (attention="sliding_tile"), else None
 
     def _attend(self, query, key, value, mask, dispatch, *, kv_mask=_SAME, offset: int = 0, text: int = 0,
                 text_first: bool = False):
@@ -81,6 +82,10 @@ class MountedFluxAttnProcessor:
             k.count_eager("attention.attention")  # a diffusers backend / context parallelism set since the mount
             return dispatch()
         kv_mask = mask if kv_mask is _SAME else kv_mask
+        if self._sgl_tile is not None and kv_mask is None and not text:
+            out = self._sgl_tile.attend(query, key, value)
+            if out is not None:
+                return out
         kv_lens = None if kv_mask is None else k.key_padding_lens(kv_mask, query.shape[0], offset)
         if kv_lens is False:  # not a key-padding prefix (or not readable here): the masked attention
             k.count_eager("attention.attention")
