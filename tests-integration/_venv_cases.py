@@ -354,6 +354,14 @@ q, k, v = (torch.randn(2, 37, 2, 32, generator=g).to(torch.bfloat16) for _ in ra
 block_map = video_block_map((2, 4, 4), tile=(1, 2, 2), window=(1, 1, 1), text_tokens=5, block=16)
 CASE = (block_sparse_attention, block_sparse_attention_reference, (q, k, v, block_map), {"return_lse": True})
 """,
+    "attention.quantized_attention": """
+import torch
+from sgl_diffusion_attention import quantized_attention, quantized_attention_reference
+g = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(2, 37, 2, 64, generator=g).to(torch.bfloat16) for _ in range(3))
+kv_lens = torch.tensor([37, 20], dtype=torch.int32)
+CASE = (quantized_attention, quantized_attention_reference, (q, k, v), {"kv_lens": kv_lens, "return_lse": True})
+""",
     "ext.rasterize": """
 import torch
 from sgl_diffusion_ext import rasterize, rasterize_reference

@@ -360,16 +360,11 @@ def torchao_fp8(model: torch.nn.Module) -> dict[str, Any]:
     """torchao's float8 dynamic row-wise quantization of the linears quality='fp8' converts (once)."""
     from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
 
-    from sgl_diffusion_sites.fp8 import fp8_targets
+    import sgl_diffusion_sites as sites
 
     if getattr(model, "_e2e_torchao", None):
         return model._e2e_torchao
-    import sgl_diffusion_sites.mount as M
-
-    names = set()
-    for path, block in model.named_modules():
-        if path and getattr(M._rule_for(block), "kind", None) == "block_residuals":
-            names.update(f"{path}.{n}" + (".proj" if epi else "") for n, _, epi in fp8_targets(block))
+    names = set(sites.fp8_linear_paths(model))
     quantize_(
         model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()), filter_fn=lambda m, fqn: fqn in names
     )

@@ -96,6 +96,20 @@ def merge_attention_states(
     backend: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
+def quantized_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    kv_lens: torch.Tensor | None = None,
+    qk: str = 'int8',
+    pv: str = 'bf16',
+    smooth_k: bool = True,
+    scale: float | None = None,
+    return_lse: bool = False,
+    backend: str | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
+
 def usp_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -206,6 +220,33 @@ def merge_attention_states_reference(
     layout: str = 'bshd',
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
+def can_use_quantized_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    kv_lens: torch.Tensor | None = None,
+    qk: str = 'int8',
+    pv: str = 'bf16',
+    smooth_k: bool = True,
+    scale: float | None = None,
+    return_lse: bool = False,
+    backend: str | None = None,
+) -> bool: ...
+
+def quantized_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    kv_lens: torch.Tensor | None = None,
+    qk: str = 'int8',
+    pv: str = 'bf16',
+    smooth_k: bool = True,
+    scale: float | None = None,
+    return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
+
 def can_use_usp_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -250,10 +291,13 @@ __all__ = [
     "can_use_attention",
     "can_use_block_sparse_attention",
     "can_use_merge_attention_states",
+    "can_use_quantized_attention",
     "can_use_usp_attention",
     "init_usp",
     "merge_attention_states",
     "merge_attention_states_reference",
+    "quantized_attention",
+    "quantized_attention_reference",
     "token_mask",
     "usp_attention",
     "usp_attention_reference",

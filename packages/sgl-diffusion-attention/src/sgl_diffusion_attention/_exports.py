@@ -20,6 +20,9 @@ EXPORTS: dict[str, str] = {
     "merge_attention_states": "merge_attention_states",
     "can_use_merge_attention_states": "merge_attention_states",
     "merge_attention_states_reference": "merge_attention_states",
+    "quantized_attention": "quantized_attention",
+    "can_use_quantized_attention": "quantized_attention",
+    "quantized_attention_reference": "quantized_attention",
     "usp_attention": "usp_attention",
     "can_use_usp_attention": "usp_attention",
     "usp_attention_reference": "usp_attention",
@@ -33,5 +36,6 @@ OPS: dict[str, str] = {
     "attention.attention": "attention",
     "attention.block_sparse_attention": "block_sparse_attention",
     "attention.merge_attention_states": "merge_attention_states",
+    "attention.quantized_attention": "quantized_attention",
     "attention.usp_attention": "usp_attention",
 }

@@ -23,10 +23,9 @@ from typing import Any
 
 import torch
 
-try:  # the hook chains Triton calls around each launch (absent on builds without knobs)
-    from triton import knobs as _knobs
-except ImportError:  # pragma: no cover - every supported Triton has knobs
-    _knobs = None
+# Triton's knobs (its launch hook chains), imported with the first compiled kernel: importing this
+# module imports no Triton (the lazy package surfaces promise that)
+_knobs: Any = None
 
 
 def _raw_stream(index: int) -> int:
@@ -103,6 +102,12 @@ def _raw_launch(compiled: Any, grid: tuple[int, int, int]) -> tuple | None:
     """``(run, grid, function, packed_metadata)`` of a loaded compiled kernel, for a launch without
     Triton's runner wrapper; None where this Triton's compiled kernel lacks one of them or its hooks
     are not the chains this module reads (the runner is used then)."""
+    global _knobs
+    if _knobs is None:
+        try:
+            from triton import knobs as _knobs
+        except ImportError:  # a Triton without knobs: the runner, hooks included
+            return None
     hooks = getattr(_knobs, "runtime", None)
     if not all(hasattr(getattr(hooks, h, None), "calls") for h in ("launch_enter_hook", "launch_exit_hook")):
         return None

@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "mount_report": "mount",
     "mount_plan": "mount",
     "measure_quality": "mount",
+    "fp8_linear_paths": "mount",
     "compile_repeated_blocks": "mount",
     "SUPPORTED_MODELS": "mount",
     "parallelize": "parallel",

@@ -20,7 +20,7 @@ from sgl_diffusion_core import BitExactFusionGate
 from . import processors as P
 from . import sliding_tile as ST
 from . import wrappers as W
-from .fp8 import distance, mount_fp8_linears, output_tensor
+from .fp8 import distance, fp8_targets, mount_fp8_linears, output_tensor
 from .kernels import UNDER_COMPILE, Kernels, compile_ops
 from .report import MountReport, Site
 
@@ -489,6 +489,17 @@ def measure_quality(model: torch.nn.Module, *args: Any, **kwargs: Any) -> dict[s
     if report is not None:
         report.quality_metrics = metrics
     return metrics
+
+
+def fp8_linear_paths(model: torch.nn.Module) -> list[str]:
+    """The paths of the ``nn.Linear`` layers ``optimize(model, quality="fp8")`` turns into FP8 linears (a
+    tanh-GELU projection: its ``.proj``), without mounting anything: what a comparison with another FP8
+    scheme should convert."""
+    paths = []
+    for path, block in _unwrap(model).named_modules():
+        if path and getattr(_rule_for(block), "kind", None) == "block_residuals":
+            paths += [f"{path}.{name}" + (".proj" if epilogue else "") for name, _, epilogue in fp8_targets(block)]
+    return paths
 
 
 def is_mounted(model: torch.nn.Module) -> bool:

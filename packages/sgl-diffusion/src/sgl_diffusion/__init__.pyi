@@ -42,10 +42,13 @@ from sgl_diffusion_attention import block_sparse_attention_reference as block_sp
 from sgl_diffusion_attention import can_use_attention as can_use_attention
 from sgl_diffusion_attention import can_use_block_sparse_attention as can_use_block_sparse_attention
 from sgl_diffusion_attention import can_use_merge_attention_states as can_use_merge_attention_states
+from sgl_diffusion_attention import can_use_quantized_attention as can_use_quantized_attention
 from sgl_diffusion_attention import can_use_usp_attention as can_use_usp_attention
 from sgl_diffusion_attention import init_usp as init_usp
 from sgl_diffusion_attention import merge_attention_states as merge_attention_states
 from sgl_diffusion_attention import merge_attention_states_reference as merge_attention_states_reference
+from sgl_diffusion_attention import quantized_attention as quantized_attention
+from sgl_diffusion_attention import quantized_attention_reference as quantized_attention_reference
 from sgl_diffusion_attention import token_mask as token_mask
 from sgl_diffusion_attention import usp_attention as usp_attention
 from sgl_diffusion_attention import usp_attention_reference as usp_attention_reference
@@ -286,6 +289,7 @@ __all__ = [
     "can_use_qk_norm",
     "can_use_qk_norm_rope",
     "can_use_quantize_fp8",
+    "can_use_quantized_attention",
     "can_use_rasterize",
     "can_use_rms_modulate",
     "can_use_rms_norm",
@@ -372,6 +376,8 @@ __all__ = [
     "qk_norm_rope_reference",
     "quantize_fp8",
     "quantize_fp8_reference",
+    "quantized_attention",
+    "quantized_attention_reference",
     "rasterize",
     "rasterize_reference",
     "register",

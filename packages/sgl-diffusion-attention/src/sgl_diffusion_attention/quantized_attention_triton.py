@@ -1,0 +1,181 @@
+"""Triton kernel of ``quantized_attention``: flash attention over 8-bit q and k (CUDA and ROCm; CPU under
+``TRITON_INTERPRET=1``).
+
+The operands are quantized first (``quantized_attention_torch.quantize_qk``: per-row scales, K smoothed):
+int8 or e4m3 codes ``[B, S, H, Dh]`` and fp32 scales ``[B, S, H]``. One program per (query block,
+sample, head), as the dense kernel (``_attention_triton``): each key tile's scores are the 8-bit dot
+product (int8: int32 accumulation; e4m3: fp32), times the query row's and the key's scales and
+``scale * log2(e)``; the online softmax in fp32 with ``exp2``; ``p`` rounded to v's dtype for the
+product with v (bf16 / fp16, as given). Keys past ``kv_lens[b]`` are masked in the tail tile; a sample
+whose ``kv_lens`` is out of ``[1, Sk]`` gets NaN rows. ``WIDE_DOT`` (the interpreter): the dot products in
+fp32 (exact for these codes).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from sgl_diffusion_core import PreparedLaunch, device_arch, tensor_platform
+
+from ._attention_triton import LOG2E, RULE_SM8X, AttnConfig, config_for
+from .quantized_attention_torch import quantize_qk
+
+
+@triton.jit
+def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs_n, k_ss, ks_ss, v_ss, qk_scale,
+               MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr):
+    rows = n0 + offs_n
+    if MASK_N:
+        ok = rows < seqlen_k
+        k = tl.load(k_ptrs + n0 * k_ss, mask=ok[:, None])  # masked keys' scores become -inf below
+        ks = tl.load(ks_ptrs + n0 * ks_ss, mask=ok, other=0.0)
+        v = tl.load(v_ptrs + n0 * v_ss, mask=ok[:, None], other=0.0)
+    else:
+        k = tl.load(k_ptrs + n0 * k_ss)
+        ks = tl.load(ks_ptrs + n0 * ks_ss)
+        v = tl.load(v_ptrs + n0 * v_ss)
+    if WIDE_DOT:
+        s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)))
+    else:
+        s = tl.dot(q, tl.trans(k)).to(tl.float32)
+    s = s * (qs[:, None] * ks[None, :]) * qk_scale
+    if MASK_N:
+        s = tl.where(rows[None, :] < seqlen_k, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    alpha = tl.math.exp2(m_i - m_new)
+    p = tl.math.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    p = p.to(v.dtype)
+    if WIDE_DOT:
+        acc = tl.dot(p.to(tl.float32), v.to(tl.float32), acc)
+    else:
+        acc = tl.dot(p, v, acc)
+    return acc, l_i, m_new
+
+
+@triton.jit(do_not_specialize=["Sq", "Sk", "n_m"])
+def _quantized_attention_kernel(
+    Q, QS, K, KS, V, O, LSE, KV_LENS,
+    q_sb, q_ss, q_sh, k_sb, k_ss, k_sh, v_sb, v_ss, v_sh, o_sb, o_ss, o_sh,
+    Sq, Sk, Hq, Hk, GROUP, n_m, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_KV_LENS: tl.constexpr,
+    WRITE_LSE: tl.constexpr, WIDE_DOT: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    bh = pid // n_m
+    pid_m = pid - bh * n_m
+    b = bh // Hq
+    h = bh - b * Hq
+    hk = h // GROUP
+    b64, h64, hk64 = b.to(tl.int64), h.to(tl.int64), hk.to(tl.int64)
+    seqlen_k = Sk
+    bad = Sk < 0
+    if HAS_KV_LENS:
+        kv = tl.load(KV_LENS + b)
+        bad = (kv < 1) | (kv > Sk)
+        seqlen_k = tl.minimum(tl.maximum(kv, 0), Sk).to(tl.int32)
+    m0 = pid_m * BLOCK_M
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_rows = offs_m < Sq
+    Qb = Q + b64 * q_sb + h64 * q_sh
+    q = tl.load(Qb + offs_m[:, None] * q_ss + offs_d[None, :], mask=q_rows[:, None])  # rows past Sq: not stored
+    # scales [B, S, H] contiguous: row s of head h at (b * S + s) * H + h
+    qs = tl.load(QS + (b64 * Sq + offs_m) * Hq + h64, mask=q_rows, other=0.0)
+    k_ptrs = K + b64 * k_sb + hk64 * k_sh + offs_n[:, None] * k_ss + offs_d[None, :]
+    ks_ptrs = KS + (b64 * Sk + offs_n) * Hk + hk64
+    v_ptrs = V + b64 * v_sb + hk64 * v_sh + offs_n[:, None] * v_ss + offs_d[None, :]
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    n_full = (seqlen_k // BLOCK_N) * BLOCK_N
+    for n0 in range(0, n_full, BLOCK_N):
+        acc, l_i, m_i = _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs_n, k_ss, Hk,
+                                   v_ss, qk_scale, False, WIDE_DOT)
+    if n_full < seqlen_k:
+        acc, l_i, m_i = _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n_full, seqlen_k, offs_n, k_ss,
+                                   Hk, v_ss, qk_scale, True, WIDE_DOT)
+    empty = l_i == 0.0
+    o = acc / tl.where(empty, 1.0, l_i)[:, None]
+    o = tl.where(bad, float("nan"), o)
+    Ob = O + b64 * o_sb + h64 * o_sh
+    tl.store(Ob + offs_m[:, None] * o_ss + offs_d[None, :], o.to(O.dtype.element_ty), mask=q_rows[:, None])
+    if WRITE_LSE:
+        lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+        lse = tl.where(bad, float("nan"), lse)
+        tl.store(LSE + (b64 * Hq + h64) * Sq + offs_m, lse, mask=q_rows)
+
+
+def quant_config(platform: str, dh: int, arch: int | str | None, qk: str) -> AttnConfig:
+    """The dense kernel's tiles (``_attention_triton.config_for``), except e4m3 at head dim 128 on ROCm: 64 x 32
+    (64 x 64 needs more than the 512 registers a 4-wave workgroup has on gfx950; 64 x 32 compiles to 256
+    VGPRs, no spills). Not measured: the 8-bit kernel has not run on a GPU yet."""
+    if platform == "hip" and qk == "fp8" and dh > 64:
+        return AttnConfig(64, 32, 4, 1)
+    return config_for(platform, dh, arch)
+
+
+def prepare(geom, q, k, v, kv_lens):
+    """A runner ``(q, k, v, kv_lens) -> out | (out, lse)``: the quantization (torch), then the kernel."""
+    plat = tensor_platform(q.device)
+    cfg = quant_config(plat, geom.Dh, device_arch(plat, q.device.index) if plat in ("cuda", "hip") else None, geom.qk)
+    n_m = max(1, triton.cdiv(geom.Sq, cfg.block_m))
+    const = {"HEAD_DIM": geom.Dh, "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HAS_KV_LENS": geom.kv_lens,
+             "WRITE_LSE": geom.return_lse, "WIDE_DOT": q.device.type == "cpu"}
+    launch = PreparedLaunch(_quantized_attention_kernel, (n_m * geom.B * geom.Hq,), const, n_ptrs=8,
+                            options=cfg.launch_options(), device=q.device)
+    B, Sq, Sk, Hq, Hk, Dh = geom.B, geom.Sq, geom.Sk, geom.Hq, geom.Hk, geom.Dh
+    ints = (Sq, Sk, Hq, Hk, Hq // Hk, n_m, geom.scale * LOG2E)
+    qk, smooth, want_lse, device = geom.qk, geom.smooth_k, geom.return_lse, q.device
+    no_index = torch.zeros(1, dtype=torch.int32, device=device)
+    no_lse = torch.empty(1, dtype=torch.float32, device=device)
+
+    def run(q, k, v, kv_lens, *_):
+        q8, qs, k8, ks = quantize_qk(q, k, kv_lens, qk, smooth)
+        out = torch.empty((B, Sq, Hq, Dh), dtype=q.dtype, device=device)
+        lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=device) if want_lse else no_lse
+        vs = v.stride()
+        launch(q8, qs, k8, ks, v, out, lse, no_index if kv_lens is None else kv_lens,
+               Sq * Hq * Dh, Hq * Dh, Dh, Sk * Hk * Dh, Hk * Dh, Dh, vs[0], vs[1], vs[2], Sq * Hq * Dh, Hq * Dh, Dh,
+               *ints)
+        return (out, lse) if want_lse else out
+
+    return run
+
+
+def aot_variants(platform: str = "cuda"):
+    """int8 and e4m3 codes, bf16 v, head dims 64 and 128, with kv_lens and lse: the builds the compile lanes
+    check (e4m3 on sm_89+ and gfx950; on CUDA, head dim 128's sm_90 tiles from sm_90 on and its Ampere tiles
+    as a build of their own)."""
+    builds = [(qk, dh, quant_config(platform, dh, None, qk), "") for qk in ("int8", "fp8") for dh in (64, 128)]
+    if platform == "cuda":
+        builds.append(("int8", 128, RULE_SM8X[128], ",sm8x"))
+    return [_variant(platform, qk, dh, cfg, tag) for qk, dh, cfg, tag in builds]
+
+
+def _variant(platform: str, qk: str, dh: int, cfg: AttnConfig, tag: str):
+    from sgl_diffusion_core import AotVariant
+
+    code = "i8" if qk == "int8" else "fp8e4nv"
+    sig = {"Q": f"*{code}", "QS": "*fp32", "K": f"*{code}", "KS": "*fp32", "V": "*bf16", "O": "*bf16",
+           "LSE": "*fp32", "KV_LENS": "*i32"}
+    sig.update({n: "i32" for n in ("q_sb", "q_ss", "q_sh", "k_sb", "k_ss", "k_sh", "v_sb", "v_ss", "v_sh",
+                                   "o_sb", "o_ss", "o_sh", "Sq", "Sk", "Hq", "Hk", "GROUP", "n_m")})
+    sig["qk_scale"] = "fp32"
+    const = {"HEAD_DIM": dh, "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HAS_KV_LENS": True,
+             "WRITE_LSE": True, "WIDE_DOT": False}
+    sig.update({n: "constexpr" for n in const})
+    fp8 = qk == "fp8"
+    hopper_tiles = platform == "cuda" and dh == 128 and not tag
+    return AotVariant(
+        name=f"quantized_attention[{qk},bf16,Dh={dh},m={cfg.block_m},n={cfg.block_n},w={cfg.num_warps}{tag}]",
+        kernel=_quantized_attention_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
+        num_stages=cfg.num_stages, min_cuda_arch=90 if hopper_tiles else 89 if fp8 else 80,
+        amd_targets=("gfx950",) if fp8 else ("gfx942", "gfx950"),
+        divisible_by_16=("Q", "K", "V", "O", "LSE", "q_sb", "q_ss", "q_sh", "k_sb", "k_ss", "k_sh",
+                         "v_sb", "v_ss", "v_sh", "o_sb", "o_ss", "o_sh"),
+    )

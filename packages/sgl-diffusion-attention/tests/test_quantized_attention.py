@@ -1,0 +1,100 @@
+"""quantized_attention: every runnable backend against the definition (CPU lane: the Triton kernel under the
+interpreter), the quantization's own rules, its distance to full-precision attention with and without K
+smoothing on keys with outlier channels, refusals, and the compile path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sgl_diffusion_attention as attn
+from sgl_diffusion_core import REGISTRY, UnsupportedInputError, testing
+
+OP = "attention.quantized_attention"
+
+
+def _tol(backend, dtype):
+    return next(s for s in REGISTRY.specs(OP) if s.backend == backend).contract.tolerance(dtype)
+
+
+def _qkv(B, Sq, Sk, Hq, Hk, Dh, seed=0, offset=0.0, dtype=torch.bfloat16):
+    """Activations as a DiT's: k with a per-channel offset (outlier channels, ``offset`` times wider)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, Sq, Hq, Dh, generator=g)
+    k = torch.randn(B, Sk, Hk, Dh, generator=g) + offset * torch.randn(1, 1, Hk, Dh, generator=g)
+    v = torch.randn(B, Sk, Hk, Dh, generator=g)
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+@pytest.mark.parametrize("qk", ["int8", "fp8"])
+@pytest.mark.parametrize("B,Sq,Sk,Hq,Hk,Dh,lens", [
+    (1, 40, 40, 2, 2, 64, None),
+    (2, 70, 90, 4, 2, 64, [90, 41]),  # GQA, a padded second sample, partial tiles
+    (1, 33, 65, 2, 1, 128, [1]),  # one valid key
+])
+def test_against_the_definition(backend, device, qk, B, Sq, Sk, Hq, Hk, Dh, lens):
+    q, k, v = (t.to(device) for t in _qkv(B, Sq, Sk, Hq, Hk, Dh, offset=3.0))
+    kv_lens = None if lens is None else torch.tensor(lens, dtype=torch.int32, device=device)
+    out, lse = attn.quantized_attention(q, k, v, kv_lens=kv_lens, qk=qk, return_lse=True, backend=backend)
+    ref, ref_lse = attn.quantized_attention_reference(q, k, v, kv_lens=kv_lens, qk=qk, return_lse=True)
+    atol, rtol = _tol(backend, q.dtype)
+    testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    testing.assert_close(lse, ref_lse, atol=1e-4, rtol=1e-5)
+    assert out.shape == q.shape and out.dtype == q.dtype and lse.shape == (B, Hq, Sq)
+
+
+def test_quantization_rules():
+    definition = testing.backend_module(OP, "torch")
+    key_mean, quantize_qk = definition.key_mean, definition.quantize_qk
+    q, k, _ = _qkv(2, 5, 7, 2, 1, 64, offset=4.0)
+    lens = torch.tensor([7, 3], dtype=torch.int32)
+    q8, qs, k8, ks = quantize_qk(q, k, lens, "int8", smooth_k=True)
+    assert q8.dtype == torch.int8 and qs.shape == (2, 5, 2) and ks.shape == (2, 7, 1)
+    assert int(q8.abs().max()) == 127 and bool((q8.abs().amax(-1) == 127).all())  # each row reaches the top code
+    centred = k.float() - key_mean(k, lens)
+    torch.testing.assert_close(k8.float() * ks[..., None], centred, atol=float(ks.max()) / 2 + 1e-6, rtol=0)
+    torch.testing.assert_close(key_mean(k, lens)[1], k[1, :3].float().mean(0, keepdim=True))  # valid keys only
+    f8, fs, _, _ = quantize_qk(q, k, None, "fp8", smooth_k=False)
+    assert f8.dtype == torch.float8_e4m3fn and float(f8.float().abs().max()) == 448.0
+
+
+def test_distance_to_full_precision_and_smoothing(device):
+    """Keys with outlier channels: int8 with smoothing within cosine 0.999 / relative L1 0.03 of fp32
+    attention; smoothing reduces the error."""
+    q, k, v = (t.to(device) for t in _qkv(1, 96, 96, 2, 2, 64, seed=3, offset=6.0))
+    errs = {}
+    for smooth in (True, False):
+        out = attn.quantized_attention(q, k, v, smooth_k=smooth)
+        errs[smooth] = attn.attention_error(q, k, v, out)
+    assert errs[True].cosine >= 0.999 and errs[True].rel_l1 <= 0.03, errs[True]
+    assert errs[True].rel_l1 < errs[False].rel_l1
+
+
+def test_refusals_and_selection(device):
+    q, k, v = (t.to(device) for t in _qkv(1, 8, 8, 2, 2, 64))
+    with pytest.raises(UnsupportedInputError, match="pv='fp8' is not built"):
+        attn.quantized_attention(q, k, v, pv="fp8")
+    with pytest.raises(UnsupportedInputError, match="qk must be 'int8' or 'fp8'"):
+        attn.quantized_attention(q, k, v, qk="int4")
+    with pytest.raises(UnsupportedInputError, match="kv_lens has dtype torch.int64"):
+        attn.quantized_attention(q, k, v, kv_lens=torch.tensor([8], device=device))
+    odd = torch.randn(1, 8, 2, 96, device=device).to(torch.bfloat16)  # Dh 96: the definition serves it
+    assert not attn.can_use_quantized_attention(odd, odd, odd, backend="triton")
+    assert attn.quantized_attention(odd, odd, odd).shape == odd.shape
+    # opt-in only: the dense op has no 8-bit backend to choose
+    assert not any("quant" in s.backend or "8" in s.backend for s in REGISTRY.specs("attention.attention"))
+    empty = attn.quantized_attention(q[:, :0], k, v, return_lse=True)
+    assert empty[0].shape == (1, 0, 2, 64) and empty[1].shape == (1, 2, 0)
+
+
+def test_compile_fullgraph(device):
+    import torch._dynamo
+
+    q, k, v = (t.to(device) for t in _qkv(1, 24, 24, 2, 2, 64))
+
+    def f(q, k, v):
+        return attn.quantized_attention(q, k, v, qk="int8") * 2
+
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(f)(q, k, v).graph_break_count == 0
+    testing.assert_exact(torch.compile(f, fullgraph=True, backend="aot_eager")(q, k, v), f(q, k, v))
