@@ -407,8 +407,14 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
         host = [r["host_us_per_call"] for r in ours if r.get("host_us_per_call")]
         hosts += host
         domain, _, op = s.data["op"].partition(".")
+        # compute-bound ops (their rows carry FLOPs: GEMMs, attention) are rated in TFLOP/s, not against a copy
+        rate = (
+            _span([r["flops"] / r["median_us"] / 1e6 for r in ours], "{:.0f}", " TFLOP/s")
+            if all(r.get("flops") for r in ours)
+            else _span([100 * r["frac_of_copy"] for r in ours], "{:.1f}", "%")
+        )
         out.append(
-            f"| `{op}` | {domain} | {len(ours)} | {_span([100 * r['frac_of_copy'] for r in ours], '{:.1f}', '%')} "
+            f"| `{op}` | {domain} | {len(ours)} | {rate} "
             f"| {_span(ratio, '{:.2f}', 'x') if ratio else ''} "
             f"| {contract_of(s.data['op'], 'sgl_diffusion') if contract_of else ''} "
             f"| {_span(host, '{:.0f}') if host else ''} |\n"
@@ -419,7 +425,8 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
     head = (
         f"Measured on {envs}, {', '.join(dtypes)}, at each op's benchmark shapes\n"
         f'(per-case tables, git SHAs and plots: [`docs/benchmarks/`]({link})). "% of copy" is our\n'
-        "bandwidth over a same-run device-to-device copy of the same bytes; ranges run over the cases.\n"
+        "bandwidth over a same-run device-to-device copy of the same bytes (compute-bound ops: TFLOP/s);\n"
+        "ranges run over the cases.\n"
     )
     if hosts:
         head += f"Host time per eager call: median {statistics.median(hosts):.0f} us over all cases.\n"
