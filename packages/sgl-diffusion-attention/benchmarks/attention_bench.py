@@ -112,3 +112,49 @@ def merge_attention_states_cases(device: torch.device, dtype: torch.dtype = torc
                        "torch.compile": lambda a=(o1, l1, o2, l2), c=compiled: c(*a)},
             check=check,
         )
+
+
+# quantized_attention: name -> (B, S, H, Dh, padded keys per sample); q, k, v drawn as real activations are
+# shaped (k with a per-channel offset, the outlier channels DiTs carry)
+QUANT_SHAPES: dict[str, tuple[int, int, int, int, int]] = {
+    "flux": (1, 4608, 24, 128, 0),
+    "wan-720p": (1, 75600, 40, 128, 0),
+    "hunyuan-720p": (1, 119056, 24, 128, 200),
+}
+
+
+def quantized_attention_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
+                              names: list[str] | None = None) -> Iterator[bench.BenchCase]:
+    """``quantized_attention`` (int8 q / k; ``qk=fp8`` beside it) against the dense providers of the same
+    run: the ``attention`` op, our dense Triton kernel and PyTorch's SDPA; ``extra`` holds the flops and the
+    int8 output's ``attention_error`` against fp32 attention on the first 2048 queries."""
+    from sgl_diffusion_attention import attention, attention_error, quantized_attention
+
+    for name in names or list(QUANT_SHAPES):
+        if name not in QUANT_SHAPES:
+            raise ValueError(f"unknown quantized_attention bench case {name!r}; known: {', '.join(QUANT_SHAPES)}")
+        B, S, H, Dh, pad = QUANT_SHAPES[name]
+        g = torch.Generator(device=device).manual_seed(0)
+        q = torch.randn(B, S, H, Dh, device=device, dtype=dtype, generator=g)
+        k = (torch.randn(B, S, H, Dh, device=device, generator=g)
+             + 4 * torch.randn(1, 1, H, Dh, device=device, generator=g)).to(dtype)
+        v = torch.randn(B, S, H, Dh, device=device, dtype=dtype, generator=g)
+        kv_lens = torch.full((B,), S - pad, dtype=torch.int32, device=device) if pad else None
+        head = 2048
+        err = attention_error(q[:, :head], k, v, quantized_attention(q, k, v, kv_lens=kv_lens)[:, :head],
+                              kv_lens=kv_lens)
+        a = (q, k, v)
+        providers = {
+            "sgl_diffusion": lambda a=a, n=kv_lens: quantized_attention(*a, kv_lens=n),
+            "sgl_diffusion(qk=fp8)": lambda a=a, n=kv_lens: quantized_attention(*a, kv_lens=n, qk="fp8"),
+            "attention(dense)": lambda a=a, n=kv_lens: attention(*a, kv_lens=n),
+            "attention(triton)": lambda a=a, n=kv_lens: attention(*a, kv_lens=n, backend="triton"),
+        }
+        if not pad:
+            providers["sdpa(dense)"] = lambda a=a: _sdpa(*a)
+        yield bench.BenchCase(
+            name=name, shape=f"[{B}, {S}, {H}, {Dh}]" + (f" kv_lens=S-{pad}" if pad else ""),
+            dtype=str(dtype).removeprefix("torch."), bytes=bench.tensor_bytes(q, k, v, q), providers=providers,
+            extra={"flops": 4 * B * H * S * (S - pad) * Dh, "cosine": err.cosine, "rel_l1": err.rel_l1,
+                   "max_abs": err.max_abs},
+        )

@@ -1,7 +1,8 @@
 """Benchmark cases of ``block_sparse_attention`` at the video shapes of the attention issues (bf16, Dh 128):
 Wan2.1-14B 720p (``[1, 75600, 40, 128]``, latent grid 21 x 45 x 80, no text in self-attention) and
 HunyuanVideo 720p (``[1, 119056, 24, 128]``: grid 33 x 45 x 80 and 256 text tokens after the video),
-each with ``video_block_map`` maps of 4 x 4 x 4 tiles, a few windows and blocks of 64 and 128 tokens.
+each with ``video_block_map`` maps of 4 x 4 x 4 tiles, a few windows and blocks of 64 and 128 tokens, in
+the model's token order and (``-tiles`` cases) in tile order.
 
 Providers: ``sgl_diffusion`` (the op: its triton kernel on a GPU), ``attention(dense)`` (the dense
 ``attention`` op, its own backend choice), ``attention(triton)`` (the dense Triton kernel the sparse
@@ -29,6 +30,9 @@ CASES: dict[str, tuple] = {
     "wan-720p-w3x3x3-b64": (1, 40, 128, (21, 45, 80), 0, (4, 4, 4), (3, 3, 3), 64),
     "hunyuan-720p-w3x3x3-b128": (1, 24, 128, (33, 45, 80), 256, (4, 4, 4), (3, 3, 3), 128),
     "hunyuan-720p-w3x5x5-b128": (1, 24, 128, (33, 45, 80), 256, (4, 4, 4), (3, 5, 5), 128),
+    # the sequence in tile order (video_tile_order): a 64-token block is one tile (the gather is not timed)
+    "wan-720p-w3x3x5-tiles": (1, 40, 128, (21, 45, 80), 0, (4, 4, 4), (3, 3, 5), 64),
+    "hunyuan-720p-w3x3x3-tiles": (1, 24, 128, (33, 45, 80), 256, (4, 4, 4), (3, 3, 3), 64),
 }
 CHECK_QUERIES = 4096
 
@@ -65,7 +69,8 @@ def block_sparse_attention_cases(device: torch.device, dtype: torch.dtype = torc
             raise ValueError(f"unknown block_sparse_attention bench case {name!r}; known: {', '.join(CASES)}")
         B, H, Dh, grid, text, tile, window, blk = CASES[name]
         S = grid[0] * grid[1] * grid[2] + text
-        block_map = video_block_map(grid, tile=tile, window=window, text_tokens=text, block=blk, device=device)
+        block_map = video_block_map(grid, tile=tile, window=window, text_tokens=text, block=blk, device=device,
+                                    tile_order=name.endswith("-tiles"))
         g = torch.Generator(device=device).manual_seed(0)
         q, k, v = (torch.randn(B, S, H, Dh, device=device, dtype=dtype, generator=g) for _ in range(3))
         head = BlockMap(block_map.kv_blocks[: CHECK_QUERIES // blk], block_map.kv_counts[: CHECK_QUERIES // blk],

@@ -132,6 +132,7 @@ QUANTIZED_ATTENTION = Op(
                 executed_on=S.EXECUTED_TORCH),
     ],
     empty=empty_result,
+    bench=f"{S.BENCH}:quantized_attention_cases",
 )
 
 
