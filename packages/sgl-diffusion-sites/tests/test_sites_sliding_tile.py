@@ -73,6 +73,20 @@ def test_window_over_every_tile_is_dense_attention():
     sites.unmount(model)
 
 
+def test_dense_layers_keep_dense_attention():
+    model, kw = _wan()
+    sites.optimize(model, quality="close")
+    dense = _run(model, kw, 600)
+    sites.unmount(model)
+    report = sites.optimize(model, quality="close", attention="sliding_tile", window=(1, 1, 1), dense_layers=(0,))
+    assert all(getattr(m.processor, "_sgl_tile", None) is None for m in model.modules() if hasattr(m, "processor"))
+    assert torch.equal(_run(model, kw, 600), dense)  # the tiny Wan's one block is dense
+    assert any("blocks [0] keep dense attention" in n for n in report.notes)
+    sites.unmount(model)
+    report = sites.optimize(model, quality="close", attention="sliding_tile", window=(1, 1, 1), dense_layers=(-1,))
+    assert not report.mounted and "dense_layers" in report.notes[0]
+
+
 def test_refusals():
     model, kw = _wan()
     report = sites.optimize(model, quality="close", attention="sliding_tile")

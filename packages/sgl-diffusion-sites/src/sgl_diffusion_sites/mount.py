@@ -120,7 +120,7 @@ def _split(path: str) -> tuple[str, str]:
 def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = True,
              backend: str | None = None, under_compile: str = "auto", attention: bool | str = True,
              tile: tuple[int, int, int] = (4, 4, 4), window: tuple[int, int, int] | None = None,
-             dense_steps: int = 0) -> MountReport:
+             dense_steps: int = 0, dense_layers: tuple[int, ...] = ()) -> MountReport:
     """Mount the family's fused ops on the sites of a diffusers transformer it recognizes.
 
     quality: ``"exact"`` (default): every mounted site is ``torch.equal`` to the unmounted
@@ -149,7 +149,8 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         mask as ``kv_lens``); ``False`` and exact mode keep the model's. Each is an ``"attention"`` site.
         ``"sliding_tile"`` (Wan): the video self-attention is block-sparse over 3-D ``tile``s, each query
         tile seeing the ``window`` (tiles per axis) around it, after ``dense_steps`` dense denoising
-        steps (``sgl_diffusion_sites.sliding_tile``); the notes give the map's density.
+        steps, except in the blocks ``dense_layers`` lists (``sgl_diffusion_sites.sliding_tile``); the
+        notes give the map's density.
 
     Returns a :class:`MountReport` listing every site considered. Never raises for a model
     it does not know: the report says nothing was mounted and why. A model already mounted is
@@ -161,7 +162,7 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
     if _unwrap(model) is not model:
         inner = optimize(_unwrap(model), quality=quality, verify=verify, backend=backend,
                          under_compile=under_compile, attention=attention, tile=tile, window=window,
-                         dense_steps=dense_steps)
+                         dense_steps=dense_steps, dense_layers=dense_layers)
         if inner.mounted:
             inner.notes.append(_compiled_model_note("a torch.compile wrapper (OptimizedModule): mounted on its "
                                                     "_orig_mod", inner))
@@ -177,7 +178,7 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         unmount(model)
         report.notes.append("the model was already mounted: unmounted first")
 
-    tiles = _tile_policy(model, report, attention, tile, window, dense_steps)
+    tiles = _tile_policy(model, report, attention, tile, window, dense_steps, dense_layers)
     if tiles is False:
         return report
     kernels = Kernels(quality, backend, under_compile)
@@ -207,7 +208,7 @@ def _undo(mounts: list[Any], report: MountReport, exc: Exception) -> None:
 
 
 def _tile_policy(model: torch.nn.Module, report: MountReport, attention: object, tile: object, window: object,
-                 dense_steps: object) -> ST.SlidingTile | None | bool:
+                 dense_steps: object, dense_layers: object = ()) -> ST.SlidingTile | None | bool:
     """The sliding-tile policy of ``attention="sliding_tile"`` (None: dense attention, with a note where
     it was asked for), or False when the arguments are wrong (the note says why; nothing is mounted)."""
     if isinstance(attention, str) and attention != "sliding_tile":
@@ -220,7 +221,7 @@ def _tile_policy(model: torch.nn.Module, report: MountReport, attention: object,
                             "attention)")
         return None
     try:
-        tiles = ST.policy_for(model, tile, window, dense_steps, report.notes)
+        tiles = ST.policy_for(model, tile, window, dense_steps, dense_layers, report.notes)
     except ValueError as exc:
         report.notes.append(f"{exc}: nothing mounted")
         return False
@@ -396,7 +397,8 @@ def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kern
         attn_site = _attention_site(path, m, proc, why, kernels)
         report.sites.append(attn_site)
         mounted = cls(proc, site, kernels, attention=attn_site if attn_site.mounted else None)
-        if tiles is not None and attn_site.mounted and cls is P.MountedWanAttnProcessor:
+        if (tiles is not None and attn_site.mounted and cls is P.MountedWanAttnProcessor
+                and ST.layer_of(path) not in tiles.dense_layers):
             mounted._sgl_tile = tiles
             attn_site.ops = ("attention.block_sparse_attention", "attention.attention")
             attn_site.compile_ops = compile_ops(attn_site.ops, kernels.under_compile)

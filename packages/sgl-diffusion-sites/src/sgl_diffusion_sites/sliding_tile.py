@@ -5,10 +5,11 @@ Each video self-attention call of a mounted Wan model gathers q, k and v into ti
 is one 4 x 4 x 4 tile), runs ``block_sparse_attention`` on the map of sliding-tile attention
 (``video_block_map(..., tile_order=True)``: each query tile sees the ``window`` of key tiles around it)
 and scatters the output back to the model's order. The first ``dense_steps`` denoising steps run dense
-attention (the peers found the first steps need it): a forward pre-hook on the model reads the latent
-grid (the input's ``(F, H, W)`` over the patch size) and counts steps by the timestep's value (a new
-value is a new step; a classifier-free-guidance pair of calls at one timestep is one step). The map and
-the permutation are built once per grid and device; the report's notes give the map's density.
+attention (the peers found the first steps need it), and so do the blocks ``dense_layers`` names. A
+forward pre-hook on the model reads the latent grid (the input's ``(F, H, W)`` over the patch size)
+and counts steps by the timestep's value (a new value is a new step; a classifier-free-guidance pair
+of calls at one timestep is one step). The map and the permutation are built once per grid and
+device; the report's notes give the map's density.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class SlidingTile:
     tile: tuple[int, int, int]
     window: tuple[int, int, int]
     dense_steps: int
+    dense_layers: frozenset[int]
     patch: tuple[int, int, int]
     notes: list[str]
     step: int = -1  # the denoising step of the current forward (0-based), -1 before the first
@@ -108,7 +110,15 @@ class HookMount:
             self.handle = None
 
 
-def policy_for(model: torch.nn.Module, tile: object, window: object, dense_steps: object,
+def layer_of(path: str) -> int | None:
+    """The block index of a module path (``blocks.3.attn1`` -> 3), None outside the numbered blocks."""
+    for part in path.split("."):
+        if part.isdigit():
+            return int(part)
+    return None
+
+
+def policy_for(model: torch.nn.Module, tile: object, window: object, dense_steps: object, dense_layers: object,
                notes: list[str]) -> SlidingTile | str:
     """The policy of ``attention="sliding_tile"`` on this model, or why it is not mounted."""
     name = type(model).__name__
@@ -119,5 +129,11 @@ def policy_for(model: torch.nn.Module, tile: object, window: object, dense_steps
         raise ValueError("attention='sliding_tile' needs window=(wt, wh, ww), in tiles per axis")
     if isinstance(dense_steps, bool) or not isinstance(dense_steps, int) or dense_steps < 0:
         raise ValueError(f"dense_steps must be a non-negative int, got {dense_steps!r}")
+    if (not isinstance(dense_layers, (tuple, list, set, frozenset))
+            or any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in dense_layers)):
+        raise ValueError(f"dense_layers must be block indices (non-negative ints), got {dense_layers!r}")
     patch = getattr(getattr(model, "config", None), "patch_size", None) or (1, 1, 1)
-    return SlidingTile(check_window(tile, "tile"), check_window(window, "window"), dense_steps, tuple(patch), notes)
+    if dense_layers:
+        notes.append(f"sliding_tile: blocks {sorted(dense_layers)} keep dense attention")
+    return SlidingTile(check_window(tile, "tile"), check_window(window, "window"), dense_steps,
+                       frozenset(dense_layers), tuple(patch), notes)
