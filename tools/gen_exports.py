@@ -122,9 +122,9 @@ def render_stub(pkg: str, exports: dict[str, str], objects: dict[str, object]) -
     own = {n for n in reexports if objects[n].__module__ == f"{pkg}.{exports[n]}"}
     core = [f"from sgl_diffusion_core import {n} as {n}" for n in reexports if n not in own]
     lines += core + ([""] if core else [])
-    local = {".__about__": "from .__about__ import __version__ as __version__"}
-    local.update({f".{exports[n]}": f"from .{exports[n]} import {n} as {n}" for n in own})
-    lines += [local[m] for m in sorted(local)] + [""]
+    local = {(".__about__", "__version__"): "from .__about__ import __version__ as __version__"}
+    local.update({(f".{exports[n]}", n): f"from .{exports[n]} import {n} as {n}" for n in own})
+    lines += [local[key] for key in sorted(local)] + [""]
     entries: dict[str, tuple[Op, object]] = {}
     used: set[str] = set()
     ops = {op.id: op for op in (getattr(o, "__self__", None) for o in objects.values()) if isinstance(op, Op)}

@@ -57,3 +57,26 @@ def test_to_linear_and_refusals():
         FP8Linear(layer.weight_fp8, torch.ones(3, 1))
     with pytest.raises(UnsupportedInputError, match="is not supported|expected"):
         FP8Linear.from_linear(lin, dtype=torch.float16)(torch.randn(2, 64).to(torch.bfloat16))
+
+
+def test_layers_sharing_an_input_quantize_it_once():
+    """q / k / v projections of one input: one quantization, the same results as unshared layers; an input
+    changed in place, another tensor or a dead one is quantized again."""
+    from sgl_diffusion_quant import InputCodes
+
+    layers = [FP8Linear.from_linear(_linear(N=n)) for n in (48, 32, 16)]
+    x = torch.randn(2, 5, 64).to(torch.bfloat16)
+    alone = [layer(x) for layer in layers]
+    shared = InputCodes()
+    for layer in layers:
+        layer.shared_input = shared
+    together = [layer(x) for layer in layers]
+    assert shared.hits == 2
+    for a, b in zip(alone, together):
+        testing.assert_exact(b, a)
+    x.mul_(2.0)  # in place: a new version, quantized again
+    testing.assert_exact(layers[0](x), FP8Linear.from_linear(_linear(N=48))(x))
+    assert shared.hits == 2
+    assert shared.held
+    layers[1](x.clone())  # another tensor: quantized again, then gone with the clone
+    assert shared.hits == 2 and not shared.held

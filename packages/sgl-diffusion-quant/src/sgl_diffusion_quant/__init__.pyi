@@ -4,6 +4,7 @@ import torch
 
 from .__about__ import __version__ as __version__
 from .fp8_layer import FP8Linear as FP8Linear
+from .fp8_layer import InputCodes as InputCodes
 
 def fp8_linear(
     x_fp8: torch.Tensor,
@@ -71,6 +72,7 @@ def quantize_fp8_reference(
 
 __all__ = [
     "FP8Linear",
+    "InputCodes",
     "__version__",
     "can_use_fp8_linear",
     "can_use_quantize_fp8",

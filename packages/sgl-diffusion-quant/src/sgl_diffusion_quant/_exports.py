@@ -4,6 +4,7 @@
 
 EXPORTS: dict[str, str] = {
     "FP8Linear": "fp8_layer",
+    "InputCodes": "fp8_layer",
     "fp8_linear": "fp8_linear",
     "can_use_fp8_linear": "fp8_linear",
     "fp8_linear_reference": "fp8_linear",

@@ -10,13 +10,47 @@ dequantized FP8 weight; exact reversal keeps the original module (as ``sgl_diffu
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
-from sgl_diffusion_core import UnsupportedInputError, device_fp8_dtype
+from sgl_diffusion_core import UnsupportedInputError, device_fp8_dtype, is_compiling
 
-ALSO_EXPORTS = ("FP8Linear",)
+ALSO_EXPORTS = ("FP8Linear", "InputCodes")
 
 EPILOGUES = (None, "gelu_tanh")
+
+
+class InputCodes:
+    """The codes and row scales of the last input quantized by the FP8 linears that share this object: the
+    same tensor, unchanged since (its version counter), in the same format, is quantized once (the q / k / v
+    projections of one attention read one normalized input). The input is held weakly: its codes go when
+    it goes. Eager calls only (``torch.compile`` sees each quantization and may merge them itself)."""
+
+    def __init__(self) -> None:
+        self._ref: weakref.ref | None = None
+        self._key: tuple = ()
+        self._codes: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.hits = 0
+
+    def get(self, x: torch.Tensor, dtype: torch.dtype, quantize) -> tuple[torch.Tensor, torch.Tensor]:
+        key = (x._version, dtype)
+        ref = self._ref
+        if ref is not None and ref() is x and self._key == key and self._codes is not None:
+            self.hits += 1
+            return self._codes
+        codes = quantize(x, dtype=dtype)
+        self._ref, self._key, self._codes = weakref.ref(x, self._drop), key, codes
+        return codes
+
+    @property
+    def held(self) -> bool:
+        """Whether codes of a live input are held."""
+        return self._codes is not None
+
+    def _drop(self, ref: weakref.ref) -> None:
+        if self._ref is ref:
+            self._ref, self._codes = None, None
 
 
 class FP8Linear(torch.nn.Module):
@@ -25,6 +59,7 @@ class FP8Linear(torch.nn.Module):
 
     Buffers: ``weight_fp8`` ``[N, K]``, ``weight_scale`` ``[N, 1]`` fp32, ``bias`` ``[N]`` (or None).
     ``epilogue``: None or ``"gelu_tanh"`` (a GELU projection, as diffusers' ``GELU(approximate="tanh")``).
+    ``shared_input``: an :class:`InputCodes` shared with the layers that read the same inputs, or None.
     """
 
     def __init__(self, weight_fp8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None,
@@ -40,6 +75,7 @@ class FP8Linear(torch.nn.Module):
         self.register_buffer("weight_fp8", weight_fp8)
         self.register_buffer("weight_scale", weight_scale.reshape(-1, 1).float())
         self.register_buffer("bias", None if bias is None else bias.detach())
+        self.shared_input: InputCodes | None = None  # set by whoever groups layers that read one input
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, *, dtype: torch.dtype | None = None,
@@ -60,7 +96,11 @@ class FP8Linear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         from .quantize_fp8 import quantize_fp8
 
-        xq, xs = quantize_fp8(x, dtype=self.weight_fp8.dtype)
+        shared = self.shared_input
+        if shared is not None and not is_compiling():
+            xq, xs = shared.get(x, self.weight_fp8.dtype, quantize_fp8)
+        else:
+            xq, xs = quantize_fp8(x, dtype=self.weight_fp8.dtype)
         return self.forward_fp8(xq, xs, out_dtype=x.dtype)
 
     def forward_fp8(self, x_fp8: torch.Tensor, x_scale: torch.Tensor, *, out_dtype: torch.dtype,

@@ -71,8 +71,9 @@ class Fp8Mount:
 def mount_fp8_linears(blocks: list[tuple[str, torch.nn.Module]], report: MountReport) -> list[Fp8Mount]:
     """Replace the policy's linears of ``blocks`` (``(path, block)``) by FP8 linears; one site each (the
     quantize and linear ops pick their backends per call: a forced ``backend`` is not applied here)."""
-    from sgl_diffusion_quant import FP8Linear
+    from sgl_diffusion_quant import FP8Linear, InputCodes
 
+    shared = InputCodes()  # one per model: q / k / v (and a single block's MLP in) quantize their input once
     mounts: list[Fp8Mount] = []
     host_bytes = 0
     for block_path, block in blocks:
@@ -88,6 +89,7 @@ def mount_fp8_linears(blocks: list[tuple[str, torch.nn.Module]], report: MountRe
                 site.reason = f"the weight is {lin.weight.dtype}; FP8 linears are built from bf16 / fp16 / fp32"
                 continue
             fp8 = FP8Linear.from_linear(lin, dtype=fmt, epilogue=epilogue)
+            fp8.shared_input = shared
             parent_path, _, attr = name.rpartition(".")
             parent = block.get_submodule(parent_path) if parent_path else block
             mt = Fp8Mount(parent, attr, m, fp8, lin.weight, lin.weight.device)

@@ -181,6 +181,7 @@ from sgl_diffusion_norm import rms_modulate_reference as rms_modulate_reference
 from sgl_diffusion_norm import rms_norm as rms_norm
 from sgl_diffusion_norm import rms_norm_reference as rms_norm_reference
 from sgl_diffusion_quant import FP8Linear as FP8Linear
+from sgl_diffusion_quant import InputCodes as InputCodes
 from sgl_diffusion_quant import can_use_fp8_linear as can_use_fp8_linear
 from sgl_diffusion_quant import can_use_quantize_fp8 as can_use_quantize_fp8
 from sgl_diffusion_quant import fp8_linear as fp8_linear
@@ -231,6 +232,7 @@ __all__ = [
     "FP8Linear",
     "FusionFallbackWarning",
     "IndexOutOfRangeError",
+    "InputCodes",
     "InputDesc",
     "KernelSpec",
     "MachineInfo",

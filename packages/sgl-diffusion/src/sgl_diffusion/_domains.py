@@ -166,6 +166,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "sgl-diffusion-quant": (
         "FP8Linear",
+        "InputCodes",
         "fp8_linear",
         "can_use_fp8_linear",
         "fp8_linear_reference",
