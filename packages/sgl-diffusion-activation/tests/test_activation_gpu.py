@@ -166,16 +166,13 @@ def test_cuda_graph_and_inductor():
 
 
 def _device_fp8() -> torch.dtype:
-    """The FP8 format this GPU stores, or a skip naming why it has none."""
-    from sgl_diffusion_core import device_arch, tensor_platform, vendor
+    """The FP8 format this GPU stores (core's ``device_fp8_dtype``); skips where it stores none."""
+    from sgl_diffusion_core import device_fp8_dtype
 
-    dev = torch.device("cuda")
-    plat = tensor_platform(dev)
-    arch = device_arch(plat, dev.index)
-    fmt = "float8_e4m3fnuz" if str(arch) == "gfx942" else "float8_e4m3fn"
-    if not vendor.fp8_native(plat, arch, fmt):
-        pytest.skip(f"this GPU ({arch}) stores no FP8 format the kernel writes")
-    return getattr(torch, fmt)
+    fmt = device_fp8_dtype(torch.device("cuda"))
+    if fmt is None:
+        pytest.skip("this GPU stores no FP8 format the kernel writes (NVIDIA sm_89+, AMD gfx942 / gfx950)")
+    return fmt
 
 
 @pytest.mark.parametrize("case", list(FFN))

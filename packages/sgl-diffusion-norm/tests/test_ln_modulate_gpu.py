@@ -132,15 +132,13 @@ def test_tensors_on_a_device_that_is_not_current():
 
 
 def _device_fp8() -> torch.dtype:
-    """The FP8 format this GPU stores (gfx942: e4m3fnuz, else e4m3fn); skips where it stores none."""
-    from sgl_diffusion_core import device_arch, tensor_platform, vendor
+    """The FP8 format this GPU stores (core's ``device_fp8_dtype``); skips where it stores none."""
+    from sgl_diffusion_core import device_fp8_dtype
 
-    plat = tensor_platform(torch.device("cuda"))
-    arch = device_arch(plat, 0)
-    fmt = "float8_e4m3fnuz" if str(arch) == "gfx942" else "float8_e4m3fn"
-    if not vendor.fp8_native(plat, arch, fmt):
-        pytest.skip(f"this GPU ({arch}) stores no FP8 format the kernel writes")
-    return getattr(torch, fmt)
+    fmt = device_fp8_dtype(torch.device("cuda"))
+    if fmt is None:
+        pytest.skip("this GPU stores no FP8 format the kernel writes (NVIDIA sm_89+, AMD gfx942 / gfx950)")
+    return fmt
 
 
 def _check_fp8(op_id, q, s, rq, rs, x_dtype):
