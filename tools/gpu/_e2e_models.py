@@ -91,10 +91,14 @@ def flux_spec(tiny: bool) -> ModelSpec:
     )
 
 
-def wan_spec(tiny: bool, blocks: int | None) -> ModelSpec:
-    """Wan2.1-T2V-14B at 480p, 81 frames (latent [1, 16, 21, 60, 104]: 32760 tokens), 512 text tokens."""
+WAN_LATENTS = {"480p": (1, 16, 21, 60, 104), "720p": (1, 16, 21, 90, 160)}
+
+
+def wan_spec(tiny: bool, blocks: int | None, res: str = "480p") -> ModelSpec:
+    """Wan2.1-T2V-14B, 81 frames at 480p (latent [1, 16, 21, 60, 104]: 32760 tokens) or 720p (latent
+    [1, 16, 21, 90, 160]: 75600 tokens), 512 text tokens."""
     config: dict[str, Any] = dict(WAN_TINY if tiny else WAN_T2V_14B)
-    latent, s_txt = ((1, 4, 3, 8, 8), 16) if tiny else ((1, 16, 21, 60, 104), 512)
+    latent, s_txt = ((1, 4, 3, 8, 8), 16) if tiny else (WAN_LATENTS[res], 512)
     full = config["num_layers"]
     notes = []
     if blocks is not None and blocks != full:
@@ -115,7 +119,7 @@ def wan_spec(tiny: bool, blocks: int | None) -> ModelSpec:
         }
 
     return ModelSpec(
-        key="wan",
+        key="wan" if res == "480p" or tiny else f"wan_{res}",
         cls_name="WanTransformer3DModel",
         config=config,
         tokens={"video": s_img, "text": s_txt},

@@ -111,6 +111,7 @@ VARIANTS = (
     "compile_fp8",
     "torchao_fp8",
     "compile_torchao_fp8",
+    "sliding_tile",
 )
 DEFAULT_VARIANTS = ("eager", "exact", "close", "compile", "compile_exact")
 _T0 = time.perf_counter()
@@ -226,6 +227,7 @@ class Bench:
     warmup: int
     compile_mode: str | None
     under_compile: str = "auto"
+    window: tuple[int, int, int] = (3, 3, 5)
 
 
 def run_eager(b: Bench) -> dict[str, Any]:
@@ -233,10 +235,10 @@ def run_eager(b: Bench) -> dict[str, Any]:
     return {**timing, **compare(out, b.ref), "attention_share": attention_share(b.model, b.kw, b.device)}
 
 
-def _mounted(b: Bench, quality: str, attention: bool = True) -> dict[str, Any]:
+def _mounted(b: Bench, quality: str, attention: bool | str = True, **extra: Any) -> dict[str, Any]:
     import sgl_diffusion_sites as sites
 
-    report = sites.optimize(b.model, quality=quality, under_compile=b.under_compile, attention=attention)
+    report = sites.optimize(b.model, quality=quality, under_compile=b.under_compile, attention=attention, **extra)
     if not report.mounted:
         raise RuntimeError(f"nothing mounted: {report.notes}")
     first, first_s = wall_call(b.model, b.kw, b.device)  # exact: verifies every gate
@@ -264,6 +266,12 @@ def run_close_no_attention(b: Bench) -> dict[str, Any]:
 
 def run_fp8(b: Bench) -> dict[str, Any]:
     return _mounted(b, "fp8")
+
+
+def run_sliding_tile(b: Bench) -> dict[str, Any]:
+    """Close mode with Wan's video self-attention block-sparse (4 x 4 x 4 tiles, ``--window``), the timed
+    step past the dense steps; compare with ``close`` (the same mount, dense attention)."""
+    return _mounted(b, "close", attention="sliding_tile", window=b.window)
 
 
 def run_torchao_fp8(b: Bench) -> dict[str, Any]:
@@ -335,6 +343,7 @@ RUNNERS: dict[str, Callable[[Bench], dict[str, Any]]] = {
     "compile_fp8": run_compile_fp8,
     "torchao_fp8": run_torchao_fp8,
     "compile_torchao_fp8": run_compile_torchao_fp8,
+    "sliding_tile": run_sliding_tile,
 }
 
 
@@ -449,7 +458,7 @@ def bench_model(spec: ModelSpec, args: argparse.Namespace, device: torch.device,
     ref, second_s = eager_reference(model, kw, device, rec)
     results.write()
 
-    b = Bench(model, kw, ref, device, reps, args.warmup, args.compile_mode, args.under_compile)
+    b = Bench(model, kw, ref, device, reps, args.warmup, args.compile_mode, args.under_compile, args.window)
     eager_ms: float | None = None
     compile_guess_s = 120.0 if device.type == "cuda" else 60.0
     for v in args.variants:
@@ -507,6 +516,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--models", default="flux,wan", help="comma list of flux, wan, hunyuan (default: flux,wan)")
     p.add_argument("--wan-blocks", type=int, default=None, help="build Wan with its first N blocks (default: all)")
+    p.add_argument("--wan-res", default="480p", choices=("480p", "720p"), help="Wan's video size (default 480p)")
+    p.add_argument("--window", default="3,3,5", help="sliding_tile's window in tiles per axis (default 3,3,5)")
     p.add_argument("--hunyuan-blocks", default="2,4", help="HunyuanVideo's double,single blocks (default 2,4)")
     p.add_argument("--reps", type=int, default=None, help="timed calls per variant (default: FLUX 5, Wan 3)")
     p.add_argument("--warmup", type=int, default=1, help="untimed calls before the timed ones (default 1)")
@@ -532,6 +543,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if bad:
         p.error(f"unknown model or variant: {bad}")
     try:
+        args.window = tuple(int(n) for n in args.window.split(","))
+    except ValueError:
+        p.error(f"--window takes T,H,W (three integers), got {args.window!r}")
+    if len(args.window) != 3:
+        p.error(f"--window takes T,H,W (three integers), got {args.window!r}")
+    try:
         args.hunyuan_blocks = tuple(int(n) for n in args.hunyuan_blocks.split(","))
     except ValueError:
         p.error(f"--hunyuan-blocks takes D,S (two integers), got {args.hunyuan_blocks!r}")
@@ -542,7 +559,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 MODELS: dict[str, Callable[[argparse.Namespace], ModelSpec]] = {
     "flux": lambda a: flux_spec(a.tiny),
-    "wan": lambda a: wan_spec(a.tiny, a.wan_blocks),
+    "wan": lambda a: wan_spec(a.tiny, a.wan_blocks, a.wan_res),
     "hunyuan": lambda a: hunyuan_spec(a.tiny, a.hunyuan_blocks),
 }
 
