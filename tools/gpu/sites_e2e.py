@@ -542,12 +542,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     bad = [m for m in args.models if m not in MODELS] + [v for v in args.variants if v not in VARIANTS]
     if bad:
         p.error(f"unknown model or variant: {bad}")
-    try:
-        args.window = tuple(int(n) for n in args.window.split(","))
-    except ValueError:
+    window = args.window.split(",")
+    if len(window) != 3 or not all(n.strip().isdigit() for n in window):
         p.error(f"--window takes T,H,W (three integers), got {args.window!r}")
-    if len(args.window) != 3:
-        p.error(f"--window takes T,H,W (three integers), got {args.window!r}")
+    args.window = tuple(int(n) for n in window)
     try:
         args.hunyuan_blocks = tuple(int(n) for n in args.hunyuan_blocks.split(","))
     except ValueError:
