@@ -246,6 +246,8 @@ def test_bench_cases_build(device, monkeypatch, op):
         assert c.bytes == 4 * in_cols * 2 + 4 * 64 + 4 * 4
         q, s = c.providers["sgl_diffusion"]()
         assert q.shape == (4, 64) and s.shape == (4, 1)
-        assert torch.equal(c.providers["eager"]()[1], s) or device.type != "cpu"
+        # the row scales: equal on the CPU (one rounding of the same fp32 amax), within one bf16 rounding
+        # of the activation on a GPU (the kernel computes the activation in fp32 before its amax)
+        torch.testing.assert_close(c.providers["eager"]()[1], s, rtol=0 if device.type == "cpu" else 2**-8, atol=0)
     with pytest.raises(ValueError, match="unknown activation bench case"):
         list(module.silu_cases(device, names=["nope"]))
