@@ -113,13 +113,14 @@ def _bf16_chain(x, w, bias, kw):
 
 def fp8_linear_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, names: list[str] | None = None):
     """The FP8 linear layers of FLUX.1 and Wan2.1-14B with their epilogues (bf16 output). Providers:
-    ``sgl_diffusion`` (default backend: ``scaled_mm`` without an epilogue on CUDA, the fused Triton GEMM
-    with one), ``quantize+sgl_diffusion`` (the bf16 activations quantized row-wise first, as a layer fed
-    by a bf16 op pays), ``triton_unfused`` (the Triton GEMM, then the epilogue in eager bf16), ``scaled_mm``
-    (cuBLASLt, epilogue after; CUDA), ``bf16_linear`` (``F.linear`` in bf16 and the eager epilogue: the
-    layer it replaces) and ``torch.compile`` of that. Bytes: both FP8 operands and the scales read once,
+    ``sgl_diffusion`` (default backend, fp32 accumulation: ``scaled_mm`` for a plain product on CUDA
+    sm_90+, the fused Triton GEMM with an epilogue), ``sgl_diffusion(fast)`` (the same with
+    ``accumulate="fast"``), ``triton`` / ``triton(fast)`` (the Triton GEMM), ``quantize+sgl_diffusion``
+    (the bf16 activations quantized row-wise first, as a layer fed by a bf16 op pays), ``triton_unfused``
+    (the Triton GEMM, then the epilogue in eager bf16), ``bf16_linear`` (``F.linear`` in bf16 and the eager
+    epilogue: the layer it replaces) and ``torch.compile`` of that. Bytes: both FP8 operands and the scales read once,
     the output (and residual) once; ``extra`` carries the FLOPs (2 M N K) for TFLOP/s."""
-    from sgl_diffusion_quant import can_use_fp8_linear, fp8_linear, quantize_fp8
+    from sgl_diffusion_quant import fp8_linear, quantize_fp8
 
     backend = "triton"
     spec = next(s for s in REGISTRY.specs("quant.fp8_linear") if s.backend == backend)
@@ -144,10 +145,13 @@ def fp8_linear_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16, 
         def bf16(x=x, w=w, bias=bias, kw=kw):
             return _bf16_chain(x, w, bias, kw)
 
-        providers = {"sgl_diffusion": ours, "quantize+sgl_diffusion": with_quantize, "triton_unfused": unfused,
+        providers = {"sgl_diffusion": ours,
+                     "sgl_diffusion(fast)": lambda args=args, kw=kw: fp8_linear(*args, **kw, accumulate="fast"),
+                     "triton": lambda args=args, kw=kw: fp8_linear(*args, **kw, backend=backend),
+                     "triton(fast)": lambda args=args, kw=kw: fp8_linear(*args, **kw, accumulate="fast",
+                                                                         backend=backend),
+                     "quantize+sgl_diffusion": with_quantize, "triton_unfused": unfused,
                      "bf16_linear": bf16, "torch.compile": torch.compile(bf16, dynamic=False)}
-        if can_use_fp8_linear(*args, **kw, backend="scaled_mm"):
-            providers["scaled_mm"] = lambda args=args, kw=kw: fp8_linear(*args, **kw, backend="scaled_mm")
 
         def check(args=args, kw=kw):
             from sgl_diffusion_quant import fp8_linear_reference

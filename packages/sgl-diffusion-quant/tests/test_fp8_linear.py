@@ -145,7 +145,7 @@ def test_selection_on_cpu():
     assert "runs on cuda" in reasons["scaled_mm"]
     args, kw, _, _ = _problem(1, 4, 32, 16, torch.float8_e4m3fn, "cpu", epilogue="gated_residual")
     reasons = {v.backend: " ".join(v.reasons) for v in explain(fp8_linear, *args, **kw).verdicts}
-    assert "gated-residual epilogue" in reasons["scaled_mm"]
+    assert "fused epilogue" in reasons["scaled_mm"]
     assert "gated-residual" not in reasons["triton"]
 
 
@@ -168,15 +168,47 @@ def test_two_dim_input_and_flat_weight_scale(backend, device):
         assert y.shape == (45, 33)
 
 
-@pytest.mark.parametrize("epilogue", [None, "gelu_tanh"])
+@pytest.mark.parametrize("bias_dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("x_rowwise", [True, False])
-def test_scaled_mm_runner(epilogue, x_rowwise):
-    """The scaled_mm backend's runner (scale broadcasting, the product in bf16, bias and epilogue after)
+@pytest.mark.parametrize("accumulate", ["fp32", "fast"])
+def test_scaled_mm_runner(bias_dtype, x_rowwise, accumulate):
+    """The scaled_mm backend's runner (scale broadcasting, a bf16 bias inside the product, another after)
     on torch's CPU implementation of torch._scaled_mm; the backend itself is offered on CUDA only."""
-    args, kw, _, _ = _problem(2, 24, 64, 48, torch.float8_e4m3fn, "cpu", epilogue=epilogue, x_rowwise=x_rowwise)
-    tensors = (*args[:4], kw["bias"], kw.get("residual"), kw.get("gate"))
+    args, kw, _, _ = _problem(2, 24, 64, 48, torch.float8_e4m3fn, "cpu", x_rowwise=x_rowwise)
+    kw["bias"] = kw["bias"].to(bias_dtype)
+    kw["accumulate"] = accumulate
+    tensors = (*args[:4], kw["bias"], None, None)
     geom = testing.geometry(fp8_linear, *args, **kw)
+    assert geom.fast_accum == (accumulate == "fast")
     y = testing.backend_prepare(OP, "scaled_mm")(geom, *tensors)(*tensors)
     spec = next(s for s in REGISTRY.specs(OP) if s.backend == "scaled_mm")
     atol, rtol = spec.contract.tolerance(torch.bfloat16)
     testing.assert_close(y, fp8_linear_reference(*args, **kw), atol=atol, rtol=rtol)
+
+
+def test_accumulate_option(backend, device):
+    """accumulate="fast" is served by every backend (the interpreter and the reference sum in fp32, so
+    within the fp32 contract here; the GPU lane checks sm_90's fast sum at production shapes) and is
+    part of the plan; any other value is refused by name."""
+    for dtype in _formats(backend, device):
+        args, kw, _, _ = _problem(1, 37, 200, 40, dtype, device, epilogue="gelu_tanh")
+        _check(backend, args, {**kw, "accumulate": "fast"})
+        with pytest.raises(UnsupportedInputError, match="accumulate is 'bf16'"):
+            fp8_linear(*args, **kw, accumulate="bf16", backend=backend)
+
+
+def test_tile_rule():
+    """The launch rule's tiles: sm_90's fast sum in 128 x 256, the fp32 sum in 256 x 128 from 1000 such
+    output tiles (else 128 x 128), 64-row tiles for short inputs, sm_89's tiles within its 99 KiB of
+    shared memory."""
+    cfg = testing.backend_module(fp8_linear, "triton").LinearConfig.from_heuristic
+    fast = cfg(4608, 12288, "cuda", 90, fast=True)
+    assert (fast.block_m, fast.block_n) == (128, 256)
+    assert cfg(32760, 5120, "cuda", 90).block_m == 256
+    assert cfg(4608, 3072, "cuda", 90).block_m == 128
+    assert cfg(64, 3072, "cuda", 90, fast=True).block_m == 64
+    for arch in (89, 90):
+        for fast in (False, True):
+            c = cfg(32760, 13824, "cuda", arch, fast)
+            smem = c.num_stages * (c.block_m + c.block_n) * c.block_k
+            assert smem <= (99 if arch == 89 else 227) * 1024, (arch, fast, c)

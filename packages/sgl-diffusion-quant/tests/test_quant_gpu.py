@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from sgl_diffusion_core import REGISTRY, UnsupportedInputError, device_arch, explain, tensor_platform, testing
 from sgl_diffusion_quant import fp8_linear, fp8_linear_reference, quantize_fp8, quantize_fp8_reference
+from sgl_diffusion_quant._specs import FAST_ACCUM_RMS_TOL
 
 pytestmark = [
     pytest.mark.gpu,
@@ -127,7 +128,7 @@ def test_scaled_mm_production(case):
     fp8, _ = _fp8()
     M, N, K, epilogue = LINEAR_SHAPES[case]
     args, kw, _, _ = _linear_problem(M, N, K, epilogue, fp8)
-    if tensor_platform(DEV) != "cuda" or _platform()[1] < 90 or K % 16 or N % 16 or epilogue == "gated_residual":
+    if tensor_platform(DEV) != "cuda" or _platform()[1] < 90 or K % 16 or N % 16 or epilogue is not None:
         with pytest.raises(UnsupportedInputError):
             fp8_linear(*args, **kw, backend="scaled_mm")
         return
@@ -135,10 +136,29 @@ def test_scaled_mm_production(case):
     _close_on_device(y, fp8_linear_reference(*args, **kw), *_tol("quant.fp8_linear", "scaled_mm", torch.bfloat16))
 
 
+@pytest.mark.parametrize("case", list(LINEAR_SHAPES))
+def test_fast_accumulation_production(case):
+    """accumulate="fast" through the default backend and the Triton GEMM, against the fp32-summed
+    reference: the largest and the mean error within the declared fractions of the output's RMS."""
+    fp8, backend = _fp8()
+    M, N, K, epilogue = LINEAR_SHAPES[case]
+    args, kw, _, _ = _linear_problem(M, N, K, epilogue, fp8)
+    yr = fp8_linear_reference(*args, **kw).float()
+    rms = yr.pow(2).mean().sqrt().item()
+    tol = FAST_ACCUM_RMS_TOL
+    for b in dict.fromkeys((None, backend)):
+        err = (fp8_linear(*args, **kw, accumulate="fast", backend=b).float() - yr).abs()
+        worst, mean = err.max().item() / rms, err.mean().item() / rms
+        assert worst <= tol["max"] and mean <= tol["mean"], (b, worst, mean)
+
+
 def test_default_selection():
+    """A plain product goes to cuBLAS (scaled_mm) on CUDA sm_90+, an epilogue to the fused Triton GEMM."""
     fp8, backend = _fp8()
     args, kw, _, _ = _linear_problem(256, 512, 512, None, fp8)
-    assert explain(fp8_linear, *args, **kw).chosen == backend  # scaled_mm only on request (slower where measured)
+    plain = "scaled_mm" if tensor_platform(DEV) == "cuda" and _platform()[1] >= 90 else backend
+    assert explain(fp8_linear, *args, **kw).chosen == plain
+    assert explain(fp8_linear, *args, **kw, accumulate="fast").chosen == plain
     args, kw, _, _ = _linear_problem(256, 512, 512, "gelu_tanh", fp8)
     assert explain(fp8_linear, *args, **kw).chosen == backend
 

@@ -17,6 +17,7 @@ def fp8_linear(
     epilogue: str | None = None,
     residual: torch.Tensor | None = None,
     gate: torch.Tensor | None = None,
+    accumulate: str = 'fp32',
     backend: str | None = None,
 ) -> torch.Tensor: ...
 
@@ -39,6 +40,7 @@ def can_use_fp8_linear(
     epilogue: str | None = None,
     residual: torch.Tensor | None = None,
     gate: torch.Tensor | None = None,
+    accumulate: str = 'fp32',
     backend: str | None = None,
 ) -> bool: ...
 
@@ -53,6 +55,7 @@ def fp8_linear_reference(
     epilogue: str | None = None,
     residual: torch.Tensor | None = None,
     gate: torch.Tensor | None = None,
+    accumulate: str = 'fp32',
 ) -> torch.Tensor: ...
 
 def can_use_quantize_fp8(

@@ -56,15 +56,17 @@ EXECUTED_TORCH = ("cpu",)
 
 # fp8_linear: the layouts its describe tags (epilogue, and the alignment torch._scaled_mm needs)
 EPILOGUES = (None, "gelu_tanh", "gated_residual")
-LAYOUT_ALIGNED = "k16-n16"  # K and N multiples of 16 (cuBLASLt's FP8 GEMM)
+ACCUMULATE = ("fp32", "fast")
+LAYOUT_ALIGNED = "k16-n16"  # a plain product, K and N multiples of 16 (cuBLASLt's FP8 GEMM)
 LAYOUT_UNALIGNED = "unaligned"
-# residual + gate * y cancels far below the rounding of a bf16 product: only a fused epilogue serves it
-LAYOUT_GATED = "gated-residual epilogue (needs the product unrounded)"
+# an epilogue is fused (one rounding): the gated residual's sum cancels far below the rounding of a bf16
+# product, and a GELU after cuBLAS would cost passes over the output
+LAYOUT_EPILOGUE = "fused epilogue (needs the product unrounded)"
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 
 LINEAR_TRITON_CAPS = Capabilities(platforms=("cuda", "hip"), dtypes=(*OUT_DTYPES, E4M3FN, E4M3FNUZ),
                                   min_arch=_FP8_ARCHS, interpretable=True, requires=("triton",))
-# rowwise-scaled torch._scaled_mm: CUDA sm_90+, bf16 output, K and N multiples of 16
+# rowwise-scaled torch._scaled_mm: CUDA sm_90+, bf16 output, K and N multiples of 16, no epilogue
 LINEAR_SCALED_MM_CAPS = Capabilities(platforms=("cuda",), dtypes=("bfloat16", E4M3FN), min_arch=(("cuda", 90),),
                                      layouts=(LAYOUT_ALIGNED,))
 LINEAR_TORCH_CAPS = Capabilities(platforms=_EVERYWHERE, dtypes=(*OUT_DTYPES, E4M3FN, E4M3FNUZ))
@@ -74,13 +76,18 @@ LINEAR_TORCH_CAPS = Capabilities(platforms=_EVERYWHERE, dtypes=(*OUT_DTYPES, E4M
 # epilogue and one rounding: one ulp of the output dtype either side, with an absolute floor for
 # outputs that cancel (results of magnitude ~1, as the activations of a DiT block).
 LINEAR_CLOSE = Contract.close({"bfloat16": (1e-2, 2**-7), "float16": (2e-3, 2**-9), "float32": (1e-3, 1e-4)})
-# torch._scaled_mm rounds the product to bf16 before the bias and the epilogue (two roundings)
+# torch._scaled_mm rounds the product to bf16 before a bias that is not bf16 (two roundings)
 LINEAR_SCALED_MM_CLOSE = Contract.close({"bfloat16": (2e-2, 2**-6), "float16": (2e-3, 2**-9),
                                          "float32": (1e-3, 1e-4)})
+# accumulate="fast" on sm_90: the tensor cores' partial sum keeps fewer mantissa bits than fp32 over the
+# whole K loop; its error grows with K and with the cancellation in a row's sum. The GPU lane checks it
+# at FLUX.1 and Wan2.1-14B shapes against the reference with these bounds, relative to the output's RMS.
+FAST_ACCUM_RMS_TOL = {"max": 2**-5, "mean": 2**-9}
 
 LINEAR_TRITON_NOTE = ("tiled FP8 GEMM (tl.dot on FP8 tiles, fp32 accumulator), row / tensor scales, bias and the "
                       "epilogue (GELU-tanh or gated residual) fused before the one rounding")
-LINEAR_SCALED_MM_NOTE = ("torch._scaled_mm (cuBLASLt) with row-wise scales, bf16 output; bias and epilogue applied "
-                         "after, in fp32; on request only (slower than the Triton GEMM where measured)")
+LINEAR_SCALED_MM_NOTE = ("torch._scaled_mm (cuBLASLt / CUTLASS) with row-wise scales, bf16 output, a bf16 bias in its "
+                         "epilogue (another bias added after, in fp32); plain products only (no epilogue); "
+                         "use_fast_accum for accumulate='fast'")
 LINEAR_TORCH_NOTE = "the reference: x_fp8.float() @ w_fp8.float().T in fp32, scales, bias, epilogue, one rounding"
 EXECUTED_SCALED_MM = ()

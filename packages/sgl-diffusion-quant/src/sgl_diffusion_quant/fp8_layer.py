@@ -19,6 +19,7 @@ from sgl_diffusion_core import UnsupportedInputError, device_fp8_dtype, is_compi
 ALSO_EXPORTS = ("FP8Linear", "InputCodes")
 
 EPILOGUES = (None, "gelu_tanh")
+ACCUMULATE = ("fp32", "fast")
 
 
 class InputCodes:
@@ -59,14 +60,19 @@ class FP8Linear(torch.nn.Module):
 
     Buffers: ``weight_fp8`` ``[N, K]``, ``weight_scale`` ``[N, 1]`` fp32, ``bias`` ``[N]`` (or None).
     ``epilogue``: None or ``"gelu_tanh"`` (a GELU projection, as diffusers' ``GELU(approximate="tanh")``).
+    ``accumulate``: ``fp8_linear``'s ``"fp32"`` (default) or ``"fast"`` (sm_90's FP8 tensor cores keep their
+    own partial sum: faster, a sum error that grows with K; see ``fp8_linear``).
     ``shared_input``: an :class:`InputCodes` shared with the layers that read the same inputs, or None.
     """
 
     def __init__(self, weight_fp8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None,
-                 *, epilogue: str | None = None) -> None:
+                 *, epilogue: str | None = None, accumulate: str = "fp32") -> None:
         super().__init__()
         if epilogue not in EPILOGUES:
             raise ValueError(f"epilogue is {epilogue!r}; expected None or 'gelu_tanh'")
+        if accumulate not in ACCUMULATE:
+            raise ValueError(f"accumulate is {accumulate!r}; expected 'fp32' or 'fast'")
+        self.accumulate = accumulate
         if weight_fp8.dim() != 2 or tuple(weight_scale.shape) not in ((weight_fp8.shape[0], 1), (weight_fp8.shape[0],)):
             raise UnsupportedInputError(f"FP8Linear: weight_fp8 [N, K] with weight_scale [N, 1], got "
                                         f"{list(weight_fp8.shape)} and {list(weight_scale.shape)}")
@@ -79,7 +85,7 @@ class FP8Linear(torch.nn.Module):
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, *, dtype: torch.dtype | None = None,
-                    epilogue: str | None = None) -> FP8Linear:
+                    epilogue: str | None = None, accumulate: str = "fp32") -> FP8Linear:
         """The FP8 twin of ``linear`` (its weight quantized per output channel, its bias kept as is);
         ``dtype``: the FP8 format, by default the one ``linear``'s device computes in. Raises
         ``UnsupportedInputError`` for a device without one."""
@@ -91,7 +97,7 @@ class FP8Linear(torch.nn.Module):
             raise UnsupportedInputError(f"FP8Linear: {w.device} computes in no FP8 format (NVIDIA sm_89+, AMD "
                                         "gfx942 / gfx950, or the CPU)")
         w_fp8, w_scale = quantize_fp8(w, dtype=fmt)
-        return cls(w_fp8, w_scale, linear.bias, epilogue=epilogue)
+        return cls(w_fp8, w_scale, linear.bias, epilogue=epilogue, accumulate=accumulate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         from .quantize_fp8 import quantize_fp8
@@ -116,7 +122,7 @@ class FP8Linear(torch.nn.Module):
                 raise ValueError(f"FP8Linear with epilogue={epilogue!r} takes no residual / gate")
             epilogue = "gated_residual"
         return fp8_linear(x_fp8, x_scale, self.weight_fp8, self.weight_scale, self.bias, out_dtype=out_dtype,
-                          epilogue=epilogue, residual=residual, gate=gate)
+                          epilogue=epilogue, residual=residual, gate=gate, accumulate=self.accumulate)
 
     def to_linear(self, dtype: torch.dtype = torch.bfloat16) -> torch.nn.Linear:
         """An ``nn.Linear`` with the dequantized weight ``weight_fp8 * weight_scale`` (the FP8 layer's
@@ -132,4 +138,4 @@ class FP8Linear(torch.nn.Module):
     def extra_repr(self) -> str:
         fmt = str(self.weight_fp8.dtype).removeprefix("torch.")
         return (f"in_features={self.in_features}, out_features={self.out_features}, weight={fmt} per channel, "
-                f"bias={self.bias is not None}, epilogue={self.epilogue}")
+                f"bias={self.bias is not None}, epilogue={self.epilogue}, accumulate={self.accumulate}")

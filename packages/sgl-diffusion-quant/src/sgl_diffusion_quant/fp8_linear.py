@@ -1,13 +1,14 @@
 """``fp8_linear``: a row-wise scaled FP8 linear layer with fused epilogues.
 
 Backends: ``fp8_linear_triton`` (``triton``: a tiled FP8 GEMM with the scales, bias and epilogue
-fused),
-``fp8_linear_torch:prepare_scaled_mm`` (``scaled_mm``: ``torch._scaled_mm``, CUDA sm_90+, the
-bias and GELU applied after; it refuses the gated residual, whose sum cancels below the bf16 product's
-rounding) and ``fp8_linear_torch`` (the reference, any device). ``backend=None`` takes the Triton
-GEMM wherever it serves (static priority): on one H100 (docs/benchmarks/fp8_linear_bench_h100.json)
-``torch._scaled_mm`` with row-wise scales took 201 us at FLUX's 4608 x 3072 x 3072 projection and
-2734 us at Wan's 32760 x 5120 x 5120 where the Triton GEMM took 109 and 1814 us.
+fused), ``fp8_linear_torch:prepare_scaled_mm`` (``scaled_mm``: ``torch._scaled_mm``, CUDA sm_90+, bf16,
+the product without an epilogue) and ``fp8_linear_torch`` (the reference, any device).
+``backend=None`` (static priority): ``scaled_mm`` for a plain product (no epilogue) where it serves,
+the Triton GEMM otherwise. Measured on one H100 (docs/benchmarks/fp8_linear_bench_h100.json): a plain
+product through cuBLAS with fp32 accumulation ran at 1.55-1.66x bf16 ``F.linear`` at FLUX.1's and
+Wan2.1-14B's shapes, against 1.17-1.40x for the Triton GEMM with the same accumulation; an epilogue
+fused in the Triton GEMM saves its separate passes over the output (and the gated residual must be
+fused: its sum cancels below a bf16 product's rounding).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class LinearGeometry:
     epilogue: str | None
     gate_rows: int  # rows per gate row: S of a per-sample [B, 1, N] gate, 0 for a [N] gate
     out_dtype: torch.dtype
+    fast_accum: bool = False  # accumulate="fast"
 
 
 def _rows_problem(name: str, t: torch.Tensor, problems: list[str]) -> int:
@@ -94,9 +96,11 @@ def _epilogue_tensors(x, N, epilogue, residual, gate, out_dtype, problems) -> tu
 
 
 def describe_fp8_linear(x_fp8, x_scale, w_fp8, w_scale, bias=None, residual=None, gate=None, *,
-                        out_dtype=torch.bfloat16, epilogue=None, **_: object) -> InputDesc:
+                        out_dtype=torch.bfloat16, epilogue=None, accumulate="fp32", **_: object) -> InputDesc:
     """Validate the arguments of ``fp8_linear`` and describe them for backend selection."""
     problems: list[str] = []
+    if accumulate not in S.ACCUMULATE:
+        problems.append(f"accumulate is {accumulate!r}; expected one of {', '.join(map(repr, S.ACCUMULATE))}")
     for name, t in (("x_fp8", x_fp8), ("w_fp8", w_fp8)):
         if not isinstance(t, torch.Tensor):
             return InputDesc(platform=None, problems=[f"{name} must be a torch.Tensor, got {type(t).__name__}"])
@@ -138,13 +142,13 @@ def describe_fp8_linear(x_fp8, x_scale, w_fp8, w_scale, bias=None, residual=None
             problems.append(why)
     if problems:
         return InputDesc(platform, arch, problems=problems)
-    if epilogue == "gated_residual":
-        aligned = S.LAYOUT_GATED
+    if epilogue is not None:
+        aligned = S.LAYOUT_EPILOGUE
     else:
         aligned = S.LAYOUT_ALIGNED if K % 16 == 0 and N % 16 == 0 else S.LAYOUT_UNALIGNED
     M = x_fp8.numel() // K
     geom = LinearGeometry(lead, M, N, K, x_stride, res_stride, x_rowwise, w_rowwise, bias is not None, epilogue,
-                          gate_rows, out_dtype)
+                          gate_rows, out_dtype, accumulate == "fast")
     return InputDesc(platform, arch, (out_name, fmt), K, (aligned,), problems,
                      info={"geom": geom, "empty": M == 0})
 
@@ -159,7 +163,7 @@ def _empty(geom: LinearGeometry):
 FP8_LINEAR = Op(
     "quant.fp8_linear",
     distribution=S.DISTRIBUTION,
-    summary="epilogue((x_fp8 @ w_fp8.T) * x_scale * w_scale + bias), fp32 accumulation, one rounding",
+    summary="epilogue((x_fp8 @ w_fp8.T) * x_scale * w_scale + bias), fp32 or fast accumulation, one rounding",
     describe=describe_fp8_linear,
     n_tensors=7,
     reference=".fp8_linear_torch:fp8_linear",
@@ -167,7 +171,7 @@ FP8_LINEAR = Op(
         Backend("triton", ".fp8_linear_triton", S.LINEAR_TRITON_CAPS, S.LINEAR_CLOSE, priority=10,
                 notes=S.LINEAR_TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
         Backend("scaled_mm", ".fp8_linear_torch:prepare_scaled_mm", S.LINEAR_SCALED_MM_CAPS,
-                S.LINEAR_SCALED_MM_CLOSE, priority=5, notes=S.LINEAR_SCALED_MM_NOTE,
+                S.LINEAR_SCALED_MM_CLOSE, priority=20, notes=S.LINEAR_SCALED_MM_NOTE,
                 executed_on=S.EXECUTED_SCALED_MM),
         Backend("torch", ".fp8_linear_torch", S.LINEAR_TORCH_CAPS, S.LINEAR_CLOSE, notes=S.LINEAR_TORCH_NOTE,
                 executed_on=S.EXECUTED_TORCH),
@@ -181,7 +185,7 @@ FP8_LINEAR = Op(
 def fp8_linear(x_fp8: torch.Tensor, x_scale: torch.Tensor, w_fp8: torch.Tensor, w_scale: torch.Tensor,
                bias: torch.Tensor | None = None, *, out_dtype: torch.dtype = torch.bfloat16,
                epilogue: str | None = None, residual: torch.Tensor | None = None, gate: torch.Tensor | None = None,
-               backend: str | None = None) -> torch.Tensor:
+               accumulate: str = "fp32", backend: str | None = None) -> torch.Tensor:
     """``y = (x_fp8.float() @ w_fp8.float().T) * x_scale * w_scale.T + bias``, then the epilogue, rounded once:
 
     - ``None``: ``y``;
@@ -191,6 +195,13 @@ def fp8_linear(x_fp8: torch.Tensor, x_scale: torch.Tensor, w_fp8: torch.Tensor, 
     Every FP8 x FP8 product is exact in fp32; the sum, the scales, the bias and the epilogue are
     fp32, and the result is rounded to ``out_dtype`` once.
 
+    accumulate: ``"fp32"`` (default): the sum in fp32 (the Triton GEMM adds the tensor cores' partial sum
+        into an fp32 accumulator after every 128-deep K step; cuBLAS does the same). ``"fast"``: on
+        sm_90 the FP8 tensor cores keep their own partial sum (fewer mantissa bits than fp32) over the
+        whole K loop, as ``torch._scaled_mm(use_fast_accum=True)`` and torchao's float8 inference
+        default do: faster (on one H100 the Triton GEMM 1.42-1.78x bf16 ``F.linear`` against
+        1.17-1.40x), with a sum error that grows with K (contract ``close`` with the fast tolerances
+        of the registry). AMD's MFMA and the reference sum in fp32 either way.
     x_fp8: ``[..., K]`` ``float8_e4m3fn`` | ``float8_e4m3fnuz``, last dim contiguous, leading dims
         collapsing into one row stride (``quantize_fp8``'s output).
     x_scale: fp32 ``[..., 1]`` (one per row of ``x_fp8``, contiguous) or one value.
@@ -202,31 +213,31 @@ def fp8_linear(x_fp8: torch.Tensor, x_scale: torch.Tensor, w_fp8: torch.Tensor, 
     gate: ``[N]`` or, for ``x_fp8`` ``[B, S, K]``, per sample ``[B, 1, N]``; contiguous
         (``"gated_residual"`` only).
     Returns ``[..., N]`` of ``out_dtype``.
-    backend: ``None`` (the fused Triton GEMM where it serves, else the reference), ``"triton"``,
-        ``"scaled_mm"`` (not with ``"gated_residual"``) or ``"torch"`` (the reference). Contract
-        ``close`` (tolerances in the registry).
+    backend: ``None`` (``scaled_mm`` for a plain product on CUDA sm_90+, else the fused Triton GEMM
+        where it serves, else the reference), ``"triton"``, ``"scaled_mm"`` (no epilogue, bf16) or
+        ``"torch"`` (the reference). Contract ``close`` (tolerances in the registry).
 
     Raises ``UnsupportedInputError`` naming every reason when no backend can serve the inputs:
     operands that are not FP8 (or not both of one format), scales whose shape matches neither a
     row-wise nor a tensor-wise scale, a GPU that does not compute in the format.
     """
-    options = (("epilogue", epilogue), ("out_dtype", out_dtype))
+    options = (("epilogue", epilogue), ("out_dtype", out_dtype), ("accumulate", accumulate))
     tensors = (x_fp8, x_scale, w_fp8, w_scale, bias, residual, gate)
     if is_compiling():
-        return _fp8_linear_op(*tensors, epilogue, out_dtype, backend)
+        return _fp8_linear_op(*tensors, epilogue, out_dtype, accumulate, backend)
     return FP8_LINEAR.plan(tensors, backend, None, options)(*tensors)
 
 
-def _fake(x_fp8, x_scale, w_fp8, w_scale, bias, residual, gate, epilogue, out_dtype, backend):
+def _fake(x_fp8, x_scale, w_fp8, w_scale, bias, residual, gate, epilogue, out_dtype, accumulate, backend):
     FP8_LINEAR.validate(x_fp8, x_scale, w_fp8, w_scale, bias, residual, gate,
-                        options=(("epilogue", epilogue), ("out_dtype", out_dtype)))
+                        options=(("epilogue", epilogue), ("out_dtype", out_dtype), ("accumulate", accumulate)))
     return x_fp8.new_empty((*x_fp8.shape[:-1], w_fp8.shape[0]), dtype=out_dtype)
 
 
 can_use_fp8_linear = FP8_LINEAR.can_use
 fp8_linear_reference = FP8_LINEAR.reference
 _fp8_linear_op = FP8_LINEAR.custom_op(
-    "fp8_linear", fake=_fake, keyed=("epilogue", "out_dtype"),
+    "fp8_linear", fake=_fake, keyed=("epilogue", "out_dtype", "accumulate"),
     schema="(Tensor x_fp8, Tensor x_scale, Tensor w_fp8, Tensor w_scale, Tensor? bias, Tensor? residual, "
-           "Tensor? gate, str? epilogue, ScalarType out_dtype, str? backend) -> Tensor",
+           "Tensor? gate, str? epilogue, ScalarType out_dtype, str accumulate, str? backend) -> Tensor",
 )

@@ -3,7 +3,7 @@
 
 Reference: ``acc = x_fp8.float() @ w_fp8.float().T`` (every product exact in fp32), ``y = acc *
 x_scale * w_scale.T + bias`` in fp32, the epilogue in fp32 (``gelu(y, approximate="tanh")`` or
-``residual + gate * y``), one rounding to ``out_dtype``.
+``residual + gate * y``), one rounding to ``out_dtype``. It sums in fp32 for either ``accumulate``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _epilogue(y: torch.Tensor, lead: tuple[int, ...], bias, epilogue, residual, 
 def fp8_linear(x_fp8: torch.Tensor, x_scale: torch.Tensor, w_fp8: torch.Tensor, w_scale: torch.Tensor,
                bias: torch.Tensor | None = None, *, out_dtype: torch.dtype = torch.bfloat16,
                epilogue: str | None = None, residual: torch.Tensor | None = None,
-               gate: torch.Tensor | None = None) -> torch.Tensor:
+               gate: torch.Tensor | None = None, accumulate: str = "fp32") -> torch.Tensor:
     N, K = w_fp8.shape
     lead = tuple(x_fp8.shape[:-1])
     x2 = x_fp8.reshape(-1, K).float()
@@ -57,17 +57,19 @@ def prepare(geom, *tensors):
 
 def prepare_scaled_mm(geom, *tensors):
     """The ``scaled_mm`` backend's runner: ``torch._scaled_mm`` with row-wise scales (a single value is
-    broadcast to the rows, ``[M, 1]`` and ``[1, N]`` fp32) to a bf16 product, then bias and epilogue in
-    fp32 and a second rounding (none when there is neither)."""
-    M, N, K, lead = geom.M, geom.N, geom.K, geom.lead
-    epilogue, out_dtype, has_bias = geom.epilogue, geom.out_dtype, geom.has_bias
+    broadcast to the rows, ``[M, 1]`` and ``[1, N]`` fp32) to a bf16 product, a bf16 bias added in its
+    epilogue before the one rounding (a bias of another dtype added after, in fp32, a second rounding);
+    ``use_fast_accum`` for ``accumulate="fast"``. Plain products only (no epilogue: the layouts say so)."""
+    M, N, K, lead, fast = geom.M, geom.N, geom.K, geom.lead, geom.fast_accum
+    bias_in_gemm = tensors[4] is not None and tensors[4].dtype == torch.bfloat16
 
     def run(x_fp8, x_scale, w_fp8, w_scale, bias, residual, gate, *_):
         xs, ws = _scales(x_scale, w_scale, M, N)
-        y = torch._scaled_mm(x_fp8.reshape(M, K), w_fp8.t(), scale_a=xs.contiguous(), scale_b=ws.contiguous(),
-                             out_dtype=torch.bfloat16)
-        if epilogue is None and not has_bias:
+        y = torch._scaled_mm(x_fp8.reshape(M, K), w_fp8.t(), bias=bias if bias_in_gemm else None,
+                             scale_a=xs.contiguous(), scale_b=ws.contiguous(), out_dtype=torch.bfloat16,
+                             use_fast_accum=fast)
+        if bias is None or bias_in_gemm:
             return y.reshape(*lead, N)
-        return _epilogue(y.float(), lead, bias, epilogue, residual, gate, out_dtype)
+        return _epilogue(y.float(), lead, bias, None, None, None, torch.bfloat16)
 
     return run

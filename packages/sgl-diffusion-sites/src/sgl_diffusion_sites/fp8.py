@@ -5,6 +5,10 @@ Policy: inside each transformer block (the classes ``optimize`` mounts as ``bloc
 every ``nn.Linear`` of attention and MLP becomes an ``sgl_diffusion_quant.FP8Linear`` (weight per
 output channel in the device's FP8 format, input quantized per row at each call); a diffusers
 ``GELU(approximate="tanh")`` projection becomes one FP8 linear with the GELU fused as its epilogue.
+The FP8 linears sum with ``accumulate="fast"`` (sm_90's FP8 tensor cores keep their own partial sum, as
+torchao's float8 inference does by default): on one H100 the GEMMs ran 1.42-1.78x bf16 against
+1.17-1.40x summing in fp32, and the sum's error was about a hundredth of the FP8 rounding's
+(``measure_quality`` reports the distance of the whole model's output).
 Linears under a norm (the adaLN modulation projections: a few rows per call), the embeddings and the
 final projection stay bf16. The bf16 weight of each replaced linear moves to host memory while
 mounted (the FP8 copy is the one on the device); ``unmount`` moves it back.
@@ -88,7 +92,7 @@ def mount_fp8_linears(blocks: list[tuple[str, torch.nn.Module]], report: MountRe
             if lin.weight.dtype not in (torch.bfloat16, torch.float16, torch.float32):
                 site.reason = f"the weight is {lin.weight.dtype}; FP8 linears are built from bf16 / fp16 / fp32"
                 continue
-            fp8 = FP8Linear.from_linear(lin, dtype=fmt, epilogue=epilogue)
+            fp8 = FP8Linear.from_linear(lin, dtype=fmt, epilogue=epilogue, accumulate="fast")
             fp8.shared_input = shared
             parent_path, _, attr = name.rpartition(".")
             parent = block.get_submodule(parent_path) if parent_path else block
