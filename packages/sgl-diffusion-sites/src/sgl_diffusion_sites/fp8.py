@@ -9,8 +9,9 @@ The FP8 linears sum with ``accumulate="fast"`` (sm_90's FP8 tensor cores keep th
 torchao's float8 inference does by default): on one H100 the GEMMs ran 1.42-1.78x bf16 against
 1.17-1.40x summing in fp32, and the sum's error was about a hundredth of the FP8 rounding's
 (``measure_quality`` reports the distance of the whole model's output).
-Linears under a norm (the adaLN modulation projections: a few rows per call), the embeddings and the
-final projection stay bf16. The bf16 weight of each replaced linear moves to host memory while
+Linears under a norm (the adaLN modulation projections: a few rows per call), the text stream's
+linears (``TEXT_STREAM``: a few hundred rows, where an FP8 linear's extra quantize launch and host
+time exceed what its GEMM saves), the embeddings and the final projection stay bf16. The bf16 weight of each replaced linear moves to host memory while
 mounted (the FP8 copy is the one on the device); ``unmount`` moves it back.
 """
 
@@ -34,12 +35,24 @@ def _is_tanh_gelu_proj(m: torch.nn.Module) -> bool:
             and getattr(m, "approximate", None) == "tanh" and type(getattr(m, "proj", None)) is torch.nn.Linear)
 
 
+# the linears of a block's text stream, by their diffusers names: joint attention's text projections
+# (FLUX, SD3, HunyuanVideo, Qwen-Image), the text MLP, cross-attention's keys and values over the prompt
+TEXT_STREAM = ("add_q_proj", "add_k_proj", "add_v_proj", "to_add_out", "ff_context", "txt_mlp")
+CROSS_KV = ("attn2.to_k", "attn2.to_v")
+
+
+def is_text_stream(name: str) -> bool:
+    """Whether the block's linear at ``name`` reads the prompt's tokens (kept bf16 by the policy)."""
+    parts = name.split(".")
+    return any(p in TEXT_STREAM for p in parts) or any(name == c or name.startswith(c + ".") for c in CROSS_KV)
+
+
 def fp8_targets(block: torch.nn.Module) -> list[tuple[str, torch.nn.Module, str | None]]:
     """``(path in the block, module, epilogue)`` of every layer the policy turns into an FP8 linear."""
     out: list[tuple[str, torch.nn.Module, str | None]] = []
     taken: set[str] = set()
     for name, m in block.named_modules():
-        if not name or any(part.startswith("norm") for part in name.split(".")):
+        if not name or any(part.startswith("norm") for part in name.split(".")) or is_text_stream(name):
             continue
         if any(name.startswith(t + ".") for t in taken):
             continue
