@@ -6,9 +6,11 @@ of a DiT MLP's second linear layer.
 One program per row. The value is the default kernel's (``act(x + bias)``, or ``act(a) * b`` of the
 packed GLU, fp32 math) rounded to the result dtype, so that it quantizes what the eager chain holds;
 the row's amax gives its scale (``max(amax, 1e-12) / fp8_max``, IEEE division, written to ``QS``)
-and the codes are ``value / scale`` saturated to ``+-fp8_max``, ties to even (core's
-``triton_math.store_fp8``). A row of at most :data:`MAX_BLOCK` columns is held in registers; a wider
-one is computed twice, once for its amax and once for its codes (its inputs then come from L2).
+and the codes are ``value * (1 / scale)`` saturated to ``+-fp8_max``, ties to even (core's
+``triton_math.store_fp8_rcp``: one multiply per element where a division sequence kept the kernel
+bound by instructions; a code may differ by one from the reference's ``value / scale``). A row of at
+most :data:`MAX_BLOCK` columns is held in registers; a wider one is computed twice, once for its amax
+and once for its codes (its inputs then come from L2).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def _act_fp8_kernel(
         mask = cols < D
         v = _value(x_row, BIAS, cols, mask, b_shift, ACT, GLU, HAS_BIAS, MID, FAST)
         qs = triton_math.store_row_scale(QS, r, tl.where(mask, tl.abs(v), 0.0), FP8_MAX)
-        triton_math.store_fp8(v, q_row, cols, mask, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ)
+        triton_math.store_fp8_rcp(v, q_row, cols, mask, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ)
     else:
         amax = tl.zeros([BLOCK], dtype=tl.float32)
         for c in range(CHUNKS):
@@ -73,7 +75,7 @@ def _act_fp8_kernel(
             offs = c * BLOCK + cols
             mask = offs < D
             v = _value(x_row, BIAS, offs, mask, b_shift, ACT, GLU, HAS_BIAS, MID, FAST)
-            triton_math.store_fp8(v, q_row, offs, mask, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ)
+            triton_math.store_fp8_rcp(v, q_row, offs, mask, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ)
 
 
 def row_config(D: int, max_block: int | None = None) -> tuple[int, int, int]:

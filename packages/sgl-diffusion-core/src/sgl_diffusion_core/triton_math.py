@@ -260,7 +260,22 @@ def store_fp8(x, Y, offs, mask, scale, FP8_MAX: tl.constexpr, OUT: tl.constexpr,
               FNUZ: tl.constexpr):
     """Store fp32 ``x / scale`` (IEEE division) saturated to ``+-FP8_MAX`` as FP8 ``OUT``, ties to even;
     ``BITS``: as the codes of :func:`to_fp8_bits` (``Y`` a uint8 view)."""
-    v = tl.math.div_rn(x, scale)
+    _store_codes(tl.math.div_rn(x, scale), Y, offs, mask, FP8_MAX, OUT, BITS, FNUZ)
+
+
+@triton.jit
+def store_fp8_rcp(x, Y, offs, mask, scale, FP8_MAX: tl.constexpr, OUT: tl.constexpr, BITS: tl.constexpr,
+                  FNUZ: tl.constexpr):
+    """:func:`store_fp8` with ``x * (1 / scale)`` (the reciprocal an IEEE division, once per call) for the
+    per-element division: one multiply instead of a division sequence per element, for kernels bound by
+    instructions. ``x * (1 / scale)`` is within one fp32 ulp of ``x / scale``, so a code differs from the
+    divided one only where the quotient lies within an ulp of an FP8 rounding boundary (by one code)."""
+    _store_codes(x * tl.math.div_rn(1.0, scale), Y, offs, mask, FP8_MAX, OUT, BITS, FNUZ)
+
+
+@triton.jit
+def _store_codes(v, Y, offs, mask, FP8_MAX: tl.constexpr, OUT: tl.constexpr, BITS: tl.constexpr,
+                 FNUZ: tl.constexpr):
     v = tl.minimum(max_nan(v, -FP8_MAX), FP8_MAX, propagate_nan=tl.PropagateNan.ALL)
     if BITS:
         tl.store(Y + offs, to_fp8_bits(v, FNUZ), mask=mask)

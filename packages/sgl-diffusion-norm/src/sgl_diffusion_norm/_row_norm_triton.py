@@ -118,8 +118,9 @@ def _row_norm_kernel(
 
     ``FP8`` (an FP8 ``out_dtype`` of the modulated norms): the result is rounded to x's
     dtype (what the chain it is compared with holds), the row's amax gives its scale (``QS``, one
-    per row) and ``Y`` receives the FP8 codes; a chunked row computes its output twice, once for
-    the amax and once for the codes (its inputs are still in L1/L2).
+    per row) and ``Y`` receives the FP8 codes, ``y * (1 / scale)`` (``store_fp8_rcp``: a code may
+    differ by one from the reference's ``y / scale``); a chunked row computes its output twice, once
+    for the amax and once for the codes (its inputs are still in L1/L2).
     """
     row = tl.program_id(0).to(tl.int64)
     b = row // S
@@ -148,7 +149,7 @@ def _row_norm_kernel(
         if FP8:
             y = triton_math.round_to(y, X.dtype.element_ty)
             qs = triton_math.store_row_scale(QS, row, tl.where(mask, tl.abs(y), 0.0), FP8_MAX)
-            triton_math.store_fp8(y, y_row, cols, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
+            triton_math.store_fp8_rcp(y, y_row, cols, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
         else:
             tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
     else:
@@ -207,7 +208,7 @@ def _row_norm_kernel(
                                  HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
             if FP8:
                 y = triton_math.round_to(y, X.dtype.element_ty)
-                triton_math.store_fp8(y, y_row, offs, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
+                triton_math.store_fp8_rcp(y, y_row, offs, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
             else:
                 tl.store(y_row + offs, y.to(Y.dtype.element_ty), mask=mask)
 

@@ -11,8 +11,9 @@ torchao's float8 inference does by default): on one H100 the GEMMs ran 1.42-1.78
 (``measure_quality`` reports the distance of the whole model's output).
 Linears under a norm (the adaLN modulation projections: a few rows per call), the text stream's
 linears (``TEXT_STREAM``: a few hundred rows, where an FP8 linear's extra quantize launch and host
-time exceed what its GEMM saves), the embeddings and the final projection stay bf16. The bf16 weight of each replaced linear moves to host memory while
-mounted (the FP8 copy is the one on the device); ``unmount`` moves it back.
+time exceed what its GEMM saves), the embeddings and the final projection stay bf16. The bf16 weight
+of each replaced linear moves to host memory while mounted (the FP8 copy is the one on the device);
+``unmount`` moves it back.
 """
 
 from __future__ import annotations
