@@ -277,7 +277,8 @@ def _sites(data: dict[str, Any]) -> list[str]:
                 f"| {model} | `{name}` | {v.get('status', '')} | {_us(v.get('median_ms'))} "
                 f"| {f'{speed:.2f}x' if speed else ''} | {v.get('equal', '')} | {v.get('psnr_db') or ''} |\n"
             )
-    return out
+    notes = [f"- {model}: {n}\n" for model, m in data["models"].items() for n in m.get("notes", [])]
+    return out + (["\n", *notes] if notes else [])
 
 
 def _nccl(data: dict[str, Any]) -> list[str]:

@@ -29,7 +29,15 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, RowConfig, device_arch, tensor_platform, triton_math, vendor
+from sgl_diffusion_core import (
+    PreparedLaunch,
+    RowConfig,
+    device_arch,
+    next_pow2,
+    tensor_platform,
+    triton_math,
+    vendor,
+)
 
 TL_DTYPES = triton_math.TL_DTYPES
 # the FP8 constexprs of a launch that writes the default dtype
@@ -244,6 +252,24 @@ def gated_config(D: int, elem_bytes: int, platform: str, n_rows: int | None = No
     return RowConfig(block=block, chunks=chunks, num_warps=4, unroll=chunks if block > base.block else None)
 
 
+_FP8_HELD = 8192  # the widest FP8 row held in registers (fp32, 32 values per thread at 8 warps)
+
+
+def fp8_config(D: int, base: RowConfig) -> RowConfig:
+    """Launch rule of an FP8 result (``out_dtype``): the row in registers up to 8192 columns (one block
+    of ``next_pow2(D)``, 32 values per thread: ``block / 1024`` warps, at least 4), so that it is read
+    once and its codes follow its amax without a second pass; wider rows keep ``base``'s chunks without
+    its register cap and unrolling. ``base`` (the bf16 rule, chunked from 4096 columns with an 80-register
+    cap) spills on sm_90 with the FP8 result's three passes: 2120 bytes per thread for ``ln_modulate`` at
+    D = 5120, 902 for ``gated_residual_norm_modulate``; this rule compiles without spills there. Speed at
+    the old rule on one H100 (docs/benchmarks/ln_modulate_bench_h100.json): 37% of copy at Wan's width,
+    58% at FLUX's (held); this rule is not measured yet."""
+    if D <= _FP8_HELD:
+        block = next_pow2(max(D, 1))
+        return RowConfig(block=block, chunks=1, num_warps=max(4, block // 1024))
+    return RowConfig(block=base.block, chunks=base.chunks, num_warps=base.num_warps)
+
+
 def _mod_scalars(lay) -> tuple[int, int, int]:
     return (0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)
 
@@ -270,6 +296,8 @@ def _fp8_constexprs(fmt: str | None) -> dict:
 def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
     g = geom.x
     cfg = config or config_for(g.D, g.rows, x.dtype, x.device)
+    if geom.fp8 is not None and config is None and x.device.type != "cpu":
+        cfg = fp8_config(g.D, cfg)
     scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), 0, 0, 0, 0, 1)
     launch = _launch(g, x, cfg, {
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": scale is not None, "HAS_SHIFT": shift is not None,
@@ -327,6 +355,8 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
     plan's, in ``geom``). Built without FMA contraction (the residual sum must match eager bit for bit)."""
     g, u = geom.residual, geom.update
     cfg = config or gated_config(g.D, residual.element_size(), tensor_platform(residual.device), g.rows)
+    if geom.fp8 is not None and config is None and residual.device.type != "cpu":
+        cfg = fp8_config(g.D, cfg)
     gl = geom.gate
     scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), u.sb, u.ss,
                *_mod_scalars(gl))
@@ -377,6 +407,8 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     name_dt = _NAMES[dt]
     rule = gated_config if res else RowConfig.from_heuristic
     cfg = rule(D, 4 if dt == tl.float32 else 2, platform, n_rows=rows)
+    if fp8 is not None and platform != "cpu":
+        cfg = fp8_config(D, cfg)
     sig = {n: f"*{name_dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR")}
     sig["QS"] = "*fp32"
     if fp8 is not None:
