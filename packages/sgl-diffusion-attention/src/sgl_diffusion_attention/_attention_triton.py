@@ -105,6 +105,14 @@ def _key_tile(acc, l_i, m_i, q, k_ptrs, v_ptrs, n0, seqlen_k, offs_n, dmask, k_s
     if WIDE_DOT:
         k = k.to(tl.float32)
     s = tl.dot(q, tl.trans(k)) * qk_scale
+    return softmax_pv(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N, WIDE_DOT)
+
+
+@triton.jit
+def softmax_pv(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr):
+    """The online-softmax step of one key tile (shared by the dense, block-sparse and 8-bit kernels):
+    scores ``s`` (base-2 logits, fp32) of keys ``rows`` (those past ``seqlen_k`` masked in the tail
+    tile), the running max and sum updated, ``acc`` rescaled, ``p`` in v's dtype times ``v`` added."""
     if MASK_N:
         s = tl.where(rows[None, :] < seqlen_k, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, 1))

@@ -19,7 +19,7 @@ import triton.language as tl
 
 from sgl_diffusion_core import PreparedLaunch, device_arch, tensor_platform
 
-from ._attention_triton import LOG2E, RULE_SM8X, AttnConfig, config_for
+from ._attention_triton import LOG2E, RULE_SM8X, AttnConfig, config_for, softmax_pv
 from .quantized_attention_torch import quantize_qk
 
 
@@ -41,19 +41,7 @@ def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs
     else:
         s = tl.dot(q, tl.trans(k)).to(tl.float32)
     s = s * (qs[:, None] * ks[None, :]) * qk_scale
-    if MASK_N:
-        s = tl.where(rows[None, :] < seqlen_k, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    alpha = tl.math.exp2(m_i - m_new)
-    p = tl.math.exp2(s - m_new[:, None])
-    l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None]
-    p = p.to(v.dtype)
-    if WIDE_DOT:
-        acc = tl.dot(p.to(tl.float32), v.to(tl.float32), acc)
-    else:
-        acc = tl.dot(p, v, acc)
-    return acc, l_i, m_new
+    return softmax_pv(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N, WIDE_DOT)
 
 
 @triton.jit(do_not_specialize=["Sq", "Sk", "n_m"])
