@@ -32,6 +32,22 @@ SHAPES: dict[str, tuple[int, int, int]] = {
     "hunyuan": (1, 118800, 3072),
 }
 DEFAULT = ("flux", "wan", "hunyuan")
+# the widths of DiTs and their text encoders (PixArt / Sana-0.6B 1152, SD3-medium 1536, CogVideoX-2B 1920,
+# LTX-Video 2048, Sana-1.6B 2240, Lumina-2 2304, SD3.5-Large 2432, HiDream 2560, FLUX / Qwen-Image /
+# HunyuanVideo 3072, 3840, 4096, Wan-14B 5120, 6144) at batch 1 and 2 (classifier-free guidance), an image's
+# 4096 tokens and a video's 32760: ``d<D>-b<B>-s<S>``, per-sample modulation; the group ``widths`` names all
+WIDTHS = (1152, 1536, 1920, 2048, 2240, 2304, 2432, 2560, 3072, 3840, 4096, 5120, 6144)
+WIDTH_SHAPES = {f"d{D}-b{B}-s{S}": (B, S, D) for D in WIDTHS for B in (1, 2) for S in (4096, 32760)}
+SHAPES.update(WIDTH_SHAPES)
+GROUPS = {"widths": tuple(WIDTH_SHAPES)}
+
+
+def _names(names, default) -> list[str]:
+    """The case names asked for, a group (``widths``) expanded; ``default`` without any."""
+    out: list[str] = []
+    for n in names or default:
+        out += GROUPS.get(n, (n,))
+    return out
 # ln_modulate: name -> (B, S, D, modulation layout)
 LN_SHAPES: dict[str, tuple[int, int, int, str]] = {
     "flux": (1, 4608, 3072, "per-sample"),
@@ -41,6 +57,7 @@ LN_SHAPES: dict[str, tuple[int, int, int, str]] = {
     "wan-per-frame": (1, 75600, 5120, "per-frame"),
     # Wan's own chain: FP32LayerNorm on bf16 x, fp32 modulation, result cast back to bf16
     "wan-fp32mod": (1, 75600, 5120, "per-sample-fp32"),
+    **{name: (*shape, "per-sample") for name, shape in WIDTH_SHAPES.items()},
 }
 # ln_modulate with an FP8 result (out_dtype: the device's FP8 format) at these shapes
 LN_FP8 = {"flux-fp8": "flux", "wan-fp8": "wan"}
@@ -69,7 +86,8 @@ def exact_kernel(op_id: str, args: tuple, kw: dict, tensors: tuple):
 
 def _inputs(name: str, dtype: torch.dtype, device: torch.device):
     if name not in SHAPES:
-        raise ValueError(f"unknown row-norm bench case {name!r}; known: {', '.join(SHAPES)}")
+        raise ValueError(f"unknown row-norm bench case {name!r}; known: {', '.join(SHAPES)} and the group "
+                         "'widths'")
     B, S, D = SHAPES[name]
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.randn(B, S, D, device=device, dtype=dtype, generator=g)
@@ -118,7 +136,7 @@ def _norm_cases(op_name: str, device, dtype, names) -> Iterator[bench.BenchCase]
     fn, ref = getattr(norm, op_name), getattr(norm, f"{op_name}_reference")
     op_id = f"norm.{op_name}"
     spec_tol = _tolerance(op_id, dtype)
-    for name in names or DEFAULT:
+    for name in _names(names, DEFAULT):
         (B, S, D), x, mod, w = _inputs(name, dtype, device)
         if op_name == "rms_modulate":
             sc, sh = mod[:, 1:2], mod[:, 0:1]
@@ -173,7 +191,7 @@ def gated_residual_norm_modulate_cases(device, dtype=torch.bfloat16, names=None)
     from sgl_diffusion_norm import gated_residual_norm_modulate, gated_residual_norm_modulate_reference
 
     tol = _tolerance("norm.gated_residual_norm_modulate", dtype)
-    for name in names or DEFAULT:
+    for name in _names(names, DEFAULT):
         (B, S, D), r, mod, _ = _inputs(name, dtype, device)
         u = torch.randn_like(r)
         args = (r, u, mod[:, 2:3], mod[:, 1:2], mod[:, 0:1])
@@ -244,7 +262,7 @@ def ln_modulate_cases(
     """``ln_modulate(x, scale, shift)`` in the layouts of LN_SHAPES."""
     from sgl_diffusion_norm import ln_modulate, ln_modulate_reference
 
-    for name in names or (*DEFAULT, *LN_FP8):
+    for name in _names(names, (*DEFAULT, *LN_FP8)):
         if name in LN_FP8:
             yield _ln_fp8_case(name, device, dtype)
             continue

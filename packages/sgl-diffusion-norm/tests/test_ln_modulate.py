@@ -384,3 +384,25 @@ def test_fp8_launch_rule():
     assert rule(1000, base) == RowConfig(block=1024, chunks=1, num_warps=4)
     wide = RowConfig(block=1024, chunks=16, num_warps=2, max_registers=80, unroll=16)
     assert rule(16384, wide) == RowConfig(block=1024, chunks=16, num_warps=2)
+
+
+def test_bench_width_group(monkeypatch):
+    """The benchmark's ``widths`` group: every listed DiT width at batch 1 and 2 and two token counts,
+    expanded by name for the row norms and ln_modulate; an unknown name is refused."""
+    import sys
+
+    from sgl_diffusion_core import bench
+
+    cases = bench.load_cases(REGISTRY.op("norm.ln_modulate"))
+    module = sys.modules[cases.__module__]
+    names = module.GROUPS["widths"]
+    assert len(names) == 13 * 2 * 2 and "d2240-b2-s4096" in names and "d6144-b1-s32760" in names
+    assert module.LN_SHAPES["d2240-b2-s4096"] == (2, 4096, 2240, "per-sample")
+    tiny = {"d40-b2-s8": (2, 8, 40, "per-sample")}
+    monkeypatch.setitem(module.GROUPS, "widths", tuple(tiny))
+    monkeypatch.setattr(module, "LN_SHAPES", {**module.LN_SHAPES, **tiny})
+    got = list(cases(torch.device("cpu"), names=["widths"]))
+    assert [c.name for c in got] == ["d40-b2-s8"]
+    got[0].check()
+    with pytest.raises(ValueError, match="unknown"):
+        list(cases(torch.device("cpu"), names=["d41-b1-s1"]))
