@@ -214,7 +214,7 @@ def test_tile_rule():
             assert smem <= (99 if arch == 89 else 227) * 1024, (arch, fast, c)
 
 
-def test_size_chooser_on_described_inputs():
+def test_size_chooser_on_described_inputs(monkeypatch):
     """The chooser behind backend=None on descriptions of CUDA sm_90 inputs (no GPU needed): scaled_mm
     from 2e11 FLOPs, the Triton GEMM below, and explain saying why."""
     import dataclasses
@@ -235,3 +235,10 @@ def test_size_chooser_on_described_inputs():
     big = dataclasses.replace(desc.info["geom"], M=4096, N=4096, K=8192)
     desc_big = dataclasses.replace(desc, info={**desc.info, "geom": big})
     assert chooser.choose(OP, desc_big, (), None) is None  # the static priority: scaled_mm
+    # without an eligible Triton GEMM a small product keeps cuBLAS (the static priority), never the reference
+    import sys
+
+    without = [s for s in eligible(OP, desc) if s.backend != "triton"]
+    assert [s.backend for s in without] == ["scaled_mm", "torch"]
+    monkeypatch.setattr(sys.modules[op.module], "eligible", lambda *a, **k: without)
+    assert chooser.choose(OP, desc, (), None) is None

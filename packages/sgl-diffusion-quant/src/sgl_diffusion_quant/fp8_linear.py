@@ -169,14 +169,17 @@ SCALED_MM_MIN_FLOPS = 2e11
 
 class _SizeChooser:
     """``backend=None``: the static priority (``scaled_mm`` first) for products of at least
-    ``SCALED_MM_MIN_FLOPS``, the best other backend below (host time dominates there)."""
+    ``SCALED_MM_MIN_FLOPS``; below, the Triton GEMM where it can serve (host time dominates there),
+    else the static priority again (never the fp32 reference in place of cuBLAS)."""
 
     def _pick(self, op_id, desc, exact):
         geom = desc.info.get("geom")
         if geom is None or 2 * geom.M * geom.N * geom.K >= SCALED_MM_MIN_FLOPS:
             return None
-        rest = [s for s in eligible(op_id, desc, exact=exact) if s.backend != "scaled_mm"]
-        return rest[0] if rest else None
+        specs = eligible(op_id, desc, exact=exact)
+        if not specs or specs[0].backend != "scaled_mm":
+            return None
+        return next((s for s in specs if s.backend == "triton"), None)
 
     def choose(self, op_id, desc, tensors, exact):
         spec = self._pick(op_id, desc, exact)
