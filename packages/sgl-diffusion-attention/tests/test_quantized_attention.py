@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import sgl_diffusion_attention as attn
-from sgl_diffusion_core import REGISTRY, UnsupportedInputError, testing
+from sgl_diffusion_core import REGISTRY, UnsupportedInputError, testing, triton_interpret
 
 OP = "attention.quantized_attention"
 
@@ -98,3 +98,28 @@ def test_compile_fullgraph(device):
     torch._dynamo.reset()
     assert torch._dynamo.explain(f)(q, k, v).graph_break_count == 0
     testing.assert_exact(torch.compile(f, fullgraph=True, backend="aot_eager")(q, k, v), f(q, k, v))
+
+
+@pytest.mark.parametrize("qk", ["int8", "fp8"])
+@pytest.mark.parametrize("smooth", [True, False])
+def test_triton_quantization_is_the_definitions(qk, smooth):
+    """The Triton pre-pass (interpreter) writes the torch definition's codes and scales bit for bit, on a
+    strided bshd view (a bhsd tensor transposed), a partial last program, ties at .5 (int8) and an
+    all-zero row."""
+    if not triton_interpret():
+        pytest.skip("CPU lane: the Triton pre-pass runs under TRITON_INTERPRET=1")
+    definition = testing.backend_module(OP, "torch")
+    kernel = testing.backend_module(OP, "triton")
+    B, S, H, Dh = 2, 13, 3, 64
+    g = torch.Generator().manual_seed(1)
+    k = (torch.randn(B, H, S, Dh, generator=g) * 4 + 2).to(torch.bfloat16).transpose(1, 2)  # strided bshd
+    k[0, 2, 1] = 0.0
+    k[1, 0, 0, :2] = torch.tensor([127.0, 63.5])  # scale 1 (int8): 63.5 rounds to 64 (ties to even)
+    k[1, 0, 0, 2:] = 0.5
+    lens = torch.tensor([13, 6], dtype=torch.int32)
+    mean = definition.key_mean(k, lens).contiguous() if smooth else None
+    codes, scales = kernel.quantize_rows_launch(k, qk, smooth)(k, mean)
+    want = definition._rows(k.float() - mean if smooth else k, qk)
+    assert torch.equal(scales, want[1])
+    assert torch.equal(codes.view(torch.uint8) if qk == "fp8" else codes,
+                       want[0].view(torch.uint8) if qk == "fp8" else want[0])

@@ -1,6 +1,6 @@
 """``quantized_attention``: attention with q and k in 8 bits (int8 or e4m3) per row, k smoothed.
 
-Backends: ``quantized_attention_triton`` (the quantization in torch, then a flash kernel on the 8-bit
+Backends: ``quantized_attention_triton`` (a Triton quantization pre-pass, then a flash kernel on the 8-bit
 codes; CUDA sm_80+ for int8, sm_89+ for e4m3, ROCm) and ``quantized_attention_torch`` (the definition:
 fp32 attention of the dequantized operands). Opt-in only: ``attention(backend=None)`` never takes it.
 Its distance to full-precision attention is the caller's to check on real tensors (``attention_error``).

@@ -1,14 +1,15 @@
 """Triton kernel of ``quantized_attention``: flash attention over 8-bit q and k (CUDA and ROCm; CPU under
 ``TRITON_INTERPRET=1``).
 
-The operands are quantized first (``quantized_attention_torch.quantize_qk``: per-row scales, K smoothed):
-int8 or e4m3 codes ``[B, S, H, Dh]`` and fp32 scales ``[B, S, H]``. One program per (query block,
-sample, head), as the dense kernel (``_attention_triton``): each key tile's scores are the 8-bit dot
-product (int8: int32 accumulation; e4m3: fp32), times the query row's and the key's scales and
-``scale * log2(e)``; the online softmax in fp32 with ``exp2``; ``p`` rounded to v's dtype for the
-product with v (bf16 / fp16, as given). Keys past ``kv_lens[b]`` are masked in the tail tile; a sample
-whose ``kv_lens`` is out of ``[1, Sk]`` gets NaN rows. ``WIDE_DOT`` (the interpreter): the dot products in
-fp32 (exact for these codes).
+The operands are quantized first by a Triton pre-pass (:func:`_quantize_rows_kernel`, one pass over q and
+one over k; the key mean of ``smooth_k`` in torch, ``quantized_attention_torch.key_mean``), bit for bit the
+torch definition's quantization: int8 or e4m3 codes ``[B, S, H, Dh]`` and fp32 scales ``[B, S, H]``. One
+program per (query block, sample, head), as the dense kernel (``_attention_triton``): each key tile's scores
+are the 8-bit dot product (int8: int32 accumulation; e4m3: fp32), times the query row's and the key's scales
+and ``scale * log2(e)``; the online softmax in fp32 with ``exp2``; ``p`` rounded to v's dtype for the
+product with v (bf16 / fp16, as given). Keys past ``kv_lens[b]`` are masked in the tail tile; a sample whose
+``kv_lens`` is out of ``[1, Sk]`` gets NaN rows. ``WIDE_DOT`` (the interpreter): the dot products in fp32
+(exact for these codes).
 """
 
 from __future__ import annotations
@@ -17,10 +18,81 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, device_arch, tensor_platform
+from sgl_diffusion_core import PreparedLaunch, device_arch, tensor_platform, triton_math
 
 from ._attention_triton import LOG2E, RULE_SM8X, AttnConfig, config_for, softmax_pv
-from .quantized_attention_torch import quantize_qk
+from .quantized_attention_torch import key_mean
+
+# values each program of the quantization pre-pass handles (2048 // Dh rows): 16 bytes of bf16 per thread at
+# 4 warps of 32 (CUDA) or 64 (ROCm) lanes, so that every load is 128 bits wide
+QUANT_ELEMS = 2048
+
+
+def quant_rows(dh: int) -> int:
+    """Rows per program of the pre-pass."""
+    return max(1, QUANT_ELEMS // dh)
+
+
+@triton.jit
+def _quantize_rows_kernel(
+    X, MEAN, C, SC,
+    n_rows, S, H, x_sb, x_ss, x_sh,
+    HEAD_DIM: tl.constexpr, ROWS: tl.constexpr, SMOOTH: tl.constexpr, INT8: tl.constexpr, FNUZ: tl.constexpr,
+    BITS: tl.constexpr,
+):
+    """Codes and scales of ``ROWS`` (sample, token, head) rows of ``Dh`` values, as
+    ``quantized_attention_torch._rows`` computes them (bit for bit): ``x`` in fp32 (minus the key mean
+    with ``SMOOTH``), ``scale = max(amax, 1e-12) / top`` and ``x / scale`` with IEEE divisions; int8 rounded
+    half to even and clamped to ``+-127``; e4m3 clamped to ``+-448`` and converted ties to even."""
+    r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    ok = r < n_rows
+    rs = tl.where(ok, r, 0).to(tl.int64)
+    b = rs // (S * H)
+    s = (rs // H) % S
+    h = rs % H
+    d = tl.arange(0, HEAD_DIM)
+    mask = ok[:, None]
+    x = tl.load(X + (b * x_sb + s * x_ss + h * x_sh)[:, None] + d[None, :], mask=mask, other=0.0).to(tl.float32)
+    if SMOOTH:
+        x = x - tl.load(MEAN + ((b * H + h) * HEAD_DIM)[:, None] + d[None, :], mask=mask, other=0.0)
+    top = 127.0 if INT8 else 448.0
+    scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-12), top)
+    tl.store(SC + rs, scale, mask=ok)
+    offs = rs[:, None] * HEAD_DIM + d[None, :]
+    if INT8:
+        y = tl.math.div_rn(x, scale[:, None])
+        y = (y + 12582912.0) - 12582912.0  # round half to even (|y| <= 127: the 1.5 * 2**23 trick)
+        y = tl.minimum(tl.maximum(y, -127.0), 127.0)
+        tl.store(C + offs, y.to(tl.int8), mask=mask)
+    else:
+        triton_math.store_fp8(x, C, offs, mask, scale[:, None], 448.0, C.dtype.element_ty, BITS, FNUZ)
+
+
+def quantize_rows_launch(x: torch.Tensor, qk: str, smooth: bool):
+    """``run(x, mean) -> (codes, scales)``: the pre-pass for tensors shaped like ``x`` (bshd, head dim
+    contiguous); codes ``[B, S, H, Dh]`` contiguous, scales fp32 ``[B, S, H]``; ``mean`` fp32
+    ``[B, 1, H, Dh]`` contiguous with ``smooth``."""
+    B, S, H, Dh = x.shape
+    n_rows = B * S * H
+    dtype = torch.int8 if qk == "int8" else torch.float8_e4m3fn
+    bits = qk == "fp8" and triton_math.FP8_BITS
+    launch = PreparedLaunch(
+        _quantize_rows_kernel, (max(1, triton.cdiv(n_rows, quant_rows(Dh))),),
+        {"HEAD_DIM": Dh, "ROWS": quant_rows(Dh), "SMOOTH": smooth, "INT8": qk == "int8", "FNUZ": False, "BITS": bits},
+        n_ptrs=4, options={"num_warps": 4, "num_stages": 1}, device=x.device,
+    )
+    device = x.device
+
+    def run(x, mean):
+        codes = torch.empty((B, S, H, Dh), dtype=dtype, device=device)
+        scales = torch.empty((B, S, H), dtype=torch.float32, device=device)
+        if n_rows:
+            st = x.stride()
+            launch(x, x if mean is None else mean, codes.view(torch.uint8) if bits else codes, scales,
+                   n_rows, S, H, st[0], st[1], st[2])
+        return codes, scales
+
+    return run
 
 
 @triton.jit
@@ -108,7 +180,7 @@ def quant_config(platform: str, dh: int, arch: int | str | None, qk: str) -> Att
 
 
 def prepare(geom, q, k, v, kv_lens):
-    """A runner ``(q, k, v, kv_lens) -> out | (out, lse)``: the quantization (torch), then the kernel."""
+    """A runner ``(q, k, v, kv_lens) -> out | (out, lse)``: the quantization pre-pass, then the kernel."""
     plat = tensor_platform(q.device)
     cfg = quant_config(plat, geom.Dh, device_arch(plat, q.device.index) if plat in ("cuda", "hip") else None, geom.qk)
     n_m = max(1, triton.cdiv(geom.Sq, cfg.block_m))
@@ -122,8 +194,12 @@ def prepare(geom, q, k, v, kv_lens):
     no_index = torch.zeros(1, dtype=torch.int32, device=device)
     no_lse = torch.empty(1, dtype=torch.float32, device=device)
 
+    quant_q = quantize_rows_launch(q, qk, False)
+    quant_k = quantize_rows_launch(k, qk, smooth)
+
     def run(q, k, v, kv_lens, *_):
-        q8, qs, k8, ks = quantize_qk(q, k, kv_lens, qk, smooth)
+        q8, qs = quant_q(q, None)
+        k8, ks = quant_k(k, key_mean(k, kv_lens).contiguous() if smooth else None)
         out = torch.empty((B, Sq, Hq, Dh), dtype=q.dtype, device=device)
         lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=device) if want_lse else no_lse
         vs = v.stride()
@@ -142,7 +218,25 @@ def aot_variants(platform: str = "cuda"):
     builds = [(qk, dh, quant_config(platform, dh, None, qk), "") for qk in ("int8", "fp8") for dh in (64, 128)]
     if platform == "cuda":
         builds.append(("int8", 128, RULE_SM8X[128], ",sm8x"))
-    return [_variant(platform, qk, dh, cfg, tag) for qk, dh, cfg, tag in builds]
+    prepass = [_prepass_variant(qk, dh, smooth) for qk in ("int8", "fp8") for dh in (64, 128)
+               for smooth in (False, True)]
+    return [_variant(platform, qk, dh, cfg, tag) for qk, dh, cfg, tag in builds] + prepass
+
+
+def _prepass_variant(qk: str, dh: int, smooth: bool):
+    from sgl_diffusion_core import AotVariant
+
+    sig = {"X": "*bf16", "MEAN": "*fp32", "C": "*i8" if qk == "int8" else "*fp8e4nv", "SC": "*fp32"}
+    sig.update({n: "i32" for n in ("n_rows", "S", "H", "x_sb", "x_ss", "x_sh")})
+    const = {"HEAD_DIM": dh, "ROWS": quant_rows(dh), "SMOOTH": smooth, "INT8": qk == "int8", "FNUZ": False,
+             "BITS": False}
+    sig.update({n: "constexpr" for n in const})
+    return AotVariant(
+        name=f"quantized_attention_prepass[{qk},bf16,Dh={dh},smooth={smooth}]", kernel=_quantize_rows_kernel,
+        signature=sig, constexprs=const, num_warps=4, num_stages=1, min_cuda_arch=89 if qk == "fp8" else 80,
+        amd_targets=("gfx950",) if qk == "fp8" else ("gfx942", "gfx950"),
+        divisible_by_16=("X", "MEAN", "C", "SC", "x_sb", "x_ss", "x_sh"),
+    )
 
 
 def _variant(platform: str, qk: str, dh: int, cfg: AttnConfig, tag: str):
