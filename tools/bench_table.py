@@ -393,8 +393,8 @@ def _span(vals: list[float], fmt: str, unit: str = "") -> str:
 def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = "docs/benchmarks/README.md") -> str:
     """One row per op benchmark: ours (the plain ``sgl_diffusion`` provider) over its cases."""
     out = [
-        "| op | domain | cases | % of copy | vs torch.compile | contract | host us per call |\n",
-        "|---|---|---|---|---|---|---|\n",
+        "| op | domain | device | cases | % of copy | vs torch.compile | contract | host us per call |\n",
+        "|---|---|---|---|---|---|---|---|\n",
     ]
     hosts: list[float] = []
     all_suites = [s for s in suites(bench_dir) if s.is_op]
@@ -415,7 +415,7 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
             else _span([100 * r["frac_of_copy"] for r in ours], "{:.1f}", "%")
         )
         out.append(
-            f"| `{op}` | {domain} | {len(ours)} | {rate} "
+            f"| `{op}` | {domain} | {s.device.upper()} | {len(ours)} | {rate} "
             f"| {_span(ratio, '{:.2f}', 'x') if ratio else ''} "
             f"| {contract_of(s.data['op'], 'sgl_diffusion') if contract_of else ''} "
             f"| {_span(host, '{:.0f}') if host else ''} |\n"
