@@ -47,6 +47,7 @@ class SlidingTile:
     dense_calls: int = 0
     _timestep: float | None = None
     _plans: dict[tuple, tuple[torch.Tensor, torch.Tensor, Any]] = field(default_factory=dict)
+    _usable: dict[tuple, bool] = field(default_factory=dict)  # can_use_block_sparse_attention per signature
 
     def pre_hook(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         """The model's forward pre-hook: the latent grid and the step of this call."""
@@ -73,7 +74,11 @@ class SlidingTile:
             return None
         order, inverse, block_map = self._plan(grid, q.device)
         qt, kt, vt = q[:, order], k[:, order], v[:, order]
-        if not _attention.can_use_block_sparse_attention(qt, kt, vt, block_map):
+        sig = (grid, *((t.shape, t.stride(), t.dtype, t.device) for t in (qt, kt, vt)))
+        usable = self._usable.get(sig)
+        if usable is None:
+            usable = self._usable[sig] = _attention.can_use_block_sparse_attention(qt, kt, vt, block_map)
+        if not usable:
             self.dense_calls += 1
             return None
         self.sparse_calls += 1
