@@ -87,13 +87,15 @@ def test_refusals_and_selection(device):
     assert empty[0].shape == (1, 0, 2, 64) and empty[1].shape == (1, 2, 0)
 
 
-def test_compile_fullgraph(device):
+@pytest.mark.parametrize("return_lse", [False, True])
+def test_compile_fullgraph(device, return_lse):
     import torch._dynamo
 
     q, k, v = (t.to(device) for t in _qkv(1, 24, 24, 2, 2, 64))
 
     def f(q, k, v):
-        return attn.quantized_attention(q, k, v, qk="int8") * 2
+        res = attn.quantized_attention(q, k, v, qk="int8", return_lse=return_lse)
+        return res[0] * 2 + res[1].sum() if return_lse else res * 2
 
     torch._dynamo.reset()
     assert torch._dynamo.explain(f)(q, k, v).graph_break_count == 0

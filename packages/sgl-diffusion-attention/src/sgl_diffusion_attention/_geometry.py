@@ -211,3 +211,23 @@ def overlap_problem(out, q, k, v) -> str | None:
 def long_rows(Sq: int, Sk: int, Dh: int, q: Strides, k: Strides, v: Strides, o: Strides) -> bool:
     """A sample spans 2**31 elements or more (the Triton kernel's in-sample offsets are 32-bit)."""
     return any(S * st.ss + Dh >= 2**31 for S, st in ((Sq, q), (Sk, k), (Sk, v), (Sq, o)))
+
+
+def bshd_lse_custom_ops(op, name: str, schema: str, keyed: tuple[str, ...]) -> tuple:
+    """``torch.ops.sgl_diffusion.<name>`` (-> out) and ``<name>_lse`` (-> (out, lse)) of a bshd attention
+    op: ``schema`` lists the op's tensors, then the scalars ``keyed`` (its describe options, in order),
+    then ``backend``; one fake validates them and allocates ``out`` like q and lse fp32 ``[B, Hq, Sq]``."""
+    n = op.n_tensors
+
+    def fake(args: tuple, return_lse: bool):
+        tensors, scalars = args[:n], args[n:n + len(keyed)]
+        op.validate(*tensors, options=(*zip(keyed, scalars), ("return_lse", return_lse)))
+        q = tensors[0]
+        o = q.new_empty(q.shape)
+        return (o, q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)) if return_lse else o
+
+    plain = op.custom_op(name, fake=lambda *args: fake(args, False), schema=schema + " -> Tensor",
+                         options={"return_lse": False}, keyed=keyed)
+    with_lse = op.custom_op(f"{name}_lse", fake=lambda *args: fake(args, True), schema=schema + " -> (Tensor, Tensor)",
+                            options={"return_lse": True}, keyed=keyed)
+    return plain, with_lse

@@ -236,25 +236,7 @@ can_use_block_sparse_attention = BLOCK_SPARSE_ATTENTION.can_use
 block_sparse_attention_reference = BLOCK_SPARSE_ATTENTION.reference
 
 
-def _fake(q, k, v, kv_blocks, kv_counts, block_m, block_n, n_kv_blocks, scale, backend, return_lse=False):
-    BLOCK_SPARSE_ATTENTION.validate(q, k, v, kv_blocks, kv_counts, options=(
-        ("block_m", block_m), ("block_n", block_n), ("n_kv_blocks", n_kv_blocks), ("scale", scale),
-        ("return_lse", return_lse)))
-    o = q.new_empty(q.shape)
-    if not return_lse:
-        return o
-    return o, q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
-
-
-def _fake_lse(*args):
-    return _fake(*args, return_lse=True)
-
-
 _SCHEMA = ("(Tensor q, Tensor k, Tensor v, Tensor kv_blocks, Tensor kv_counts, int block_m, int block_n, "
            "int n_kv_blocks, float? scale, str? backend)")
 _KEYED = ("block_m", "block_n", "n_kv_blocks", "scale")
-_custom_op = BLOCK_SPARSE_ATTENTION.custom_op("block_sparse_attention", fake=_fake, schema=_SCHEMA + " -> Tensor",
-                                              options={"return_lse": False}, keyed=_KEYED)
-_custom_op_lse = BLOCK_SPARSE_ATTENTION.custom_op("block_sparse_attention_lse", fake=_fake_lse,
-                                                  schema=_SCHEMA + " -> (Tensor, Tensor)",
-                                                  options={"return_lse": True}, keyed=_KEYED)
+_custom_op, _custom_op_lse = G.bshd_lse_custom_ops(BLOCK_SPARSE_ATTENTION, "block_sparse_attention", _SCHEMA, _KEYED)

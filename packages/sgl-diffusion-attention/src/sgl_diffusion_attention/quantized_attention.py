@@ -36,8 +36,8 @@ QK_FP8 = "qk='fp8' (e4m3 codes)"
 TRITON_CAPS = replace(S.TRITON_CAPS, layouts=(S.BSHD, S.KV_LENS, S.LSE, S.GQA, QK_FP8, S.head_dim_tag(64),
                                               S.head_dim_tag(128)))
 TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))
-TRITON_NOTE = ("q and k quantized per row in torch (k smoothed), then the dense kernel's online softmax over "
-               "8-bit dot products scaled per row; p rounded to v's dtype for p @ v")
+TRITON_NOTE = ("q and k quantized per row by a Triton pre-pass (k smoothed), then the dense kernel's online softmax "
+               "over 8-bit dot products scaled per row; p rounded to v's dtype for p @ v")
 TORCH_NOTE = "the definition: the same quantization, then fp32 attention of the dequantized operands"
 
 
@@ -178,23 +178,6 @@ can_use_quantized_attention = QUANTIZED_ATTENTION.can_use
 quantized_attention_reference = QUANTIZED_ATTENTION.reference
 
 
-def _fake(q, k, v, kv_lens, qk, pv, smooth_k, scale, backend, return_lse=False):
-    QUANTIZED_ATTENTION.validate(q, k, v, kv_lens, options=(("qk", qk), ("pv", pv), ("smooth_k", smooth_k),
-                                                            ("scale", scale), ("return_lse", return_lse)))
-    o = q.new_empty(q.shape)
-    if not return_lse:
-        return o
-    return o, q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
-
-
-def _fake_lse(*args):
-    return _fake(*args, return_lse=True)
-
-
 _SCHEMA = "(Tensor q, Tensor k, Tensor v, Tensor? kv_lens, str qk, str pv, bool smooth_k, float? scale, str? backend)"
 _KEYED = ("qk", "pv", "smooth_k", "scale")
-_custom_op = QUANTIZED_ATTENTION.custom_op("quantized_attention", fake=_fake, schema=_SCHEMA + " -> Tensor",
-                                           options={"return_lse": False}, keyed=_KEYED)
-_custom_op_lse = QUANTIZED_ATTENTION.custom_op("quantized_attention_lse", fake=_fake_lse,
-                                               schema=_SCHEMA + " -> (Tensor, Tensor)",
-                                               options={"return_lse": True}, keyed=_KEYED)
+_custom_op, _custom_op_lse = G.bshd_lse_custom_ops(QUANTIZED_ATTENTION, "quantized_attention", _SCHEMA, _KEYED)
