@@ -19,16 +19,21 @@ from __future__ import annotations
 
 import torch
 
+from sgl_diffusion_core import quantize_fp8_torch
+
 QK_FORMATS = {"int8": (torch.int8, 127.0), "fp8": (torch.float8_e4m3fn, 448.0)}
 
 
 def _rows(x: torch.Tensor, fmt: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Codes and fp32 scales ``[B, S, H]`` of x's ``Dh``-rows in ``fmt``."""
+    """Codes and fp32 scales ``[B, S, H]`` of x's ``Dh``-rows in ``fmt`` (e4m3: core's row-wise
+    ``quantize_fp8_torch``; int8 the same with ``127`` and rounding half to even)."""
     dtype, top = QK_FORMATS[fmt]
+    if fmt == "fp8":
+        codes, scale = quantize_fp8_torch(x, dtype)
+        return codes, scale.squeeze(-1).contiguous()
     xf = x.float()
     scale = xf.abs().amax(dim=-1).clamp_min(1e-12) / xf.new_full((), top)
-    y = xf / scale[..., None]
-    codes = torch.round(y).clamp(-top, top).to(dtype) if fmt == "int8" else y.clamp(-top, top).to(dtype)
+    codes = torch.round(xf / scale[..., None]).clamp(-top, top).to(dtype)
     return codes.contiguous(), scale.contiguous()
 
 

@@ -16,10 +16,11 @@ import torch
 
 from sgl_diffusion_core import UnsupportedInputError, device_fp8_dtype, is_compiling
 
+from . import _specs as S
+
 ALSO_EXPORTS = ("FP8Linear", "InputCodes")
 
 EPILOGUES = (None, "gelu_tanh")
-ACCUMULATE = ("fp32", "fast")
 
 
 class InputCodes:
@@ -70,7 +71,7 @@ class FP8Linear(torch.nn.Module):
         super().__init__()
         if epilogue not in EPILOGUES:
             raise ValueError(f"epilogue is {epilogue!r}; expected None or 'gelu_tanh'")
-        if accumulate not in ACCUMULATE:
+        if accumulate not in S.ACCUMULATE:
             raise ValueError(f"accumulate is {accumulate!r}; expected 'fp32' or 'fast'")
         self.accumulate = accumulate
         if weight_fp8.dim() != 2 or tuple(weight_scale.shape) not in ((weight_fp8.shape[0], 1), (weight_fp8.shape[0],)):

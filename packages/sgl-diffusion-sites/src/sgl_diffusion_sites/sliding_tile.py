@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 import sgl_diffusion_attention as _attention
+from sgl_diffusion_core import tensor_sig
 
 MODELS = ("WanTransformer3DModel",)
 
@@ -74,7 +75,7 @@ class SlidingTile:
             return None
         order, inverse, block_map = self._plan(grid, q.device)
         qt, kt, vt = q[:, order], k[:, order], v[:, order]
-        sig = (grid, *((t.shape, t.stride(), t.dtype, t.device) for t in (qt, kt, vt)))
+        sig = (grid, *map(tensor_sig, (qt, kt, vt)))
         usable = self._usable.get(sig)
         if usable is None:
             usable = self._usable[sig] = _attention.can_use_block_sparse_attention(qt, kt, vt, block_map)
