@@ -57,6 +57,12 @@ def test_to_linear_and_refusals():
         FP8Linear(layer.weight_fp8, torch.ones(3, 1))
     with pytest.raises(UnsupportedInputError, match="is not supported|expected"):
         FP8Linear.from_linear(lin, dtype=torch.float16)(torch.randn(2, 64).to(torch.bfloat16))
+    with pytest.raises(ValueError, match="accumulate is 'bf16'"):
+        FP8Linear.from_linear(lin, accumulate="bf16")
+    fast = FP8Linear.from_linear(lin, accumulate="fast")
+    assert "accumulate=fast" in repr(fast)
+    x = torch.randn(2, 64).to(torch.bfloat16)
+    testing.assert_exact(fast(x), FP8Linear.from_linear(lin)(x))  # the CPU sums in fp32 either way
 
 
 def test_layers_sharing_an_input_quantize_it_once():
