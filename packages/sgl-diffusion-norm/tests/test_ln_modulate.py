@@ -386,6 +386,42 @@ def test_fp8_launch_rule():
     assert rule(16384, wide) == RowConfig(block=1024, chunks=16, num_warps=2)
 
 
+def test_width_launch_rule():
+    """The close kernel's launch rule at DiT widths (bf16 / fp16 on CUDA): few rows hold a row whose power
+    of two wastes at most 1/16, else 512-wide chunks below 3072 columns, 1024 up to 5120, 2048 above; many
+    rows the widest chunk the row fills 1.875 times; fp32, ROCm and unswept widths keep the core rule."""
+    from sgl_diffusion_core import RowConfig
+
+    rule = testing.backend_module(norm.ln_modulate, "triton").width_config
+
+    def few(D):
+        return rule(D, 2, "cuda", n_rows=4096)
+
+    def many(D):
+        return rule(D, 2, "cuda", n_rows=75600)
+
+    assert few(1152) == RowConfig(block=512, chunks=3, num_warps=1, unroll=3)
+    assert few(2240) == RowConfig(block=512, chunks=5, num_warps=1, unroll=5)  # not padded to 4096
+    assert few(1920) == RowConfig(block=2048, chunks=1, num_warps=2)
+    assert few(3840) == RowConfig(block=4096, chunks=1, num_warps=4)
+    assert few(3072) == RowConfig(block=1024, chunks=3, num_warps=4)
+    assert few(5120) == RowConfig(block=1024, chunks=5, num_warps=4)
+    assert few(6144) == RowConfig(block=2048, chunks=3, num_warps=4)
+    assert many(1152) == RowConfig(block=512, chunks=3, num_warps=1, unroll=3)
+    assert many(1920) == RowConfig(block=1024, chunks=2, num_warps=2)
+    assert many(3072) == RowConfig(block=1024, chunks=3, num_warps=2)
+    assert many(3840) == RowConfig(block=2048, chunks=2, num_warps=4)
+    assert many(5120) == RowConfig(block=2048, chunks=3, num_warps=4)
+    for D in range(1152, 6145, 64):  # every chunk holds part of the row; at most one warp per 512 columns
+        for cfg in (few(D), many(D)):
+            assert cfg.block * (cfg.chunks - 1) < D <= cfg.block * cfg.chunks, (D, cfg)
+    core = RowConfig.from_heuristic
+    assert rule(5120, 4, "cuda", n_rows=75600) == core(5120, 4, "cuda", n_rows=75600)  # fp32
+    assert rule(2240, 2, "hip", n_rows=4096) == core(2240, 2, "hip", n_rows=4096)
+    assert rule(1024, 2, "cuda", n_rows=4096) == core(1024, 2, "cuda", n_rows=4096)
+    assert rule(8192, 2, "cuda", n_rows=4096) == core(8192, 2, "cuda", n_rows=4096)
+
+
 def test_bench_width_group(monkeypatch):
     """The benchmark's ``widths`` group: every listed DiT width at batch 1 and 2 and two token counts,
     expanded by name for the row norms and ln_modulate; an unknown name is refused."""

@@ -454,7 +454,7 @@ def test_output_pass_rule(op, D):
 def test_hold_rule():
     """Which rows are held: chunks that split into at most three powers of two and fit
     320 bytes per thread, in bf16 or fp32; RMSNorm at every row count, one per program, capped at 128
-    registers above 32 chunks (CUDA), where eager gives a row one warp (16+ rows); LayerNorm from 8
+    registers above 32 chunks or below 16384 rows (CUDA), where eager gives a row one warp (16+ rows); LayerNorm from 8
     chunks or below 16384 rows (the measurements in ``launch_constants``); RMSNorm rows read twice go two per
     program below 16384 rows."""
     from types import SimpleNamespace
@@ -480,7 +480,7 @@ def test_hold_rule():
     bf16, f32 = torch.bfloat16, torch.float32
     assert const("rms", 5120, 75600, bf16) == ((32, 8, 0), 1, 128)  # Wan
     assert const("rms", 3072, 118800, bf16) == ((16, 8, 0), 1, None)  # HunyuanVideo
-    assert const("rms", 3072, 4608, bf16) == ((16, 8, 0), 1, None)  # FLUX: held too, one row per program
+    assert const("rms", 3072, 4608, bf16) == ((16, 8, 0), 1, 128)  # FLUX: held too, one row per program, capped
     assert const("rms", 3072, 4608, torch.float16) == ((0, 0, 0), 2, None)  # read twice: two rows per program
     assert const("rms", 5120, 75600, f32) == ((0, 0, 0), 1, None)  # 640 bytes per thread: read twice
     assert const("rms", 1920, 75600, bf16) == ((0, 0, 0), 1, None)  # 15 chunks: four powers of two
@@ -493,7 +493,7 @@ def test_hold_rule():
     assert const("rms", 4224, 16383, bf16) == ((32, 1, 0), 1, 128)  # below 16384 rows: held and capped too
     assert const("rms", 1920, 16383, bf16) == ((0, 0, 0), 2, None)  # 15 chunks, few rows: two per program
     # under 16 rows eager spreads a row over several warps (LANES > WARP): read twice
-    assert const("rms", 3072, 16, bf16) == ((16, 8, 0), 1, None)
+    assert const("rms", 3072, 16, bf16) == ((16, 8, 0), 1, 128)
     assert const("rms", 3072, 8, bf16)[0] == (0, 0, 0)
     assert const("rms", 3072, 1, bf16)[0] == (0, 0, 0)
     assert const("rms", 3072, 8, bf16, tuning={"HOLD": True})[0] == (8, 4, 0)  # forced: allowed (64 lanes)

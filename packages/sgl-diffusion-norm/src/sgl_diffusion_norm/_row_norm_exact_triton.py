@@ -323,7 +323,9 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     Wan 80 -> 86%); LayerNorm from 8 chunks or below 16384 rows (ln_modulate FLUX 92 -> 99%, Wan
     92 -> 97%; HunyuanVideo's 6 chunks at many rows lost 1-3 points held). RMSNorm rows held in
     more than 32 chunks are capped at 128 registers on CUDA (Wan 84.5 -> 87.1%; at 24 chunks the cap
-    cost 1.3 points). ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
+    cost 1.3 points), and so are every held RMSNorm row's below 16384 rows (one H100, bf16 rms_modulate at
+    4096 and 8192 rows of 1152-4096 columns: +0 to +11 points, e.g. D = 4096 83 -> 94%, 2240 83 -> 90%;
+    at 32760+ rows within a point either way: docs/benchmarks/row_norm_width_sweep_h100.json). ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
     4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
     load, so the compiler never hoists them itself: rms_modulate FLUX 80 -> 104%, Wan 87 -> 92% at
     1); LayerNorm none (within 1.3 points). Measurements: docs/benchmarks/rms_modulate_bench_h200.json,
@@ -348,7 +350,7 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     if "MAXNREG" in tuning:
         out["MAXNREG"] = tuning["MAXNREG"]
     else:
-        capped = platform == "cuda" and held and out["NORM"] == 1 and out["CHUNKS"] > 32
+        capped = platform == "cuda" and held and out["NORM"] == 1 and (out["CHUNKS"] > 32 or rows < _MANY_ROWS)
         out["MAXNREG"] = _HOLD_MAXNREG if capped else None
     ahead = tuning.get("MOD_AHEAD", 4 if out["CHUNKS"] <= 32 else 1)
     if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
