@@ -44,6 +44,8 @@ RULES = {
     "ln_modulate_tune": "the row rule of the one-pass row norms (`sgl_diffusion_core.launch.RowConfig`)",
     "modulate_tile_sweep": "the elementwise tile rule (`sgl_diffusion_core.launch.TileConfig`)",
     "nccl_ulysses_check": "`ulysses_all_to_all` over NCCL, 2 GPUs (`tools/gpu/nccl_ulysses_check.py`)",
+    "row_norm_width_sweep": "the row norms' launch rules across DiT widths (`_row_norm_triton.width_config`, "
+    "`_row_norm_exact_triton._hold_rule`)",
     "sites_e2e": "`sgl_diffusion_sites.optimize` end to end (`tools/gpu/sites_e2e.py`)",
     "vae_norm_sweep": "`channel_rms_norm`'s and `group_norm_silu`'s launch rules",
 }
@@ -299,8 +301,9 @@ def tune_section(s: Suite, embed_plots: bool = False) -> list[str]:
     out = [f"### {s.name} ({s.device})\n\n"]
     if s.name in RULES:
         out.append(f"Backs {RULES[s.name]}.\n\n")
-    elif isinstance(s.data, dict) and isinstance(s.data.get("what"), str):
-        out.append(f"{s.data['what'][:1].upper()}{s.data['what'][1:]}.\n\n")
+    if isinstance(s.data, dict) and isinstance(s.data.get("what"), str):
+        what = s.data["what"].rstrip(".")
+        out.append(f"{what[:1].upper()}{what[1:]}.\n\n")
     out.append(f"{env_line(s)} · {_links(s, embed_plots)}\n\n")
     data = s.data
     rows = data if isinstance(data, list) else data.get("rows")

@@ -325,7 +325,8 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     more than 32 chunks are capped at 128 registers on CUDA (Wan 84.5 -> 87.1%; at 24 chunks the cap
     cost 1.3 points), and so are every held RMSNorm row's below 16384 rows (one H100, bf16 rms_modulate at
     4096 and 8192 rows of 1152-4096 columns: +0 to +11 points, e.g. D = 4096 83 -> 94%, 2240 83 -> 90%;
-    at 32760+ rows within a point either way: docs/benchmarks/row_norm_width_sweep_h100.json). ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
+    at 32760+ rows within a point either way: docs/benchmarks/row_norm_width_sweep_h100.json).
+    ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
     4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
     load, so the compiler never hoists them itself: rms_modulate FLUX 80 -> 104%, Wan 87 -> 92% at
     1); LayerNorm none (within 1.3 points). Measurements: docs/benchmarks/rms_modulate_bench_h200.json,

@@ -265,7 +265,8 @@ def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None 
             block //= 2
         warps = block // 512
     chunks = -(-D // block)
-    return RowConfig(block=block, chunks=chunks, num_warps=warps, unroll=chunks if block == 512 and chunks > 1 else None)
+    unroll = chunks if block == 512 and chunks > 1 else None
+    return RowConfig(block=block, chunks=chunks, num_warps=warps, unroll=unroll)
 
 
 def gated_config(D: int, elem_bytes: int, platform: str, n_rows: int | None = None) -> RowConfig:
