@@ -72,6 +72,35 @@ def _last_dims_contiguous(args: tuple) -> bool:
     return True
 
 
+def _call_key(op: str, args: tuple, kwargs: dict) -> tuple | None:
+    """What decides an op's ``can_use_*`` verdict for one eager call: each tensor's signature (shape,
+    strides, dtype, device) and which earlier tensor argument it starts at the same address as (the
+    ops refuse in-place calls on shared memory), the other arguments as they are. None when an
+    argument cannot be a key: unhashable, or an index tensor on the CPU (whose values the ops check,
+    such as ``kv_lens``)."""
+    parts: list = [op]
+    ptrs: list[int] = []
+    for name, a in (*enumerate(args), *kwargs.items()):
+        if isinstance(a, torch.Tensor):
+            if a.device.type == "cpu" and not a.is_floating_point():
+                return None
+            p = a.data_ptr() if a.numel() else -1
+            alias = ptrs.index(p) if p != -1 and p in ptrs else -1
+            ptrs.append(p)
+            parts.append((name, a.shape, a.stride(), a.dtype, a.device, alias))
+        else:
+            parts.append((name, a))
+    key = tuple(parts)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+_VERDICTS_LIMIT = 4096  # cached can_use verdicts per mount (one per op and call signature; cleared when full)
+
+
 def _layer_norm_params(norm: torch.nn.Module) -> tuple[float, torch.Tensor | None, torch.Tensor | None] | None:
     """``(eps, weight, bias)`` of a LayerNorm over the last dim (also diffusers' FP32LayerNorm), else None."""
     if isinstance(norm, torch.nn.LayerNorm) and len(norm.normalized_shape) == 1:
@@ -91,6 +120,20 @@ class Kernels:
         self.counts: dict[str, list[int]] = {}
         # the last key-padding mask read on the host: (weakref to it, its version, its lens or None)
         self._mask_seen: tuple | None = None
+        # can_use verdicts per call signature (:func:`_call_key`): validation runs once per signature
+        self._verdicts: dict[tuple, bool] = {}
+
+    def _usable(self, op: str, can_use, args: tuple, kwargs: dict) -> bool:
+        """``can_use(*args, **kwargs)``, asked once per call signature (:func:`_call_key`) of this mount."""
+        key = _call_key(op, args, kwargs)
+        ok = self._verdicts.get(key) if key is not None else None
+        if ok is None:
+            ok = bool(can_use(*args, **kwargs))
+            if key is not None:
+                if len(self._verdicts) >= _VERDICTS_LIMIT:
+                    self._verdicts.clear()
+                self._verdicts[key] = ok
+        return ok
 
     def backend_for(self, op: str) -> str | None:
         """The backend asked of ``op``: a forced ``"triton"`` means the op's ``triton_exact`` variant
@@ -106,7 +149,8 @@ class Kernels:
               **kwargs) -> bool:
         """Whether this call of ``op`` runs its kernel (else its eager chain).
 
-        Eager mode: ``can_use(*args, **kwargs, backend=, exact=)``, counted in ``counts``. While
+        Eager mode: ``can_use(*args, **kwargs, backend=, exact=)`` once per call signature (:meth:`_usable`),
+        counted in ``counts``. While
         ``torch.compile`` traces: False for an op the policy traces eagerly, else whether every tensor
         argument has a contiguous last dim (:func:`_last_dims_contiguous`), so such an input (a
         transposed residual) traces the eager chain, as it runs eagerly, instead of failing in the
@@ -116,7 +160,7 @@ class Kernels:
             return bool(compile_ops((op,), self.under_compile)) and _last_dims_contiguous(args)
         if exact is not None:
             kwargs["exact"] = exact
-        ok = bool(can_use(*args, backend=backend, **kwargs))
+        ok = self._usable(op, can_use, args, {**kwargs, "backend": backend})
         self.counts.setdefault(op, [0, 0])[0 if ok else 1] += 1
         return ok
 
@@ -267,7 +311,7 @@ class Kernels:
             return attn.attention(q, k, v, kv_lens=kv_lens)
         for backend in dict.fromkeys((self.backend, None)):
             try:
-                ok = attn.can_use_attention(q, k, v, kv_lens=kv_lens, backend=backend)
+                ok = self._usable(op, attn.can_use_attention, (q, k, v), {"kv_lens": kv_lens, "backend": backend})
             except Exception:  # a backend name the op does not have
                 ok = False
             if ok:
