@@ -549,3 +549,31 @@ def test_autograd_runs_the_original_modules(kernel_backend):
     assert torch.equal(model(**kw)[0], ref)
     assert report.op_calls and sum(n[0] for n in report.op_calls.values()) > 0
     sites.unmount(model)
+
+
+def test_can_use_asked_once_per_call_signature():
+    """A mount validates an op's inputs once per call signature (shape, strides, dtype, device, and which
+    arguments start at the same address), not on every call; index tensors on the CPU are asked each time."""
+    from sgl_diffusion_sites.kernels import Kernels
+
+    calls = []
+
+    def can_use(*args, **kw):
+        calls.append(len(args))
+        return True
+
+    k = Kernels("exact", None)
+    x, m = torch.randn(1, 4, 8), torch.randn(1, 1, 8)
+    assert k._fuse("modulate.scale_shift", can_use, x, m, m)
+    assert k._fuse("modulate.scale_shift", can_use, torch.randn(1, 4, 8), m, m)  # same signature: cached
+    assert len(calls) == 1
+    k._fuse("modulate.scale_shift", can_use, torch.randn(1, 5, 8), m, m)  # new shape
+    k._fuse("modulate.scale_shift", can_use, x.transpose(1, 2).contiguous().transpose(1, 2), m, m)  # new strides
+    k._fuse("modulate.scale_shift", can_use, x, m, m.clone())  # the same values, no longer the same memory
+    k._fuse("modulate.gated_residual", can_use, x, m, m)  # another op
+    assert len(calls) == 5
+    assert k.counts["modulate.scale_shift"] == [5, 0]
+    lens = torch.tensor([3])
+    k._fuse("attention.attention", can_use, x, x, x, kv_lens=lens)
+    k._fuse("attention.attention", can_use, x, x, x, kv_lens=lens)  # CPU index values: checked every call
+    assert len(calls) == 7
