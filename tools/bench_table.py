@@ -38,6 +38,7 @@ RULES = {
     "channel_rms_norm_sweep": "`channel_rms_norm`'s v1 launch rule",
     "exact_norm_sweep": "the exact row-norm kernel's build choices (`_row_norm_exact_triton.launch_constants`)",
     "flush_mode_probe": "the benchmarks' L2 flush (`sgl_diffusion_core.bench.FLUSH`)",
+    "fp8_norm_sweep": "the FP8-result launch rule of the row norms (`_row_norm_triton.fp8_config`)",
     "gn_order_probe": "`group_norm_silu`'s L2 policy and apply order",
     "hint_ab": "the default L2 policy of the layout, modulate and qk_norm kernels",
     "indexed_order_sweep": "the elementwise tile rule (`sgl_diffusion_core.launch.TileConfig`) on the 1-D grid",
@@ -54,7 +55,7 @@ DOMAINS = ("norm", "modulate", "rope", "activation", "layout", "attention")
 _NOT_CONFIG = {
     "op", "case", "default", "median_us", "p20_us", "p80_us", "frac_of_copy", "gbps", "note", "equal_to_default",
     "shape", "bytes", "copy_gbps", "copy_us", "channels_last", "groups", "process", "date", "label", "config",
-    "tflops", "max_abs_err", "ms",
+    "tflops", "max_abs_err", "ms", "max_dequant_diff",
 }  # fmt: skip
 _REPEAT = re.compile(r"\s*#\d+$")
 

@@ -373,17 +373,24 @@ def test_fp8_result_gated_residual_norm_modulate(norm_kind, D):
 
 
 def test_fp8_launch_rule():
-    """FP8 results on a GPU: the row in registers up to 8192 columns (32 values per thread), wider rows
-    chunked without the bf16 rule's register cap and unrolling (which spill with the three FP8 passes)."""
+    """FP8 results on a GPU: the row in registers up to 4096 columns (32 values per thread), wider rows in
+    1024-wide chunks with 2 warps, without the bf16 rule's register cap and unrolling (which spill with the
+    three FP8 passes)."""
     from sgl_diffusion_core import RowConfig
 
     rule = testing.backend_module(norm.ln_modulate, "triton").fp8_config
     base = RowConfig(block=1024, chunks=5, num_warps=2, max_registers=80, unroll=5)
-    assert rule(5120, base) == RowConfig(block=8192, chunks=1, num_warps=8)
+    assert rule(5120, base) == RowConfig(block=1024, chunks=5, num_warps=2)
     assert rule(3072, base) == RowConfig(block=4096, chunks=1, num_warps=4)
+    assert rule(4096, base) == RowConfig(block=4096, chunks=1, num_warps=4)
     assert rule(1000, base) == RowConfig(block=1024, chunks=1, num_warps=4)
     wide = RowConfig(block=1024, chunks=16, num_warps=2, max_registers=80, unroll=16)
     assert rule(16384, wide) == RowConfig(block=1024, chunks=16, num_warps=2)
+    assert rule(6000, base) == RowConfig(block=1024, chunks=6, num_warps=2)
+    assert rule(5120, base, "hip") == RowConfig(block=8192, chunks=1, num_warps=8)  # ROCm: held up to 8192
+    gated = testing.backend_module(norm.ln_modulate, "triton").gated_fp8_config  # held up to 8192
+    assert gated(5120, base) == RowConfig(block=8192, chunks=1, num_warps=8)
+    assert gated(16384, wide) == RowConfig(block=1024, chunks=16, num_warps=2)
 
 
 def test_width_launch_rule():

@@ -297,3 +297,31 @@ def test_compile_fullgraph_no_graph_break(backend, device):
     assert expl.graph_break_count == 0, expl.break_reasons
     compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
     testing.assert_exact(compiled(x, r, mod, w), block(x, r, mod, w))
+
+
+def test_layer_norm_serves_eager_where_faster():
+    """layer_norm's backend=None under the exact contract on CUDA (descriptions of sm_90 inputs, no GPU
+    needed): eager F.layer_norm (the torch backend) where D is not a multiple of 512, the exact kernel at
+    multiples, the close kernel with exact=False; explain says why; ln_modulate keeps its exact kernel."""
+    import dataclasses
+
+    from sgl_diffusion_core import eligible, explain
+    from sgl_diffusion_norm.layer_norm import LAYER_NORM as op
+
+    chooser = op.chooser
+    for D, want in ((2240, "torch"), (1152, "torch"), (3840, "torch"), (3072, None), (1536, None)):
+        x = torch.randn(2, 8, D, dtype=torch.bfloat16)
+        desc = dataclasses.replace(op.describe(x), platform="cuda", arch=90)
+        assert eligible(op.id, desc)[0].backend == "triton_exact"
+        got = chooser.choose(op.id, desc, (x,), None)
+        assert (got and got[0].backend) == want, D
+        assert chooser.choose(op.id, desc, (x,), False) is None  # close: the close kernel
+        static = dataclasses.replace(explain(norm.layer_norm, x), chosen="triton_exact")
+        ex = chooser.explain(op.id, desc, None, static)
+        assert ex.chosen == (want or "triton_exact")
+        assert ("not a multiple of 512" in ex.notes[0]) if want else not ex.notes
+        cpu = op.describe(x)  # the CPU: the static priority
+        assert chooser.choose(op.id, cpu, (x,), None) is None
+    from sgl_diffusion_norm.ln_modulate import LN_MODULATE
+
+    assert LN_MODULATE.chooser is None

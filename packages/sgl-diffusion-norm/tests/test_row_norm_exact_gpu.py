@@ -46,10 +46,18 @@ def _mods(D, layout, dtype=torch.bfloat16):
     return r(1, FRAMES, 1, D), r(1, FRAMES, 1, D)
 
 
+def _eager_chosen(name, x):
+    """Whether ``backend=None`` serves eager itself here: layer_norm on CUDA at a width that is not a
+    multiple of 512 (the layer_norm chooser); the kernel is then asked for by name."""
+    return name == "layer_norm" and torch.version.hip is None and x.shape[-1] % 512 != 0
+
+
 def _call(name, x, sc, sh, w, b, reference=False):
     if name in ("layer_norm", "rms_norm"):
         fn = getattr(norm, f"{name}_reference" if reference else name)
-        return fn(x, w, b) if reference else fn(x, w, b, exact=True)
+        if reference:
+            return fn(x, w, b)
+        return fn(x, w, b, exact=True, backend="triton_exact" if _eager_chosen(name, x) else None)
     kw = {"weight": w} if name == "rms_modulate" else {"weight": w, "bias": b}
     fn = getattr(norm, f"{name}_reference" if reference else name)
     return fn(x, sc, sh, **kw) if reference else fn(x, sc, sh, exact=True, **kw)
@@ -69,8 +77,9 @@ def _check(name, x, sc=None, sh=None, w=None, b=None, *, label):
     args, kw = ((x, w, b), {}) if name in ("layer_norm", "rms_norm") else ((x, sc, sh), {"weight": w})
     if name == "ln_modulate":
         kw["bias"] = b
-    assert explain(getattr(norm, name), *args, exact=True, **kw).chosen == "triton_exact", \
-        "exact=True on a GPU must select the gated exact kernel"
+    chosen = explain(getattr(norm, name), *args, exact=True, **kw).chosen
+    assert chosen == ("torch" if _eager_chosen(name, x) else "triton_exact"), \
+        "exact=True on a GPU must select the gated exact kernel (eager itself where it measured faster)"
     mismatches = None
     if state == "fallback":  # demonstrate it: the kernel alone differs from eager
         tensors = (x, sc, sh, w, b if name != "rms_modulate" else None)

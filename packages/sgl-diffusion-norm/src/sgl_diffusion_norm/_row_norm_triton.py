@@ -291,21 +291,39 @@ def gated_config(D: int, elem_bytes: int, platform: str, n_rows: int | None = No
     return RowConfig(block=block, chunks=chunks, num_warps=4, unroll=chunks if block > base.block else None)
 
 
-_FP8_HELD = 8192  # the widest FP8 row held in registers (fp32, 32 values per thread at 8 warps)
+_FP8_HELD = 4096  # the widest FP8 row held in registers (fp32, 32 values per thread at 4 warps)
+_FP8_CHUNK = 1024  # wider FP8 rows: chunks of this many columns, 2 warps (16 values per thread)
 
 
-def fp8_config(D: int, base: RowConfig) -> RowConfig:
-    """Launch rule of an FP8 result (``out_dtype``): the row in registers up to 8192 columns (one block
-    of ``next_pow2(D)``, 32 values per thread: ``block / 1024`` warps, at least 4), so that it is read
-    once and its codes follow its amax without a second pass; wider rows keep ``base``'s chunks without
-    its register cap and unrolling. ``base`` (the bf16 rule, chunked from 4096 columns with an 80-register
-    cap) spills on sm_90 with the FP8 result's three passes: 2120 bytes per thread for ``ln_modulate`` at
-    D = 5120, 902 for ``gated_residual_norm_modulate``; this rule compiles without spills there. Speed at
-    the old rule on one H100 (docs/benchmarks/ln_modulate_bench_h100.json): 37% of copy at Wan's width,
-    58% at FLUX's (held); this rule is not measured yet."""
+def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
+    """Launch rule of an FP8 result (``out_dtype``): the row in registers up to 4096 columns (one block of
+    ``next_pow2(D)``, 32 values per thread, at least 4 warps), so that it is read once and its codes follow
+    its amax without a second pass; wider rows in 1024-wide chunks with 2 warps, the compiler's unrolling,
+    no register cap (``base``, the bf16 rule, caps chunked rows at 80 registers, and spilled on sm_90 with
+    the FP8 result's three passes: 2120 bytes per thread for ``ln_modulate`` at D = 5120). Measured on one
+    H100 (ln_modulate, bf16 in, FP8 out, % of a same-run copy of its bytes): FLUX (4608 x 3072) 57.7%
+    held (the best of 27 launches); Wan (75600 x 5120) 63.6% against 51.2% held in an 8192 block (best
+    63.8%, one warp); docs/benchmarks/fp8_norm_sweep_h100.json. ROCm keeps :func:`gated_fp8_config`
+    (the chunked launch spills scalar registers on gfx942 / gfx950; neither is measured there)."""
+    if platform == "hip":
+        return gated_fp8_config(D, base)
     if D <= _FP8_HELD:
-        block = next_pow2(max(D, 1))
-        return RowConfig(block=block, chunks=1, num_warps=max(4, block // 1024))
+        return _fp8_held(D)
+    return RowConfig(block=_FP8_CHUNK, chunks=-(-D // _FP8_CHUNK), num_warps=2)
+
+
+def _fp8_held(D: int) -> RowConfig:
+    block = next_pow2(max(D, 1))
+    return RowConfig(block=block, chunks=1, num_warps=max(4, block // 1024))
+
+
+def gated_fp8_config(D: int, base: RowConfig) -> RowConfig:
+    """Launch rule of ``gated_residual_norm_modulate`` with an FP8 result: the row in registers up to 8192
+    columns (as :func:`fp8_config` below 4096), wider rows ``base``'s chunks without its register cap and
+    unrolling. The gated pass holds residual, update and gate: 1024-wide chunks with 2 warps spill 24 bytes
+    per thread on sm_90 at D = 5120, the held row none. Not measured on a GPU."""
+    if D <= 2 * _FP8_HELD:
+        return _fp8_held(D)
     return RowConfig(block=base.block, chunks=base.chunks, num_warps=base.num_warps)
 
 
@@ -336,7 +354,7 @@ def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
     g = geom.x
     cfg = config or config_for(g.D, g.rows, x.dtype, x.device)
     if geom.fp8 is not None and config is None and x.device.type != "cpu":
-        cfg = fp8_config(g.D, cfg)
+        cfg = fp8_config(g.D, cfg, tensor_platform(x.device))
     scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), 0, 0, 0, 0, 1)
     launch = _launch(g, x, cfg, {
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": scale is not None, "HAS_SHIFT": shift is not None,
@@ -395,7 +413,7 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
     g, u = geom.residual, geom.update
     cfg = config or gated_config(g.D, residual.element_size(), tensor_platform(residual.device), g.rows)
     if geom.fp8 is not None and config is None and residual.device.type != "cpu":
-        cfg = fp8_config(g.D, cfg)
+        cfg = gated_fp8_config(g.D, cfg)
     gl = geom.gate
     scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), u.sb, u.ss,
                *_mod_scalars(gl))
@@ -447,7 +465,7 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     rule = gated_config if res else width_config
     cfg = rule(D, 4 if dt == tl.float32 else 2, platform, n_rows=rows)
     if fp8 is not None and platform != "cpu":
-        cfg = fp8_config(D, cfg)
+        cfg = gated_fp8_config(D, cfg) if res else fp8_config(D, cfg, platform)
     sig = {n: f"*{name_dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR")}
     sig["QS"] = "*fp32"
     if fp8 is not None:
