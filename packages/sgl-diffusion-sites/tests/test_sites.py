@@ -570,10 +570,12 @@ def test_can_use_asked_once_per_call_signature():
     k._fuse("modulate.scale_shift", can_use, torch.randn(1, 5, 8), m, m)  # new shape
     k._fuse("modulate.scale_shift", can_use, x.transpose(1, 2).contiguous().transpose(1, 2), m, m)  # new strides
     k._fuse("modulate.scale_shift", can_use, x, m, m.clone())  # the same values, no longer the same memory
+    k._fuse("modulate.scale_shift", can_use, x, m, [1])  # unhashable: asked every time
+    k._fuse("modulate.scale_shift", can_use, x, m, [1])
     k._fuse("modulate.gated_residual", can_use, x, m, m)  # another op
-    assert len(calls) == 5
-    assert k.counts["modulate.scale_shift"] == [5, 0]
+    assert len(calls) == 7
+    assert k.counts["modulate.scale_shift"] == [7, 0]
     lens = torch.tensor([3])
     k._fuse("attention.attention", can_use, x, x, x, kv_lens=lens)
     k._fuse("attention.attention", can_use, x, x, x, kv_lens=lens)  # CPU index values: checked every call
-    assert len(calls) == 7
+    assert len(calls) == 9

@@ -75,27 +75,21 @@ def _last_dims_contiguous(args: tuple) -> bool:
 def _call_key(op: str, args: tuple, kwargs: dict) -> tuple | None:
     """What decides an op's ``can_use_*`` verdict for one eager call: each tensor's signature (shape,
     strides, dtype, device) and which earlier tensor argument it starts at the same address as (the
-    ops refuse in-place calls on shared memory), the other arguments as they are. None when an
-    argument cannot be a key: unhashable, or an index tensor on the CPU (whose values the ops check,
-    such as ``kv_lens``)."""
+    ops refuse in-place calls on shared memory), the other arguments as they are. None for an index
+    tensor on the CPU (the ops check its values, such as ``kv_lens``); an unhashable argument makes
+    the key unhashable (:meth:`Kernels._usable` asks ``can_use`` then)."""
     parts: list = [op]
     ptrs: list[int] = []
     for name, a in (*enumerate(args), *kwargs.items()):
         if isinstance(a, torch.Tensor):
-            if a.device.type == "cpu" and not a.is_floating_point():
+            if a.is_cpu and not a.is_floating_point():
                 return None
-            p = a.data_ptr() if a.numel() else -1
-            alias = ptrs.index(p) if p != -1 and p in ptrs else -1
+            p = a.data_ptr()
+            parts.append((name, a.shape, a.stride(), a.dtype, a.device, ptrs.index(p) if p in ptrs else -1))
             ptrs.append(p)
-            parts.append((name, a.shape, a.stride(), a.dtype, a.device, alias))
         else:
             parts.append((name, a))
-    key = tuple(parts)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    return tuple(parts)
 
 
 _VERDICTS_LIMIT = 4096  # cached can_use verdicts per mount (one per op and call signature; cleared when full)
@@ -126,7 +120,10 @@ class Kernels:
     def _usable(self, op: str, can_use, args: tuple, kwargs: dict) -> bool:
         """``can_use(*args, **kwargs)``, asked once per call signature (:func:`_call_key`) of this mount."""
         key = _call_key(op, args, kwargs)
-        ok = self._verdicts.get(key) if key is not None else None
+        try:
+            ok = self._verdicts.get(key) if key is not None else None
+        except TypeError:  # an unhashable argument
+            key = ok = None
         if ok is None:
             ok = bool(can_use(*args, **kwargs))
             if key is not None:
