@@ -34,7 +34,7 @@ from .modulation import (
     same_rows,
     writable_problem,
 )
-from .op import Backend, Chooser, Op
+from .op import Backend, Chooser, Op, RuleChooser
 from .ops import (
     Dispatcher,
     PlanCache,
@@ -106,6 +106,7 @@ __all__ = [
     "FusionFallbackWarning",
     "BackendRejectedWarning",
     "Chooser",
+    "RuleChooser",
     "IndexOutOfRangeError",
     "InputDesc",
     "KernelSpec",

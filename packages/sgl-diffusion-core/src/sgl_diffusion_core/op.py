@@ -49,7 +49,7 @@ import importlib
 import importlib.util
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from .errors import UnsupportedInputError
@@ -64,6 +64,7 @@ from .registry import (
     InputDesc,
     KernelSpec,
     OpDef,
+    eligible,
     explain,
     select_impl,
 )
@@ -109,6 +110,36 @@ class Chooser(Protocol):
                exact: bool | None) -> tuple[KernelSpec, bool] | None: ...
 
     def explain(self, op_id: str, desc: InputDesc, exact: bool | None, explanation: Explanation) -> Explanation: ...
+
+
+class RuleChooser:
+    """A :class:`Chooser` from a static rule: where ``rule(desc)`` holds and the static priority would
+    take the backend ``instead_of``, the eligible backend ``serve`` (or the static priority where that
+    one cannot serve); ``explain`` names it with ``note(desc)``. For choices decided by the inputs'
+    description alone (sizes, widths), measured beforehand and stated in ``note``."""
+
+    def __init__(self, instead_of: str, serve: str, rule: Callable[[InputDesc], bool],
+                 note: Callable[[InputDesc], str]) -> None:
+        self.instead_of, self.serve, self.rule, self.note = instead_of, serve, rule, note
+
+    def _pick(self, op_id: str, desc: InputDesc, exact: bool | None) -> KernelSpec | None:
+        if not self.rule(desc):
+            return None
+        specs = eligible(op_id, desc, exact=exact)
+        if not specs or specs[0].backend != self.instead_of:
+            return None
+        return next((s for s in specs if s.backend == self.serve), None)
+
+    def choose(self, op_id: str, desc: InputDesc, tensors: tuple,
+               exact: bool | None) -> tuple[KernelSpec, bool] | None:
+        spec = self._pick(op_id, desc, exact)
+        return None if spec is None else (spec, True)
+
+    def explain(self, op_id: str, desc: InputDesc, exact: bool | None, explanation: Explanation) -> Explanation:
+        spec = self._pick(op_id, desc, exact)
+        if spec is None or explanation.chosen != self.instead_of:
+            return explanation
+        return replace(explanation, chosen=spec.backend, notes=(self.note(desc),))
 
 
 def _schema_arguments(name: str, schema: str) -> tuple[tuple[str, ...], tuple[Any, ...]]:

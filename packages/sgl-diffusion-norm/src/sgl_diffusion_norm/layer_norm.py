@@ -7,11 +7,9 @@ Backends (``_row_norm.backends``): ``_row_norm_triton`` (close), ``_row_norm_exa
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
-from sgl_diffusion_core import InputDesc, Op, UnsupportedInputError, eligible, is_compiling
+from sgl_diffusion_core import InputDesc, Op, RuleChooser, UnsupportedInputError, is_compiling
 
 from . import _row_norm as R
 from ._row_norm import exact_gate as exact_gate
@@ -27,35 +25,19 @@ def describe_layer_norm(x, weight=None, bias=None, **_) -> InputDesc:
 # the exact LayerNorm kernel reduces in eager's 4-warp layout, 512 columns (4 per thread) a chunk
 _FULL_CHUNKS = 512
 
-
-class _EagerWhereFaster:
-    """``backend=None`` under the exact contract on CUDA: ``F.layer_norm`` itself (the ``torch`` backend,
-    the exact contract's definition) where the row leaves the exact kernel's last 512-column chunk
-    partial. There the kernel's masked Welford steps made it slower than eager on one H100, bf16, at
-    4096-65520 rows: D = 1152, 1920, 2240, 2304, 2432, 3840 at 41-82% of copy against eager's 56-82%;
-    at multiples of 512 (1536-6144) it ran 80-104% against eager's 61-85%
-    (docs/benchmarks/row_norm_width_sweep_h100.json, ``layer_norm at the rule``). ``ln_modulate``
-    keeps the kernel at every width: its eager chain is three kernels (15-22% of copy)."""
-
-    def _pick(self, op_id, desc, exact):
-        if desc.platform != "cuda" or desc.last_dim is None or desc.last_dim % _FULL_CHUNKS == 0:
-            return None
-        specs = eligible(op_id, desc, exact=exact)
-        if not specs or specs[0].backend != "triton_exact":
-            return None
-        return next((s for s in specs if s.backend == "torch"), None)
-
-    def choose(self, op_id, desc, tensors, exact):
-        spec = self._pick(op_id, desc, exact)
-        return None if spec is None else (spec, True)
-
-    def explain(self, op_id, desc, exact, explanation):
-        spec = self._pick(op_id, desc, exact)
-        if spec is None or explanation.chosen != "triton_exact":
-            return explanation
-        note = (f"last dim {desc.last_dim} is not a multiple of {_FULL_CHUNKS}: eager F.layer_norm (the exact "
-                "contract's definition) measured faster than the exact kernel at such widths")
-        return dataclasses.replace(explanation, chosen=spec.backend, notes=(note,))
+# ``backend=None`` under the exact contract on CUDA: ``F.layer_norm`` itself (the ``torch`` backend, the
+# exact contract's definition) where the row leaves the exact kernel's last 512-column chunk partial.
+# There the kernel's masked Welford steps made it slower than eager on one H100, bf16, at 4096-65520 rows:
+# D = 1152, 1920, 2240, 2304, 2432, 3840 at 41-82% of copy against eager's 56-82%; at multiples of 512
+# (1536-6144) it ran 80-104% against eager's 61-85% (docs/benchmarks/row_norm_width_sweep_h100.json,
+# ``layer_norm at the rule``). ``ln_modulate`` keeps the kernel at every width: its eager chain is three
+# kernels (15-22% of copy).
+_EAGER_WHERE_FASTER = RuleChooser(
+    "triton_exact", "torch",
+    rule=lambda desc: desc.platform == "cuda" and desc.last_dim is not None and desc.last_dim % _FULL_CHUNKS != 0,
+    note=lambda desc: (f"last dim {desc.last_dim} is not a multiple of {_FULL_CHUNKS}: eager F.layer_norm (the "
+                       "exact contract's definition) measured faster than the exact kernel at such widths"),
+)
 
 
 LAYER_NORM = Op(
@@ -69,7 +51,7 @@ LAYER_NORM = Op(
     default_exact=True,
     empty=R.empty_result,
     bench=f"{R.BENCH}:layer_norm_cases",
-    chooser=_EagerWhereFaster(),
+    chooser=_EAGER_WHERE_FASTER,
 )
 
 

@@ -3,7 +3,7 @@
 Backends: ``fp8_linear_triton`` (``triton``: a tiled FP8 GEMM with the scales, bias and epilogue
 fused), ``fp8_linear_torch:prepare_scaled_mm`` (``scaled_mm``: ``torch._scaled_mm``, CUDA sm_90+, bf16,
 the product without an epilogue) and ``fp8_linear_torch`` (the reference, any device).
-``backend=None`` (:class:`_SizeChooser`): ``scaled_mm`` for a plain product (no epilogue) of at least
+``backend=None`` (``_SIZE_CHOOSER``): ``scaled_mm`` for a plain product (no epilogue) of at least
 ``SCALED_MM_MIN_FLOPS``, the Triton GEMM otherwise. Measured on one H100
 (docs/benchmarks/fp8_linear_bench_h100.json): a plain product through cuBLAS with fp32 accumulation ran
 at 1.40-1.43x bf16 ``F.linear`` at FLUX.1's and Wan2.1-14B's projections, the Triton GEMM with the same
@@ -16,12 +16,11 @@ residual must be fused: its sum cancels below a bf16 product's rounding).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
 
-from sgl_diffusion_core import Backend, InputDesc, Op, device_arch, eligible, is_compiling, tensor_platform
+from sgl_diffusion_core import Backend, InputDesc, Op, RuleChooser, device_arch, is_compiling, tensor_platform
 
 from . import _specs as S
 from ._geometry import fp8_name, linear_device_problem, row_stride
@@ -167,31 +166,16 @@ def _empty(geom: LinearGeometry):
 SCALED_MM_MIN_FLOPS = 2e11
 
 
-class _SizeChooser:
-    """``backend=None``: the static priority (``scaled_mm`` first) for products of at least
-    ``SCALED_MM_MIN_FLOPS``; below, the Triton GEMM where it can serve (host time dominates there),
-    else the static priority again (never the fp32 reference in place of cuBLAS)."""
-
-    def _pick(self, op_id, desc, exact):
-        geom = desc.info.get("geom")
-        if geom is None or 2 * geom.M * geom.N * geom.K >= SCALED_MM_MIN_FLOPS:
-            return None
-        specs = eligible(op_id, desc, exact=exact)
-        if not specs or specs[0].backend != "scaled_mm":
-            return None
-        return next((s for s in specs if s.backend == "triton"), None)
-
-    def choose(self, op_id, desc, tensors, exact):
-        spec = self._pick(op_id, desc, exact)
-        return None if spec is None else (spec, True)
-
-    def explain(self, op_id, desc, exact, explanation):
-        spec = self._pick(op_id, desc, exact)
-        if spec is None or explanation.chosen != "scaled_mm":
-            return explanation
-        note = (f"a product of less than {SCALED_MM_MIN_FLOPS:.0e} FLOPs: {spec.backend!r} (its launch costs less "
-                "host time than torch._scaled_mm's, which decides such sizes in eager mode)")
-        return dataclasses.replace(explanation, chosen=spec.backend, notes=(note,))
+# ``backend=None``: the static priority (``scaled_mm`` first) for products of at least
+# ``SCALED_MM_MIN_FLOPS``; below, the Triton GEMM where it can serve (host time dominates there), else the
+# static priority again (never the fp32 reference in place of cuBLAS)
+_SIZE_CHOOSER = RuleChooser(
+    "scaled_mm", "triton",
+    rule=lambda desc: (desc.info.get("geom") is not None
+                       and 2 * desc.info["geom"].M * desc.info["geom"].N * desc.info["geom"].K < SCALED_MM_MIN_FLOPS),
+    note=lambda desc: (f"a product of less than {SCALED_MM_MIN_FLOPS:.0e} FLOPs: 'triton' (its launch costs less "
+                       "host time than torch._scaled_mm's, which decides such sizes in eager mode)"),
+)
 
 
 FP8_LINEAR = Op(
@@ -212,7 +196,7 @@ FP8_LINEAR = Op(
     ],
     empty=_empty,
     bench=f"{S.BENCH}:fp8_linear_cases",
-    chooser=_SizeChooser(),
+    chooser=_SIZE_CHOOSER,
 )
 
 
