@@ -125,9 +125,10 @@ QUANT_SHAPES: dict[str, tuple[int, int, int, int, int]] = {
 
 def quantized_attention_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
                               names: list[str] | None = None) -> Iterator[bench.BenchCase]:
-    """``quantized_attention`` (int8 q / k; ``qk=fp8`` beside it) against the dense providers of the same
-    run: the ``attention`` op, our dense Triton kernel and PyTorch's SDPA; ``extra`` holds the flops and the
-    int8 output's ``attention_error`` against fp32 attention on the first 2048 queries."""
+    """``quantized_attention`` (int8 q / k; ``qk=fp8`` and ``qk=fp8, pv=fp8`` beside it) against the dense
+    providers of the same run: the ``attention`` op, our dense Triton kernel and PyTorch's SDPA; ``extra``
+    holds the flops and the int8 and all-e4m3 outputs' ``attention_error`` against fp32 attention on the
+    first 2048 queries."""
     from sgl_diffusion_attention import attention, attention_error, quantized_attention
 
     for name in names or list(QUANT_SHAPES):
@@ -143,10 +144,15 @@ def quantized_attention_cases(device: torch.device, dtype: torch.dtype = torch.b
         head = 2048
         err = attention_error(q[:, :head], k, v, quantized_attention(q, k, v, kv_lens=kv_lens)[:, :head],
                               kv_lens=kv_lens)
+        err8 = attention_error(q[:, :head], k, v,
+                               quantized_attention(q, k, v, kv_lens=kv_lens, qk="fp8", pv="fp8")[:, :head],
+                               kv_lens=kv_lens)
         a = (q, k, v)
         providers = {
             "sgl_diffusion": lambda a=a, n=kv_lens: quantized_attention(*a, kv_lens=n),
             "sgl_diffusion(qk=fp8)": lambda a=a, n=kv_lens: quantized_attention(*a, kv_lens=n, qk="fp8"),
+            "sgl_diffusion(qk=fp8,pv=fp8)": lambda a=a, n=kv_lens: quantized_attention(*a, kv_lens=n, qk="fp8",
+                                                                                        pv="fp8"),
             "attention(dense)": lambda a=a, n=kv_lens: attention(*a, kv_lens=n),
             "attention(triton)": lambda a=a, n=kv_lens: attention(*a, kv_lens=n, backend="triton"),
         }
@@ -156,5 +162,5 @@ def quantized_attention_cases(device: torch.device, dtype: torch.dtype = torch.b
             name=name, shape=f"[{B}, {S}, {H}, {Dh}]" + (f" kv_lens=S-{pad}" if pad else ""),
             dtype=str(dtype).removeprefix("torch."), bytes=bench.tensor_bytes(q, k, v, q), providers=providers,
             extra={"flops": 4 * B * H * S * (S - pad) * Dh, "cosine": err.cosine, "rel_l1": err.rel_l1,
-                   "max_abs": err.max_abs},
+                   "max_abs": err.max_abs, "cosine_pv_fp8": err8.cosine, "rel_l1_pv_fp8": err8.rel_l1},
         )

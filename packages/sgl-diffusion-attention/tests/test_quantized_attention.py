@@ -26,17 +26,19 @@ def _qkv(B, Sq, Sk, Hq, Hk, Dh, seed=0, offset=0.0, dtype=torch.bfloat16):
     return q.to(dtype), k.to(dtype), v.to(dtype)
 
 
+@pytest.mark.parametrize("pv", ["bf16", "fp8"])
 @pytest.mark.parametrize("qk", ["int8", "fp8"])
 @pytest.mark.parametrize("B,Sq,Sk,Hq,Hk,Dh,lens", [
     (1, 40, 40, 2, 2, 64, None),
     (2, 70, 90, 4, 2, 64, [90, 41]),  # GQA, a padded second sample, partial tiles
     (1, 33, 65, 2, 1, 128, [1]),  # one valid key
+    (1, 20, 200, 2, 2, 64, None),  # several key tiles: the running maximum moves (pv='fp8')
 ])
-def test_against_the_definition(backend, device, qk, B, Sq, Sk, Hq, Hk, Dh, lens):
+def test_against_the_definition(backend, device, qk, pv, B, Sq, Sk, Hq, Hk, Dh, lens):
     q, k, v = (t.to(device) for t in _qkv(B, Sq, Sk, Hq, Hk, Dh, offset=3.0))
     kv_lens = None if lens is None else torch.tensor(lens, dtype=torch.int32, device=device)
-    out, lse = attn.quantized_attention(q, k, v, kv_lens=kv_lens, qk=qk, return_lse=True, backend=backend)
-    ref, ref_lse = attn.quantized_attention_reference(q, k, v, kv_lens=kv_lens, qk=qk, return_lse=True)
+    out, lse = attn.quantized_attention(q, k, v, kv_lens=kv_lens, qk=qk, pv=pv, return_lse=True, backend=backend)
+    ref, ref_lse = attn.quantized_attention_reference(q, k, v, kv_lens=kv_lens, qk=qk, pv=pv, return_lse=True)
     atol, rtol = _tol(backend, q.dtype)
     testing.assert_close(out, ref, atol=atol, rtol=rtol)
     testing.assert_close(lse, ref_lse, atol=1e-4, rtol=1e-5)
@@ -56,6 +58,28 @@ def test_quantization_rules():
     torch.testing.assert_close(key_mean(k, lens)[1], k[1, :3].float().mean(0, keepdim=True))  # valid keys only
     f8, fs, _, _ = quantize_qk(q, k, None, "fp8", smooth_k=False)
     assert f8.dtype == torch.float8_e4m3fn and float(f8.float().abs().max()) == 448.0
+    # pv='fp8': v per (sample, head, channel), each channel reaching the top code
+    v8, vs = definition.quantize_v(k)
+    assert v8.dtype == torch.float8_e4m3fn and vs.shape == (2, 1, 64)
+    assert bool((v8.float().abs().amax(dim=1) == 448.0).all())
+    torch.testing.assert_close(v8.float() * vs[:, None], k.float(), atol=0, rtol=2**-4)
+    assert torch.equal(testing.backend_module(OP, "triton").channel_scales(k), vs)  # without an fp32 copy of v
+
+
+def test_fp8_p_codes_follow_no_running_maximum():
+    """pv='fp8': a flash kernel's p against a running maximum below the row's final (integer) one is the
+    definition's p times a power of two, and e4m3 codes scale exactly with a power of two in their normal
+    range: the running maximum changes no code."""
+    e4m3 = torch.float8_e4m3fn
+    x = torch.logspace(-6, 8.8, 4001, base=2.0)  # 448 p in e4m3's normal range
+    for k in (1, 2, 5):
+        small = x[x * 2.0**k <= 448.0]
+        assert torch.equal((small * 2.0**k).to(e4m3).float(), small.to(e4m3).float() * 2.0**k)
+    definition = testing.backend_module(OP, "torch")
+    g = torch.Generator().manual_seed(2)
+    s = torch.randn(1, 1, 3, 50, generator=g) * 3
+    v8, vs = definition.quantize_v(torch.randn(1, 50, 1, 16, generator=g))
+    assert definition.fp8_pv(s, v8, vs, 1).shape == (1, 1, 3, 16)
 
 
 def test_distance_to_full_precision_and_smoothing(device):
@@ -68,12 +92,15 @@ def test_distance_to_full_precision_and_smoothing(device):
         errs[smooth] = attn.attention_error(q, k, v, out)
     assert errs[True].cosine >= 0.999 and errs[True].rel_l1 <= 0.03, errs[True]
     assert errs[True].rel_l1 < errs[False].rel_l1
+    # e4m3 p and v add their rounding: still within cosine 0.998 / relative L1 0.06 here (96 keys)
+    fp8 = attn.attention_error(q, k, v, attn.quantized_attention(q, k, v, pv="fp8"))
+    assert fp8.cosine >= 0.998 and fp8.rel_l1 <= 0.06, fp8
 
 
 def test_refusals_and_selection(device):
     q, k, v = (t.to(device) for t in _qkv(1, 8, 8, 2, 2, 64))
-    with pytest.raises(UnsupportedInputError, match="pv='fp8' is not built"):
-        attn.quantized_attention(q, k, v, pv="fp8")
+    with pytest.raises(UnsupportedInputError, match="pv must be 'bf16'"):
+        attn.quantized_attention(q, k, v, pv="int4")
     with pytest.raises(UnsupportedInputError, match="qk must be 'int8' or 'fp8'"):
         attn.quantized_attention(q, k, v, qk="int4")
     with pytest.raises(UnsupportedInputError, match="kv_lens has dtype torch.int64"):
@@ -125,3 +152,8 @@ def test_triton_quantization_is_the_definitions(qk, smooth):
     assert torch.equal(scales, want[1])
     assert torch.equal(codes.view(torch.uint8) if qk == "fp8" else codes,
                        want[0].view(torch.uint8) if qk == "fp8" else want[0])
+    if qk == "fp8" and not smooth:  # v of pv='fp8': per-channel scales given
+        v_codes, v_scales = kernel.quantize_rows_launch(k, "fp8", False, per_channel=True)(k, kernel.channel_scales(k))
+        want_v = definition.quantize_v(k)
+        assert torch.equal(v_scales, want_v[1])
+        assert torch.equal(v_codes.view(torch.uint8), want_v[0].view(torch.uint8))

@@ -1,6 +1,7 @@
 """GPU lane: quantized_attention's triton kernel at FLUX's and Wan 720p's shapes and with HunyuanVideo's padded
-text (kv_lens), int8 and e4m3 q / k, against its definition on the first queries (the definition is dense
-fp32 attention), and the int8 output's distance to full-precision attention on keys with outlier channels.
+text (kv_lens), int8 and e4m3 q / k (and e4m3 p / v with pv="fp8"), against its definition on the first
+queries (the definition is dense fp32 attention), and the outputs' distance to full-precision attention on
+keys with outlier channels.
 
 Not run on this repository's CPU lane (no GPU); it skips cleanly there.
 """
@@ -43,3 +44,27 @@ def test_production_shapes(name, qk):
     if qk == "int8":
         err = attn.attention_error(q[:, :ROWS], k, v, out[:, :ROWS], kv_lens=kv_lens)
         assert err.cosine >= 0.999 and err.rel_l1 <= 0.03, err
+
+
+@pytest.mark.parametrize("qk", ["int8", "fp8"])
+@pytest.mark.parametrize("name", ["flux", "hunyuan-720p"])
+def test_fp8_pv_production_shapes(name, qk):
+    """pv='fp8' (e4m3 p and v, FP8 dot products) against its definition on the first queries; its distance
+    to full-precision attention is reported (the issue's bound is checked by the benchmark's record)."""
+    if device_fp8_dtype("cuda") != torch.float8_e4m3fn:
+        pytest.skip("e4m3 dot products need NVIDIA sm_89+ or AMD gfx950")
+    S, H, pad = SHAPES[name]
+    rows = 256  # the definition's fp32 scores, p and codes of 256 queries: about 12 GB at HunyuanVideo 720p
+    g = torch.Generator(device="cuda").manual_seed(1)
+    q = torch.randn(1, S, H, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = (torch.randn(1, S, H, 128, device="cuda", generator=g)
+         + 4 * torch.randn(1, 1, H, 128, device="cuda", generator=g)).to(torch.bfloat16)
+    v = torch.randn(1, S, H, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+    kv_lens = torch.tensor([S - pad], dtype=torch.int32, device="cuda") if pad else None
+    out = attn.quantized_attention(q, k, v, kv_lens=kv_lens, qk=qk, pv="fp8")
+    ref = attn.quantized_attention_reference(q[:, :rows], k, v, kv_lens=kv_lens, qk=qk, pv="fp8")
+    atol, rtol = CLOSE.tolerance(torch.bfloat16)
+    testing.assert_close(out[:, :rows], ref, atol=atol, rtol=rtol)
+    err = attn.attention_error(q[:, :rows], k, v, out[:, :rows], kv_lens=kv_lens)
+    print(f"{name} qk={qk} pv=fp8: cosine {err.cosine:.5f}, relative L1 {err.rel_l1:.4f}")
+    assert err.cosine >= 0.99, err

@@ -30,14 +30,16 @@ from . import _geometry as G
 from . import _specs as S
 
 QK_FORMATS = ("int8", "fp8")
-PV_FORMATS = ("bf16",)
+PV_FORMATS = ("bf16", "fp8")
 QK_FP8 = "qk='fp8' (e4m3 codes)"
-# e4m3 q / k need FP8 dot products: NVIDIA sm_89+, AMD gfx950; int8: sm_80+, gfx942 / gfx950
-TRITON_CAPS = replace(S.TRITON_CAPS, layouts=(S.BSHD, S.KV_LENS, S.LSE, S.GQA, QK_FP8, S.head_dim_tag(64),
+PV_FP8 = "pv='fp8' (e4m3 p and v)"
+# e4m3 q / k and p / v need FP8 dot products: NVIDIA sm_89+, AMD gfx950; int8: sm_80+, gfx942 / gfx950
+TRITON_CAPS = replace(S.TRITON_CAPS, layouts=(S.BSHD, S.KV_LENS, S.LSE, S.GQA, QK_FP8, PV_FP8, S.head_dim_tag(64),
                                               S.head_dim_tag(128)))
 TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))
 TRITON_NOTE = ("q and k quantized per row by a Triton pre-pass (k smoothed), then the dense kernel's online softmax "
-               "over 8-bit dot products scaled per row; p rounded to v's dtype for p @ v")
+               "over 8-bit dot products scaled per row; p rounded to v's dtype for p @ v, or with pv='fp8' p and "
+               "v (per channel, Triton pre-pass) in e4m3")
 TORCH_NOTE = "the definition: the same quantization, then fp32 attention of the dequantized operands"
 
 
@@ -51,6 +53,7 @@ class QuantGeometry:
     Dh: int
     qk: str
     smooth_k: bool
+    pv: str
     scale: float
     kv_lens: bool
     return_lse: bool
@@ -61,8 +64,7 @@ def _option_problems(qk, pv, smooth_k, scale, return_lse) -> list[str]:
     if qk not in QK_FORMATS:
         problems.append(f"qk must be 'int8' or 'fp8', got {qk!r}")
     if pv not in PV_FORMATS:
-        problems.append(f"pv={pv!r} is not built: p @ v runs in v's dtype (pv='bf16'); an FP8 p @ v is not "
-                        "available yet")
+        problems.append(f"pv must be 'bf16' (p @ v in v's dtype) or 'fp8' (e4m3 p and v), got {pv!r}")
     if not isinstance(smooth_k, bool):
         problems.append(f"smooth_k must be a bool, got {smooth_k!r}")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
@@ -91,15 +93,17 @@ def describe_quantized_attention(q, k, v, kv_lens=None, *, qk="int8", pv="bf16",
     if problems:
         return desc
     B, Sq, Sk, Hq, Hk, Dh = sizes
-    geom = QuantGeometry(B, Sq, Sk, Hq, Hk, Dh, qk, smooth_k, Dh ** -0.5 if scale is None else float(scale),
+    geom = QuantGeometry(B, Sq, Sk, Hq, Hk, Dh, qk, smooth_k, pv, Dh ** -0.5 if scale is None else float(scale),
                          kv_lens is not None, return_lse)
     tags = [S.BSHD, S.head_dim_tag(Dh)]
     tags += [S.KV_LENS] if kv_lens is not None else []
     tags += [S.LSE] if return_lse else []
     tags += [S.GQA] if Hk != Hq else []
+    native = plat == "cpu" or vendor.fp8_native(plat, arch, vendor.E4M3FN)
     if qk == "fp8":
-        native = plat == "cpu" or vendor.fp8_native(plat, arch, vendor.E4M3FN)
         tags += [QK_FP8 if native else "qk='fp8' on a device without FP8 dot products"]
+    if pv == "fp8":
+        tags += [PV_FP8 if native else "pv='fp8' on a device without FP8 dot products"]
     desc.layouts = tuple(tags)
     desc.info = {"geom": geom, "empty": B == 0 or Sq == 0 or Sk == 0 or Hq == 0 or Dh == 0}
     return desc
@@ -153,8 +157,11 @@ def quantized_attention(
     """Attention of 8-bit q and k: each ``Dh``-row of q and k (k minus its mean over the sample's valid keys
     with ``smooth_k``, which leaves softmax unchanged) as ``qk`` codes with an fp32 scale (int8:
     ``amax / 127``, round to nearest even; ``"fp8"``: e4m3, ``amax / 448``); scores ``(q_codes . k_codes) *
-    q_scale * k_scale * scale``; softmax in fp32; ``p @ v`` in v's dtype (``pv="bf16"``; an FP8 ``p @ v``
-    is not built yet and ``pv="fp8"`` is refused).
+    q_scale * k_scale * scale``; softmax in fp32; ``p @ v`` in v's dtype (``pv="bf16"``) or in e4m3
+    (``pv="fp8"``: v per (sample, head, channel) with scale ``amax / 448``, p as ``e4m3(448 p)`` with p
+    relative to a power of two at or above the row's largest score, so that a flash kernel's running
+    maximum changes no code; see ``quantized_attention_torch``). The FP8 forms need FP8 dot products
+    (NVIDIA sm_89+, AMD gfx950) on the Triton kernel.
 
     q: ``[B, Sq, Hq, Dh]``; k, v: ``[B, Sk, Hk, Dh]``, ``Hk`` dividing ``Hq`` (GQA); bf16 | fp16 (fp32 on
         the ``torch`` backend); the head dim contiguous. Dh 64 or 128 on the Triton kernel.

@@ -13,6 +13,14 @@ Quantization (:func:`quantize_qk`), per (sample, token, head) row of ``Dh`` valu
 Attention on the quantized operands: ``s = (q_codes . k_codes) * q_scale * k_scale * scale`` (every
 product of int8 or e4m3 codes exact in fp32), keys past ``kv_lens[b]`` masked, softmax in fp32,
 ``o = p @ v`` with ``v`` as given, one rounding; lse in natural log.
+
+``pv="fp8"`` (:func:`quantize_v`, :func:`fp8_pv`): v in e4m3 per (sample, head, channel) over all ``Sk``
+keys (``scale = max(amax, 1e-12) / 448``), and ``p`` in e4m3 as well: with base-2 logits
+``t = s * log2(e)`` and ``M = ceil(max(t))`` over the row's valid keys, ``p = exp2(t - M)`` (in
+``(0, 1]``, the largest above 1/2) and its codes ``e4m3(448 p)`` (ties to even); ``o = (sum p_codes
+v_codes) * v_scale / (448 sum p)``. The integer ``M`` makes the codes the same whatever running maximum
+a flash kernel subtracts first (rescaling by a power of two moves no e4m3 rounding boundary, down to
+its subnormals).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import torch
 from sgl_diffusion_core import quantize_fp8_torch
 
 QK_FORMATS = {"int8": (torch.int8, 127.0), "fp8": (torch.float8_e4m3fn, 448.0)}
+LOG2E = 1.4426950408889634
 
 
 def _rows(x: torch.Tensor, fmt: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -57,38 +66,63 @@ def quantize_qk(q: torch.Tensor, k: torch.Tensor, kv_lens: torch.Tensor | None, 
     return q8, qs, k8, ks
 
 
-def attention_on_codes(q8, qs, k8, ks, v, kv_lens, scale: float, return_lse: bool, out_dtype: torch.dtype):
+def quantize_v(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(codes, scale)``: v in e4m3 per (sample, head, channel) over its ``Sk`` keys; codes shaped like v
+    (contiguous), fp32 scales ``[B, Hk, Dh]`` (``max(amax, 1e-12) / 448``, IEEE division)."""
+    vf = v.float()
+    scale = vf.abs().amax(dim=1).clamp_min(1e-12) / vf.new_full((), 448.0)  # [B, Hk, Dh]
+    codes = (vf / scale[:, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    return codes.contiguous(), scale.contiguous()
+
+
+def fp8_pv(s: torch.Tensor, v8: torch.Tensor, vs: torch.Tensor, group: int) -> torch.Tensor:
+    """``p @ v`` of ``pv="fp8"`` (module docstring) for scores ``s`` ``[B, Hq, Sq, Sk]`` (natural-log units,
+    masked keys -inf), v codes ``[B, Sk, Hk, Dh]`` and scales ``[B, Hk, Dh]``: fp32 ``[B, Hq, Sq, Dh]``."""
+    t = s * LOG2E
+    top = torch.ceil(t.amax(dim=-1, keepdim=True))
+    p = torch.exp2(t - top)
+    p8 = (p * 448.0).to(torch.float8_e4m3fn).float()
+    vd = v8.float().transpose(1, 2).repeat_interleave(group, dim=1)  # codes [B, Hq, Sk, Dh]
+    vs = vs.repeat_interleave(group, dim=1)[:, :, None, :]  # [B, Hq, 1, Dh]
+    return (p8 @ vd) * vs / (448.0 * p.sum(dim=-1, keepdim=True))
+
+
+def attention_on_codes(q8, qs, k8, ks, v, kv_lens, scale: float, return_lse: bool, out_dtype: torch.dtype,
+                       pv: str = "bf16"):
     """fp32 attention of the dequantized operands (bshd), one rounding to ``out_dtype``."""
     B, Sq, Hq, Dh = q8.shape
     Hk = k8.shape[2]
     group = Hq // Hk
     qd = (q8.float() * qs[..., None]).transpose(1, 2)  # [B, Hq, Sq, Dh]
     kd = (k8.float() * ks[..., None]).transpose(1, 2).repeat_interleave(group, dim=1)
-    vd = v.float().transpose(1, 2).repeat_interleave(group, dim=1)
     s = (qd @ kd.transpose(-1, -2)) * scale
     if kv_lens is not None:
         valid = torch.arange(k8.shape[1], device=q8.device)[None, :] < kv_lens.to(q8.device)[:, None]
         s = s.masked_fill(~valid[:, None, None, :], float("-inf"))
     lse = torch.logsumexp(s, dim=-1)
-    o = (torch.softmax(s, dim=-1) @ vd).transpose(1, 2).to(out_dtype).contiguous()
+    if pv == "fp8":
+        o = fp8_pv(s, *quantize_v(v), group)
+    else:
+        o = torch.softmax(s, dim=-1) @ v.float().transpose(1, 2).repeat_interleave(group, dim=1)
+    o = o.transpose(1, 2).to(out_dtype).contiguous()
     return (o, lse.contiguous()) if return_lse else o
 
 
 def quantized_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, kv_lens: torch.Tensor | None = None,
-                        qk: str = "int8", smooth_k: bool = True, scale: float | None = None,
+                        qk: str = "int8", pv: str = "bf16", smooth_k: bool = True, scale: float | None = None,
                         return_lse: bool = False, **_: object):
     """The definition (bshd; see the module docstring)."""
     q8, qs, k8, ks = quantize_qk(q, k, kv_lens, qk, smooth_k)
     sc = q.shape[-1] ** -0.5 if scale is None else float(scale)
-    return attention_on_codes(q8, qs, k8, ks, v, kv_lens, sc, return_lse, q.dtype)
+    return attention_on_codes(q8, qs, k8, ks, v, kv_lens, sc, return_lse, q.dtype, pv)
 
 
 def prepare(geom, q, k, v, kv_lens):
     """The ``torch`` backend's runner ``(q, k, v, kv_lens) -> out | (out, lse)``."""
-    qk, smooth, scale, lse = geom.qk, geom.smooth_k, geom.scale, geom.return_lse
+    qk, pv, smooth, scale, lse = geom.qk, geom.pv, geom.smooth_k, geom.scale, geom.return_lse
 
     def run(q, k, v, kv_lens, *_):
         q8, qs, k8, ks = quantize_qk(q, k, kv_lens, qk, smooth)
-        return attention_on_codes(q8, qs, k8, ks, v, kv_lens, scale, lse, q.dtype)
+        return attention_on_codes(q8, qs, k8, ks, v, kv_lens, scale, lse, q.dtype, pv)
 
     return run

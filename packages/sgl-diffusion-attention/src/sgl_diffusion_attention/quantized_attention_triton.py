@@ -38,12 +38,14 @@ def _quantize_rows_kernel(
     X, MEAN, C, SC,
     n_rows, S, H, x_sb, x_ss, x_sh,
     HEAD_DIM: tl.constexpr, ROWS: tl.constexpr, SMOOTH: tl.constexpr, INT8: tl.constexpr, FNUZ: tl.constexpr,
-    BITS: tl.constexpr,
+    BITS: tl.constexpr, PER_CHANNEL: tl.constexpr = False,
 ):
     """Codes and scales of ``ROWS`` (sample, token, head) rows of ``Dh`` values, as
     ``quantized_attention_torch._rows`` computes them (bit for bit): ``x`` in fp32 (minus the key mean
     with ``SMOOTH``), ``scale = max(amax, 1e-12) / top`` and ``x / scale`` with IEEE divisions; int8 rounded
-    half to even and clamped to ``+-127``; e4m3 clamped to ``+-448`` and converted ties to even."""
+    half to even and clamped to ``+-127``; e4m3 clamped to ``+-448`` and converted ties to even.
+    ``PER_CHANNEL`` (v of ``pv="fp8"``, ``quantize_v``): e4m3 codes with the given scales ``SC`` fp32
+    ``[B, H, Dh]``, one per (sample, head, channel)."""
     r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     ok = r < n_rows
     rs = tl.where(ok, r, 0).to(tl.int64)
@@ -55,49 +57,91 @@ def _quantize_rows_kernel(
     x = tl.load(X + (b * x_sb + s * x_ss + h * x_sh)[:, None] + d[None, :], mask=mask, other=0.0).to(tl.float32)
     if SMOOTH:
         x = x - tl.load(MEAN + ((b * H + h) * HEAD_DIM)[:, None] + d[None, :], mask=mask, other=0.0)
-    top = 127.0 if INT8 else 448.0
-    scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-12), top)
-    tl.store(SC + rs, scale, mask=ok)
     offs = rs[:, None] * HEAD_DIM + d[None, :]
-    if INT8:
+    if PER_CHANNEL:
+        scale = tl.load(SC + ((b * H + h) * HEAD_DIM)[:, None] + d[None, :], mask=mask, other=1.0)
+        triton_math.store_fp8(x, C, offs, mask, scale, 448.0, C.dtype.element_ty, BITS, FNUZ)
+    elif INT8:
+        scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-12), 127.0)
+        tl.store(SC + rs, scale, mask=ok)
         y = tl.math.div_rn(x, scale[:, None])
         y = (y + 12582912.0) - 12582912.0  # round half to even (|y| <= 127: the 1.5 * 2**23 trick)
         y = tl.minimum(tl.maximum(y, -127.0), 127.0)
         tl.store(C + offs, y.to(tl.int8), mask=mask)
     else:
+        scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-12), 448.0)
+        tl.store(SC + rs, scale, mask=ok)
         triton_math.store_fp8(x, C, offs, mask, scale[:, None], 448.0, C.dtype.element_ty, BITS, FNUZ)
 
 
-def quantize_rows_launch(x: torch.Tensor, qk: str, smooth: bool):
+def quantize_rows_launch(x: torch.Tensor, qk: str, smooth: bool, per_channel: bool = False):
     """``run(x, mean) -> (codes, scales)``: the pre-pass for tensors shaped like ``x`` (bshd, head dim
     contiguous); codes ``[B, S, H, Dh]`` contiguous, scales fp32 ``[B, S, H]``; ``mean`` fp32
-    ``[B, 1, H, Dh]`` contiguous with ``smooth``."""
+    ``[B, 1, H, Dh]`` contiguous with ``smooth``. ``per_channel`` (v of ``pv="fp8"``, e4m3): ``run(x,
+    scales) -> (codes, scales)`` with the given fp32 ``[B, H, Dh]`` scales (``quantize_v``)."""
     B, S, H, Dh = x.shape
     n_rows = B * S * H
     dtype = torch.int8 if qk == "int8" else torch.float8_e4m3fn
     bits = qk == "fp8" and triton_math.FP8_BITS
     launch = PreparedLaunch(
         _quantize_rows_kernel, (max(1, triton.cdiv(n_rows, quant_rows(Dh))),),
-        {"HEAD_DIM": Dh, "ROWS": quant_rows(Dh), "SMOOTH": smooth, "INT8": qk == "int8", "FNUZ": False, "BITS": bits},
+        {"HEAD_DIM": Dh, "ROWS": quant_rows(Dh), "SMOOTH": smooth, "INT8": qk == "int8", "FNUZ": False, "BITS": bits,
+         "PER_CHANNEL": per_channel},
         n_ptrs=4, options={"num_warps": 4, "num_stages": 1}, device=x.device,
     )
     device = x.device
 
-    def run(x, mean):
+    def run(x, extra):
         codes = torch.empty((B, S, H, Dh), dtype=dtype, device=device)
-        scales = torch.empty((B, S, H), dtype=torch.float32, device=device)
+        scales = extra if per_channel else torch.empty((B, S, H), dtype=torch.float32, device=device)
         if n_rows:
             st = x.stride()
-            launch(x, x if mean is None else mean, codes.view(torch.uint8) if bits else codes, scales,
-                   n_rows, S, H, st[0], st[1], st[2])
+            launch(x, x if extra is None or per_channel else extra, codes.view(torch.uint8) if bits else codes,
+                   scales, n_rows, S, H, st[0], st[1], st[2])
         return codes, scales
 
     return run
 
 
+def channel_scales(v: torch.Tensor) -> torch.Tensor:
+    """v's e4m3 scales of ``pv="fp8"``, fp32 ``[B, Hk, Dh]``: ``max(amax, 1e-12) / 448`` per (sample, head,
+    channel) over its keys (``quantize_v``), from two reductions in v's dtype (no fp32 copy of v)."""
+    amax = torch.maximum(v.amax(dim=1), v.amin(dim=1).neg()).float()
+    return (amax.clamp_min(1e-12) / 448.0).contiguous()
+
+
+@triton.jit
+def _e4m3_round(x):
+    """Non-negative fp32 ``x`` (at most 448) rounded to e4m3, ties to even, as fp32 (the interpreter's
+    stand-in for the hardware conversion): 3 mantissa bits for normals, steps of 2**-9 below 2**-6."""
+    bits = x.to(tl.uint32, bitcast=True)
+    normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & 0xFFF00000).to(tl.float32, bitcast=True)
+    sub = ((x * 512.0 + 8388608.0) - 8388608.0) * 0.001953125
+    return tl.where(x < 0.015625, sub, normal)
+
+
+@triton.jit
+def _softmax_pv_fp8(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr):
+    """The online-softmax step of ``pv="fp8"``: the running maximum rounded up to an integer (base-2
+    logits), so ``p`` (in ``(0, 1]``) and every rescale are exact powers of two apart from the definition's
+    and ``e4m3(448 p)`` matches its codes; ``p`` codes times v codes summed in fp32 apart from ``acc``."""
+    if MASK_N:
+        s = tl.where(rows[None, :] < seqlen_k, s, float("-inf"))
+    m_new = tl.math.ceil(tl.maximum(m_i, tl.max(s, 1)))
+    alpha = tl.math.exp2(m_i - m_new)
+    p = tl.math.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    if WIDE_DOT:
+        acc += tl.dot(_e4m3_round(p * 448.0), v.to(tl.float32))
+    else:
+        acc += tl.dot((p * 448.0).to(v.dtype, fp_downcast_rounding="rtne"), v)
+    return acc, l_i, m_new
+
+
 @triton.jit
 def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs_n, k_ss, ks_ss, v_ss, qk_scale,
-               MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr):
+               MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr, PV_FP8: tl.constexpr):
     rows = n0 + offs_n
     if MASK_N:
         ok = rows < seqlen_k
@@ -113,16 +157,18 @@ def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs
     else:
         s = tl.dot(q, tl.trans(k)).to(tl.float32)
     s = s * (qs[:, None] * ks[None, :]) * qk_scale
+    if PV_FP8:
+        return _softmax_pv_fp8(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N, WIDE_DOT)
     return softmax_pv(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N, WIDE_DOT)
 
 
 @triton.jit(do_not_specialize=["Sq", "Sk", "n_m"])
 def _quantized_attention_kernel(
-    Q, QS, K, KS, V, O, LSE, KV_LENS,
+    Q, QS, K, KS, V, VS, O, LSE, KV_LENS,
     q_sb, q_ss, q_sh, k_sb, k_ss, k_sh, v_sb, v_ss, v_sh, o_sb, o_ss, o_sh,
     Sq, Sk, Hq, Hk, GROUP, n_m, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_KV_LENS: tl.constexpr,
-    WRITE_LSE: tl.constexpr, WIDE_DOT: tl.constexpr,
+    WRITE_LSE: tl.constexpr, WIDE_DOT: tl.constexpr, PV_FP8: tl.constexpr,
 ):
     pid = tl.program_id(0)
     bh = pid // n_m
@@ -155,11 +201,13 @@ def _quantized_attention_kernel(
     n_full = (seqlen_k // BLOCK_N) * BLOCK_N
     for n0 in range(0, n_full, BLOCK_N):
         acc, l_i, m_i = _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs_n, k_ss, Hk,
-                                   v_ss, qk_scale, False, WIDE_DOT)
+                                   v_ss, qk_scale, False, WIDE_DOT, PV_FP8)
     if n_full < seqlen_k:
         acc, l_i, m_i = _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n_full, seqlen_k, offs_n, k_ss,
-                                   Hk, v_ss, qk_scale, True, WIDE_DOT)
+                                   Hk, v_ss, qk_scale, True, WIDE_DOT, PV_FP8)
     empty = l_i == 0.0
+    if PV_FP8:  # v's channel scales and p's 448
+        acc = acc * (tl.load(VS + (b64 * Hk + hk64) * HEAD_DIM + offs_d) * (1.0 / 448.0))[None, :]
     o = acc / tl.where(empty, 1.0, l_i)[:, None]
     o = tl.where(bad, float("nan"), o)
     Ob = O + b64 * o_sb + h64 * o_sh
@@ -170,23 +218,33 @@ def _quantized_attention_kernel(
         tl.store(LSE + (b64 * Hq + h64) * Sq + offs_m, lse, mask=q_rows)
 
 
-def quant_config(platform: str, dh: int, arch: int | str | None, qk: str) -> AttnConfig:
-    """The dense kernel's tiles (``_attention_triton.config_for``), except e4m3 at head dim 128 on ROCm: 64 x 32
-    (64 x 64 needs more than the 512 registers a 4-wave workgroup has on gfx950; 64 x 32 compiles to 256
-    VGPRs, no spills). Not measured: the 8-bit kernel has not run on a GPU yet."""
-    if platform == "hip" and qk == "fp8" and dh > 64:
+def quant_config(platform: str, dh: int, arch: int | str | None, qk: str, pv: str = "bf16") -> AttnConfig:
+    """The dense kernel's tiles (``_attention_triton.config_for``; measured for this kernel at those tiles on
+    one H100: docs/benchmarks/quantized_attention_bench_h100.json), except at head dim 128:
+
+    * e4m3 on ROCm: 64 x 32 (64 x 64 needs more than the 512 registers a 4-wave workgroup has on gfx950;
+      64 x 32 compiles to 256 VGPRs, no spills);
+    * ``pv="fp8"`` on CUDA sm_90: 128 x 64 (p @ v sums into its own fp32 tile, added to the accumulator
+      after each key tile; beside 128-wide key tiles that spills 12 bytes per thread). Compiled, not
+      measured."""
+    if platform == "hip" and (qk == "fp8" or pv == "fp8") and dh > 64:
         return AttnConfig(64, 32, 4, 1)
-    return config_for(platform, dh, arch)
+    cfg = config_for(platform, dh, arch)
+    if pv == "fp8" and cfg.block_n > 64 and dh > 64:
+        return AttnConfig(cfg.block_m, 64, cfg.num_warps, cfg.num_stages)
+    return cfg
 
 
 def prepare(geom, q, k, v, kv_lens):
     """A runner ``(q, k, v, kv_lens) -> out | (out, lse)``: the quantization pre-pass, then the kernel."""
     plat = tensor_platform(q.device)
-    cfg = quant_config(plat, geom.Dh, device_arch(plat, q.device.index) if plat in ("cuda", "hip") else None, geom.qk)
+    cfg = quant_config(plat, geom.Dh, device_arch(plat, q.device.index) if plat in ("cuda", "hip") else None, geom.qk,
+                       geom.pv)
     n_m = max(1, triton.cdiv(geom.Sq, cfg.block_m))
+    pv8 = geom.pv == "fp8"
     const = {"HEAD_DIM": geom.Dh, "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HAS_KV_LENS": geom.kv_lens,
-             "WRITE_LSE": geom.return_lse, "WIDE_DOT": q.device.type == "cpu"}
-    launch = PreparedLaunch(_quantized_attention_kernel, (n_m * geom.B * geom.Hq,), const, n_ptrs=8,
+             "WRITE_LSE": geom.return_lse, "WIDE_DOT": q.device.type == "cpu", "PV_FP8": pv8}
+    launch = PreparedLaunch(_quantized_attention_kernel, (n_m * geom.B * geom.Hq,), const, n_ptrs=9,
                             options=cfg.launch_options(), device=q.device)
     B, Sq, Sk, Hq, Hk, Dh = geom.B, geom.Sq, geom.Sk, geom.Hq, geom.Hk, geom.Dh
     ints = (Sq, Sk, Hq, Hk, Hq // Hk, n_m, geom.scale * LOG2E)
@@ -196,14 +254,16 @@ def prepare(geom, q, k, v, kv_lens):
 
     quant_q = quantize_rows_launch(q, qk, False)
     quant_k = quantize_rows_launch(k, qk, smooth)
+    quant_v = quantize_rows_launch(v, "fp8", False, per_channel=True) if pv8 else None
 
     def run(q, k, v, kv_lens, *_):
         q8, qs = quant_q(q, None)
         k8, ks = quant_k(k, key_mean(k, kv_lens).contiguous() if smooth else None)
+        v_in, v_scales = quant_v(v, channel_scales(v)) if pv8 else (v, no_lse)
         out = torch.empty((B, Sq, Hq, Dh), dtype=q.dtype, device=device)
         lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=device) if want_lse else no_lse
-        vs = v.stride()
-        launch(q8, qs, k8, ks, v, out, lse, no_index if kv_lens is None else kv_lens,
+        vs = v_in.stride()
+        launch(q8, qs, k8, ks, v_in, v_scales, out, lse, no_index if kv_lens is None else kv_lens,
                Sq * Hq * Dh, Hq * Dh, Dh, Sk * Hk * Dh, Hk * Dh, Dh, vs[0], vs[1], vs[2], Sq * Hq * Dh, Hq * Dh, Dh,
                *ints)
         return (out, lse) if want_lse else out
@@ -215,46 +275,50 @@ def aot_variants(platform: str = "cuda"):
     """int8 and e4m3 codes, bf16 v, head dims 64 and 128, with kv_lens and lse: the builds the compile lanes
     check (e4m3 on sm_89+ and gfx950; on CUDA, head dim 128's sm_90 tiles from sm_90 on and its Ampere tiles
     as a build of their own)."""
-    builds = [(qk, dh, quant_config(platform, dh, None, qk), "") for qk in ("int8", "fp8") for dh in (64, 128)]
+    builds = [(qk, dh, quant_config(platform, dh, None, qk), "", False) for qk in ("int8", "fp8") for dh in (64, 128)]
+    builds += [(qk, 128, quant_config(platform, 128, None, qk, "fp8"), "", True) for qk in ("int8", "fp8")]
     if platform == "cuda":
-        builds.append(("int8", 128, RULE_SM8X[128], ",sm8x"))
+        builds.append(("int8", 128, RULE_SM8X[128], ",sm8x", False))
     prepass = [_prepass_variant(qk, dh, smooth) for qk in ("int8", "fp8") for dh in (64, 128)
                for smooth in (False, True)]
-    return [_variant(platform, qk, dh, cfg, tag) for qk, dh, cfg, tag in builds] + prepass
+    prepass += [_prepass_variant("fp8", dh, False, per_channel=True) for dh in (64, 128)]
+    return [_variant(platform, qk, dh, cfg, tag, pv8) for qk, dh, cfg, tag, pv8 in builds] + prepass
 
 
-def _prepass_variant(qk: str, dh: int, smooth: bool):
+def _prepass_variant(qk: str, dh: int, smooth: bool, per_channel: bool = False):
     from sgl_diffusion_core import AotVariant
 
     sig = {"X": "*bf16", "MEAN": "*fp32", "C": "*i8" if qk == "int8" else "*fp8e4nv", "SC": "*fp32"}
     sig.update({n: "i32" for n in ("n_rows", "S", "H", "x_sb", "x_ss", "x_sh")})
     const = {"HEAD_DIM": dh, "ROWS": quant_rows(dh), "SMOOTH": smooth, "INT8": qk == "int8", "FNUZ": False,
-             "BITS": False}
+             "BITS": False, "PER_CHANNEL": per_channel}
     sig.update({n: "constexpr" for n in const})
+    which = "v per channel" if per_channel else f"smooth={smooth}"
     return AotVariant(
-        name=f"quantized_attention_prepass[{qk},bf16,Dh={dh},smooth={smooth}]", kernel=_quantize_rows_kernel,
+        name=f"quantized_attention_prepass[{qk},bf16,Dh={dh},{which}]", kernel=_quantize_rows_kernel,
         signature=sig, constexprs=const, num_warps=4, num_stages=1, min_cuda_arch=89 if qk == "fp8" else 80,
         amd_targets=("gfx950",) if qk == "fp8" else ("gfx942", "gfx950"),
         divisible_by_16=("X", "MEAN", "C", "SC", "x_sb", "x_ss", "x_sh"),
     )
 
 
-def _variant(platform: str, qk: str, dh: int, cfg: AttnConfig, tag: str):
+def _variant(platform: str, qk: str, dh: int, cfg: AttnConfig, tag: str, pv8: bool = False):
     from sgl_diffusion_core import AotVariant
 
     code = "i8" if qk == "int8" else "fp8e4nv"
-    sig = {"Q": f"*{code}", "QS": "*fp32", "K": f"*{code}", "KS": "*fp32", "V": "*bf16", "O": "*bf16",
-           "LSE": "*fp32", "KV_LENS": "*i32"}
+    sig = {"Q": f"*{code}", "QS": "*fp32", "K": f"*{code}", "KS": "*fp32", "V": "*fp8e4nv" if pv8 else "*bf16",
+           "VS": "*fp32", "O": "*bf16", "LSE": "*fp32", "KV_LENS": "*i32"}
     sig.update({n: "i32" for n in ("q_sb", "q_ss", "q_sh", "k_sb", "k_ss", "k_sh", "v_sb", "v_ss", "v_sh",
                                    "o_sb", "o_ss", "o_sh", "Sq", "Sk", "Hq", "Hk", "GROUP", "n_m")})
     sig["qk_scale"] = "fp32"
     const = {"HEAD_DIM": dh, "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HAS_KV_LENS": True,
-             "WRITE_LSE": True, "WIDE_DOT": False}
+             "WRITE_LSE": True, "WIDE_DOT": False, "PV_FP8": pv8}
     sig.update({n: "constexpr" for n in const})
-    fp8 = qk == "fp8"
+    fp8 = qk == "fp8" or pv8
     hopper_tiles = platform == "cuda" and dh == 128 and not tag
+    pv = "fp8" if pv8 else "bf16"
     return AotVariant(
-        name=f"quantized_attention[{qk},bf16,Dh={dh},m={cfg.block_m},n={cfg.block_n},w={cfg.num_warps}{tag}]",
+        name=f"quantized_attention[{qk},pv={pv},Dh={dh},m={cfg.block_m},n={cfg.block_n},w={cfg.num_warps}{tag}]",
         kernel=_quantized_attention_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
         num_stages=cfg.num_stages, min_cuda_arch=90 if hopper_tiles else 89 if fp8 else 80,
         amd_targets=("gfx950",) if fp8 else ("gfx942", "gfx950"),
