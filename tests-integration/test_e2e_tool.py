@@ -30,7 +30,7 @@ def test_tiny_wan_with_sliding_tile(tmp_path) -> None:
             "--models",
             "wan",
             "--variants",
-            "eager,close,sliding_tile",
+            "eager,close,sliding_tile,int8_attention,fp8_attention",
             "--window",
             "1,1,1",
             "--budget-s",
@@ -45,8 +45,15 @@ def test_tiny_wan_with_sliding_tile(tmp_path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     variants = json.loads(out.read_text())["models"]["wan"]["variants"]
-    assert {v: r["status"] for v, r in variants.items()} == {"eager": "ok", "close": "ok", "sliding_tile": "ok"}
+    assert {v: r["status"] for v, r in variants.items()} == {
+        "eager": "ok",
+        "close": "ok",
+        "sliding_tile": "ok",
+        "int8_attention": "ok",
+        "fp8_attention": "ok",
+    }
     assert variants["sliding_tile"]["psnr_db"] > 30
+    assert variants["int8_attention"]["psnr_db"] > 25 and variants["fp8_attention"]["psnr_db"] > 25
 
 
 def test_window_is_three_integers() -> None:

@@ -18,6 +18,9 @@ CPU; the median and p20 / p80 of ``--reps`` calls after ``--warmup`` calls) for 
   so these two run last (after them the model stays quantized). torchao is a benchmark-only dependency.
 - ``close_no_attention``: ``optimize(model, quality="close", attention=False)``: every site but attention;
   its step over ``close``'s is what the attention mount alone gains.
+- ``sliding_tile`` (Wan), ``int8_attention``, ``fp8_attention``: close mode with ``attention=
+  "sliding_tile"`` (``--window``), ``"int8"`` or ``"fp8"`` (``quantized_attention``); the timed calls are
+  past the dense steps (none by default); compare with ``close``.
 
 ``eager``, ``close`` and ``close_no_attention`` on a GPU also record ``attention_share``: the share of
 the step's GPU kernel time spent in attention kernels (one profiled call; kernels named like SDPA's,
@@ -112,6 +115,8 @@ VARIANTS = (
     "torchao_fp8",
     "compile_torchao_fp8",
     "sliding_tile",
+    "int8_attention",
+    "fp8_attention",
 )
 DEFAULT_VARIANTS = ("eager", "exact", "close", "compile", "compile_exact")
 _T0 = time.perf_counter()
@@ -274,6 +279,17 @@ def run_sliding_tile(b: Bench) -> dict[str, Any]:
     return _mounted(b, "close", attention="sliding_tile", window=b.window)
 
 
+def run_int8_attention(b: Bench) -> dict[str, Any]:
+    """Close mode with every mounted attention as ``quantized_attention`` (int8 q and k); compare with
+    ``close`` (the same mount, dense attention)."""
+    return _mounted(b, "close", attention="int8")
+
+
+def run_fp8_attention(b: Bench) -> dict[str, Any]:
+    """Close mode with every mounted attention as ``quantized_attention(qk="fp8", pv="fp8")``."""
+    return _mounted(b, "close", attention="fp8")
+
+
 def run_torchao_fp8(b: Bench) -> dict[str, Any]:
     info = torchao_fp8(b.model)
     timing, out = measure(b.model, b.kw, b.device, b.reps, b.warmup)
@@ -344,6 +360,8 @@ RUNNERS: dict[str, Callable[[Bench], dict[str, Any]]] = {
     "torchao_fp8": run_torchao_fp8,
     "compile_torchao_fp8": run_compile_torchao_fp8,
     "sliding_tile": run_sliding_tile,
+    "int8_attention": run_int8_attention,
+    "fp8_attention": run_fp8_attention,
 }
 
 

@@ -4,11 +4,10 @@ not; the report names the density; refusals; unmount removes the step hook."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import tiny_models
 import torch
+from test_sites import psnr
 
 import sgl_diffusion_sites as sites
 
@@ -22,40 +21,37 @@ def _wan():
     return model, kw
 
 
-def _run(model, kw, t):
+def run_at(model, kw, t):
+    """One forward at timestep ``t`` (a new value is a new denoising step for the step-counting policies)."""
     with torch.no_grad():
         return model(**dict(kw, timestep=torch.tensor([t])))[0]
 
 
-def _policy(model):
-    return next(m.processor._sgl_tile for m in model.modules()
-                if getattr(getattr(m, "processor", None), "_sgl_tile", None) is not None)
+def policy_of(model, attr="_sgl_tile"):
+    """The attention policy a mounted processor of ``model`` holds under ``attr``."""
+    return next(getattr(m.processor, attr) for m in model.modules()
+                if getattr(getattr(m, "processor", None), attr, None) is not None)
 
-
-def _psnr(x, ref):
-    x, ref = x.double(), ref.double()
-    mse = (x - ref).pow(2).mean().item()
-    return math.inf if mse == 0 else 10 * math.log10((ref.max() - ref.min()).item() ** 2 / mse)
 
 
 def test_dense_steps_then_sparse():
     model, kw = _wan()
     sites.optimize(model, quality="close")
-    dense = [_run(model, kw, t) for t in (900, 600)]
+    dense = [run_at(model, kw, t) for t in (900, 600)]
     sites.unmount(model)
     report = sites.optimize(model, quality="close", attention="sliding_tile",
                             window=(1, 1, 1), dense_steps=1)
     (site,) = [s for s in report.sites if s.kind == "attention" and s.mounted and s.path.endswith("attn1")]
     assert site.ops == ("attention.block_sparse_attention", "attention.attention")
-    first = _run(model, kw, 900)
-    again = _run(model, kw, 900)  # the same timestep (a guidance pair): still step 0, dense
-    policy = _policy(model)
+    first = run_at(model, kw, 900)
+    again = run_at(model, kw, 900)  # the same timestep (a guidance pair): still step 0, dense
+    policy = policy_of(model)
     assert policy.grid == (4, 8, 8) and policy.step == 0 and policy.sparse_calls == 0
     assert torch.equal(first, dense[0]) and torch.equal(again, dense[0])
-    sparse = _run(model, kw, 600)
+    sparse = run_at(model, kw, 600)
     assert policy.step == 1 and policy.sparse_calls == 1
     assert len(policy._usable) == 1  # the kernel's verdict, once per signature
-    _run(model, kw, 300)
+    run_at(model, kw, 300)
     assert policy.sparse_calls == 2 and len(policy._usable) == 1
     assert not torch.equal(sparse, dense[1])  # each tile saw only itself
     assert any("25.0% of the key blocks" in n for n in report.notes)
@@ -66,24 +62,24 @@ def test_dense_steps_then_sparse():
 def test_window_over_every_tile_is_dense_attention():
     model, kw = _wan()
     sites.optimize(model, quality="close")
-    dense = _run(model, kw, 600)
+    dense = run_at(model, kw, 600)
     sites.unmount(model)
     report = sites.optimize(model, quality="close", attention="sliding_tile",
                             window=(1, 2, 2))
-    out = _run(model, kw, 600)
-    assert _policy(model).sparse_calls == 1 and any("100.0% of the key blocks" in n for n in report.notes)
-    assert _psnr(out, dense) > 40
+    out = run_at(model, kw, 600)
+    assert policy_of(model).sparse_calls == 1 and any("100.0% of the key blocks" in n for n in report.notes)
+    assert psnr(out, dense) > 40
     sites.unmount(model)
 
 
 def test_dense_layers_keep_dense_attention():
     model, kw = _wan()
     sites.optimize(model, quality="close")
-    dense = _run(model, kw, 600)
+    dense = run_at(model, kw, 600)
     sites.unmount(model)
     report = sites.optimize(model, quality="close", attention="sliding_tile", window=(1, 1, 1), dense_layers=(0,))
     assert all(getattr(m.processor, "_sgl_tile", None) is None for m in model.modules() if hasattr(m, "processor"))
-    assert torch.equal(_run(model, kw, 600), dense)  # the tiny Wan's one block is dense
+    assert torch.equal(run_at(model, kw, 600), dense)  # the tiny Wan's one block is dense
     assert any("blocks [0] keep dense attention" in n for n in report.notes)
     sites.unmount(model)
     report = sites.optimize(model, quality="close", attention="sliding_tile", window=(1, 1, 1), dense_layers=(-1,))

@@ -18,11 +18,13 @@ import torch
 from sgl_diffusion_core import BitExactFusionGate
 
 from . import processors as P
+from . import quantized as Q
 from . import sliding_tile as ST
 from . import wrappers as W
 from .fp8 import distance, fp8_targets, mount_fp8_linears, output_tensor
 from .kernels import UNDER_COMPILE, Kernels, compile_ops
 from .report import MountReport, Site
+from .steps import HookMount, layer_of
 
 SUPPORTED_MODELS = (
     "FluxTransformer2DModel",
@@ -150,7 +152,10 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         ``"sliding_tile"`` (Wan): the video self-attention is block-sparse over 3-D ``tile``s, each query
         tile seeing the ``window`` (tiles per axis) around it, after ``dense_steps`` dense denoising
         steps, except in the blocks ``dense_layers`` lists (``sgl_diffusion_sites.sliding_tile``); the
-        notes give the map's density.
+        notes give the map's density. ``"int8"`` / ``"fp8"`` (every supported model): the mounted
+        attention runs ``quantized_attention`` (int8 q and k; or e4m3 q, k, p and v) after
+        ``dense_steps`` dense denoising steps, except in the blocks ``dense_layers`` lists
+        (``sgl_diffusion_sites.quantized``); measure its distance with :func:`measure_quality`.
 
     Returns a :class:`MountReport` listing every site considered. Never raises for a model
     it does not know: the report says nothing was mounted and why. A model already mounted is
@@ -178,15 +183,15 @@ def optimize(model: torch.nn.Module, *, quality: str = "exact", verify: bool = T
         unmount(model)
         report.notes.append("the model was already mounted: unmounted first")
 
-    tiles = _tile_policy(model, report, attention, tile, window, dense_steps, dense_layers)
-    if tiles is False:
+    policy = _attention_policy(model, report, attention, tile, window, dense_steps, dense_layers)
+    if policy is False:
         return report
     kernels = Kernels(quality, backend, under_compile)
     report.op_calls = kernels.counts
     mounts: list[Any] = []  # _Mount and fp8.Fp8Mount records, restored in reverse order
     compiled: list[str] = []  # replaced modules that had been compiled
     try:
-        _mount_all(model, report, kernels, verify, bool(attention), mounts, compiled, tiles)
+        _mount_all(model, report, kernels, verify, bool(attention), mounts, compiled, policy)
     except Exception as exc:  # mounting never raises: undo what was mounted and report why
         _undo(mounts, report, exc)
         return report
@@ -207,36 +212,40 @@ def _undo(mounts: list[Any], report: MountReport, exc: Exception) -> None:
     warnings.warn(f"sgl_diffusion_sites.optimize({report.model}): {report.notes[-1]}", RuntimeWarning, stacklevel=3)
 
 
-def _tile_policy(model: torch.nn.Module, report: MountReport, attention: object, tile: object, window: object,
-                 dense_steps: object, dense_layers: object = ()) -> ST.SlidingTile | None | bool:
-    """The sliding-tile policy of ``attention="sliding_tile"`` (None: dense attention, with a note where
-    it was asked for), or False when the arguments are wrong (the note says why; nothing is mounted)."""
-    if isinstance(attention, str) and attention != "sliding_tile":
-        report.notes.append(f"attention={attention!r} is not True, False or 'sliding_tile': nothing mounted")
+def _attention_policy(model: torch.nn.Module, report: MountReport, attention: object, tile: object, window: object,
+                      dense_steps: object, dense_layers: object = ()) -> ST.SlidingTile | Q.Quantized | None | bool:
+    """The attention policy of ``attention="sliding_tile"``, ``"int8"`` or ``"fp8"`` (None: dense attention, with
+    a note where one was asked for), or False when the arguments are wrong (the note says why; nothing is
+    mounted)."""
+    if isinstance(attention, str) and attention not in ("sliding_tile", *Q.FORMATS):
+        report.notes.append(f"attention={attention!r} is not True, False, 'sliding_tile', 'int8' or 'fp8': "
+                            "nothing mounted")
         return False
-    if attention != "sliding_tile":
+    if not isinstance(attention, str):
         return None
     if report.quality == "exact":
-        report.notes.append("attention='sliding_tile' needs quality='close' or 'fp8' (exact mode keeps the model's "
+        report.notes.append(f"attention={attention!r} needs quality='close' or 'fp8' (exact mode keeps the model's "
                             "attention)")
         return None
     try:
-        tiles = ST.policy_for(model, tile, window, dense_steps, dense_layers, report.notes)
+        if attention in Q.FORMATS:
+            return Q.policy_for(attention, dense_steps, dense_layers, report.notes)
+        policy = ST.policy_for(model, tile, window, dense_steps, dense_layers, report.notes)
     except ValueError as exc:
         report.notes.append(f"{exc}: nothing mounted")
         return False
-    if isinstance(tiles, str):
-        report.notes.append(tiles)
+    if isinstance(policy, str):
+        report.notes.append(policy)
         return None
-    return tiles
+    return policy
 
 
 def _mount_all(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool, attention: bool,
-               mounts: list[Any], compiled: list[str], tiles: ST.SlidingTile | None = None) -> None:
+               mounts: list[Any], compiled: list[str], policy: ST.SlidingTile | Q.Quantized | None = None) -> None:
     """Every site of the model, in mounting order (FP8 linears first: a GELU projection becomes one FP8
     linear, not a close-kernel site)."""
-    if tiles is not None:  # the step and grid hook first: unmount removes it last
-        hook = ST.HookMount(model, tiles)
+    if policy is not None:  # the step (and grid) hook first: unmount removes it last
+        hook = HookMount(model, policy)
         hook.apply()
         mounts.append(hook)
     if report.quality == "fp8":
@@ -246,7 +255,7 @@ def _mount_all(model: torch.nn.Module, report: MountReport, kernels: Kernels, ve
     found = [(p, m) for p, m in model.named_modules() if p and _rule_for(m) is not None]
     for path, m in found:
         _mount_site(model, path, m, report, kernels, verify, mounts, compiled)
-    _mount_processors(model, report, kernels, verify, mounts, attention, tiles)
+    _mount_processors(model, report, kernels, verify, mounts, attention, policy)
 
 
 def _compiled_notes(model: torch.nn.Module, report: MountReport, compiled: list[str]) -> None:
@@ -364,7 +373,8 @@ _PROCESSORS: dict[str, type] = {
 
 
 def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kernels, verify: bool,
-                      mounts: list[_Mount], attention: bool, tiles: ST.SlidingTile | None = None) -> None:
+                      mounts: list[_Mount], attention: bool, policy: ST.SlidingTile | Q.Quantized | None = None
+                      ) -> None:
     """Attention processors with a QK-norm: each wrapper's ``plan`` says what it fuses there (RoPE, QK-norm
     + RoPE, QK-norm, the joint text + image concatenation) or why the processor stays eager; after each
     processor's site, its ``"attention"`` site (:func:`_attention_site`)."""
@@ -397,10 +407,13 @@ def _mount_processors(model: torch.nn.Module, report: MountReport, kernels: Kern
         attn_site = _attention_site(path, m, proc, why, kernels)
         report.sites.append(attn_site)
         mounted = cls(proc, site, kernels, attention=attn_site if attn_site.mounted else None)
-        if (tiles is not None and attn_site.mounted and cls is P.MountedWanAttnProcessor
-                and ST.layer_of(path) not in tiles.dense_layers):
-            mounted._sgl_tile = tiles
-            attn_site.ops = ("attention.block_sparse_attention", "attention.attention")
+        if policy is not None and attn_site.mounted and layer_of(path) not in policy.dense_layers:
+            if isinstance(policy, Q.Quantized):
+                mounted._sgl_q8 = policy
+                attn_site.ops = ("attention.quantized_attention", "attention.attention")
+            elif cls is P.MountedWanAttnProcessor:
+                mounted._sgl_tile = policy
+                attn_site.ops = ("attention.block_sparse_attention", "attention.attention")
             attn_site.compile_ops = compile_ops(attn_site.ops, kernels.under_compile)
         m.set_processor(mounted)
         mounts.append(_Mount(m, "processor", proc, mounted))

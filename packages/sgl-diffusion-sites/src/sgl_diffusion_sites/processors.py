@@ -63,6 +63,7 @@ class MountedFluxAttnProcessor:
         self._parallel_config = getattr(original, "_parallel_config", None)
         self._sgl_usp: UspRoute | None = None  # set by parallelize()
         self._sgl_tile: Any = None  # a sliding_tile.SlidingTile (attention="sliding_tile"), else None
+        self._sgl_q8: Any = None  # a quantized.Quantized (attention="int8" / "fp8"), else None
 
     def _attend(self, query, key, value, mask, dispatch, *, kv_mask=_SAME, offset: int = 0, text: int = 0,
                 text_first: bool = False):
@@ -90,6 +91,10 @@ class MountedFluxAttnProcessor:
         if kv_lens is False:  # not a key-padding prefix (or not readable here): the masked attention
             k.count_eager("attention.attention")
             return dispatch()
+        if self._sgl_q8 is not None:
+            out = self._sgl_q8.attend(query, key, value, kv_lens)
+            if out is not None:
+                return out
         out = k.attention(query, key, value, kv_lens)
         return dispatch() if out is None else out
 

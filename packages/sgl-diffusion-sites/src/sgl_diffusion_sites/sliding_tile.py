@@ -8,8 +8,8 @@ and scatters the output back to the model's order. The first ``dense_steps`` den
 attention (the peers found the first steps need it), and so do the blocks ``dense_layers`` names. A
 forward pre-hook on the model reads the latent grid (the input's ``(F, H, W)`` over the patch size)
 and counts steps by the timestep's value (a new value is a new step; a classifier-free-guidance pair
-of calls at one timestep is one step). The map and the permutation are built once per grid and
-device; the report's notes give the map's density.
+of calls at one timestep is one step: ``steps``). The map and the permutation are built once per grid
+and device; the report's notes give the map's density.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import torch
 import sgl_diffusion_attention as _attention
 from sgl_diffusion_core import tensor_sig
 
+from .steps import StepClock, check_dense_args
+
 MODELS = ("WanTransformer3DModel",)
 
 
@@ -33,7 +35,7 @@ def check_window(value: object, name: str) -> tuple[int, int, int]:
 
 
 @dataclass
-class SlidingTile:
+class SlidingTile(StepClock):
     """The policy and the per-run state of one mounted model's sliding-tile attention."""
 
     tile: tuple[int, int, int]
@@ -53,13 +55,9 @@ class SlidingTile:
     def pre_hook(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         """The model's forward pre-hook: the latent grid and the step of this call."""
         x = kwargs.get("hidden_states", args[0] if args else None)
-        t = kwargs.get("timestep", args[1] if len(args) > 1 else None)
         if isinstance(x, torch.Tensor) and x.dim() == 5:
             self.grid = tuple(n // p for n, p in zip(x.shape[2:], self.patch))
-        value = float(t.flatten()[0]) if isinstance(t, torch.Tensor) and t.numel() else None
-        if value is None or value != self._timestep:
-            self.step += 1
-            self._timestep = value
+        self.count_step(args, kwargs)
 
     @property
     def dense(self) -> bool:
@@ -99,31 +97,6 @@ class SlidingTile:
         return plan
 
 
-@dataclass
-class HookMount:
-    """The model's forward pre-hook as a mount record (``restore`` removes it, ``apply`` puts it back)."""
-
-    model: torch.nn.Module
-    policy: SlidingTile
-    handle: Any = None
-
-    def apply(self) -> None:
-        self.handle = self.model.register_forward_pre_hook(self.policy.pre_hook, with_kwargs=True)
-
-    def restore(self) -> None:
-        if self.handle is not None:
-            self.handle.remove()
-            self.handle = None
-
-
-def layer_of(path: str) -> int | None:
-    """The block index of a module path (``blocks.3.attn1`` -> 3), None outside the numbered blocks."""
-    for part in path.split("."):
-        if part.isdigit():
-            return int(part)
-    return None
-
-
 def policy_for(model: torch.nn.Module, tile: object, window: object, dense_steps: object, dense_layers: object,
                notes: list[str]) -> SlidingTile | str:
     """The policy of ``attention="sliding_tile"`` on this model, or why it is not mounted."""
@@ -133,11 +106,7 @@ def policy_for(model: torch.nn.Module, tile: object, window: object, dense_steps
                 f"text); {name}'s attention is mounted dense")
     if window is None:
         raise ValueError("attention='sliding_tile' needs window=(wt, wh, ww), in tiles per axis")
-    if isinstance(dense_steps, bool) or not isinstance(dense_steps, int) or dense_steps < 0:
-        raise ValueError(f"dense_steps must be a non-negative int, got {dense_steps!r}")
-    if (not isinstance(dense_layers, (tuple, list, set, frozenset))
-            or any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in dense_layers)):
-        raise ValueError(f"dense_layers must be block indices (non-negative ints), got {dense_layers!r}")
+    check_dense_args(dense_steps, dense_layers)
     patch = getattr(getattr(model, "config", None), "patch_size", None) or (1, 1, 1)
     if dense_layers:
         notes.append(f"sliding_tile: blocks {sorted(dense_layers)} keep dense attention")
