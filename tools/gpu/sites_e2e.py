@@ -71,6 +71,7 @@ of the script on the GPU. Tiny timings measure Python overhead, not the kernels.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import sys
 import time
@@ -257,37 +258,21 @@ def _mounted(b: Bench, quality: str, attention: bool | str = True, **extra: Any)
     return rec
 
 
-def run_exact(b: Bench) -> dict[str, Any]:
-    return _mounted(b, "exact")
-
-
-def run_close(b: Bench) -> dict[str, Any]:
-    return _mounted(b, "close")
-
-
-def run_close_no_attention(b: Bench) -> dict[str, Any]:
-    return _mounted(b, "close", attention=False)
-
-
-def run_fp8(b: Bench) -> dict[str, Any]:
-    return _mounted(b, "fp8")
+# variants that are one mount of the model: name -> (quality, optimize's other arguments)
+MOUNTED = {
+    "exact": ("exact", {}),
+    "close": ("close", {}),
+    "close_no_attention": ("close", {"attention": False}),
+    "fp8": ("fp8", {}),
+    "int8_attention": ("close", {"attention": "int8"}),  # every mounted attention as quantized_attention
+    "fp8_attention": ("close", {"attention": "fp8"}),  # ... with qk="fp8", pv="fp8"
+}
 
 
 def run_sliding_tile(b: Bench) -> dict[str, Any]:
     """Close mode with Wan's video self-attention block-sparse (4 x 4 x 4 tiles, ``--window``), the timed
     step past the dense steps; compare with ``close`` (the same mount, dense attention)."""
     return _mounted(b, "close", attention="sliding_tile", window=b.window)
-
-
-def run_int8_attention(b: Bench) -> dict[str, Any]:
-    """Close mode with every mounted attention as ``quantized_attention`` (int8 q and k); compare with
-    ``close`` (the same mount, dense attention)."""
-    return _mounted(b, "close", attention="int8")
-
-
-def run_fp8_attention(b: Bench) -> dict[str, Any]:
-    """Close mode with every mounted attention as ``quantized_attention(qk="fp8", pv="fp8")``."""
-    return _mounted(b, "close", attention="fp8")
 
 
 def run_torchao_fp8(b: Bench) -> dict[str, Any]:
@@ -349,19 +334,14 @@ def run_compile_fp8(b: Bench) -> dict[str, Any]:
 
 RUNNERS: dict[str, Callable[[Bench], dict[str, Any]]] = {
     "eager": run_eager,
-    "exact": run_exact,
-    "close": run_close,
-    "close_no_attention": run_close_no_attention,
+    **{v: functools.partial(lambda b, q, kw: _mounted(b, q, **kw), q=q, kw=kw) for v, (q, kw) in MOUNTED.items()},
     "compile": run_compile,
     "compile_exact": run_compile_exact,
     "compile_close": run_compile_close,
-    "fp8": run_fp8,
     "compile_fp8": run_compile_fp8,
     "torchao_fp8": run_torchao_fp8,
     "compile_torchao_fp8": run_compile_torchao_fp8,
     "sliding_tile": run_sliding_tile,
-    "int8_attention": run_int8_attention,
-    "fp8_attention": run_fp8_attention,
 }
 
 
