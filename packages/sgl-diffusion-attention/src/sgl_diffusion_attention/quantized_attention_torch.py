@@ -46,13 +46,24 @@ def _rows(x: torch.Tensor, fmt: str) -> tuple[torch.Tensor, torch.Tensor]:
     return codes.contiguous(), scale.contiguous()
 
 
+_MEAN_CHUNK = 8192  # keys per masked partial sum of key_mean (a temporary of this many keys in k's dtype)
+
+
 def key_mean(k: torch.Tensor, kv_lens: torch.Tensor | None) -> torch.Tensor:
-    """fp32 ``[B, 1, Hk, Dh]``: the mean of each sample's valid keys (all keys without ``kv_lens``)."""
-    kf = k.float()
+    """fp32 ``[B, 1, Hk, Dh]``: the mean of each sample's valid keys (all keys without ``kv_lens``), summed in
+    fp32 by the reductions themselves, without an fp32 copy of k (with ``kv_lens``: masked partial sums of
+    8192 keys at a time)."""
+    S = k.shape[1]
     if kv_lens is None:
-        return kf.mean(dim=1, keepdim=True)
-    valid = torch.arange(k.shape[1], device=k.device)[None, :] < kv_lens.to(k.device)[:, None]
-    total = (kf * valid[:, :, None, None]).sum(dim=1, keepdim=True)
+        return k.sum(dim=1, keepdim=True, dtype=torch.float32) / max(S, 1)
+    valid = torch.arange(S, device=k.device)[None, :] < kv_lens.to(k.device)[:, None]
+    total = None
+    for s0 in range(0, S, _MEAN_CHUNK):
+        part = (k[:, s0:s0 + _MEAN_CHUNK] * valid[:, s0:s0 + _MEAN_CHUNK, None, None]).sum(
+            dim=1, keepdim=True, dtype=torch.float32)
+        total = part if total is None else total + part
+    if total is None:  # no keys
+        total = torch.zeros((k.shape[0], 1, *k.shape[2:]), dtype=torch.float32, device=k.device)
     return total / kv_lens.to(torch.float32).clamp_min(1)[:, None, None, None]
 
 
