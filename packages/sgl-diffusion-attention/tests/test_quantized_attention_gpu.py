@@ -24,18 +24,23 @@ SHAPES = {"flux": (4608, 24, 0), "wan-720p": (75600, 40, 0), "hunyuan-720p": (11
 ROWS = 1024  # queries checked against the definition
 
 
+def _inputs(name, seed):
+    """q, k, v (k with outlier channels, as real models have) and kv_lens of one production shape."""
+    S, H, pad = SHAPES[name]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(1, S, H, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = (torch.randn(1, S, H, 128, device="cuda", generator=g)
+         + 4 * torch.randn(1, 1, H, 128, device="cuda", generator=g)).to(torch.bfloat16)
+    v = torch.randn(1, S, H, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+    return q, k, v, torch.tensor([S - pad], dtype=torch.int32, device="cuda") if pad else None
+
+
 @pytest.mark.parametrize("qk", ["int8", "fp8"])
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_production_shapes(name, qk):
     if qk == "fp8" and device_fp8_dtype("cuda") != torch.float8_e4m3fn:
         pytest.skip("e4m3 dot products need NVIDIA sm_89+ or AMD gfx950")
-    S, H, pad = SHAPES[name]
-    g = torch.Generator(device="cuda").manual_seed(0)
-    q = torch.randn(1, S, H, 128, device="cuda", dtype=torch.bfloat16, generator=g)
-    k = (torch.randn(1, S, H, 128, device="cuda", generator=g)
-         + 4 * torch.randn(1, 1, H, 128, device="cuda", generator=g)).to(torch.bfloat16)
-    v = torch.randn(1, S, H, 128, device="cuda", dtype=torch.bfloat16, generator=g)
-    kv_lens = torch.tensor([S - pad], dtype=torch.int32, device="cuda") if pad else None
+    q, k, v, kv_lens = _inputs(name, seed=0)
     out, lse = attn.quantized_attention(q, k, v, kv_lens=kv_lens, qk=qk, return_lse=True)
     ref, ref_lse = attn.quantized_attention_reference(q[:, :ROWS], k, v, kv_lens=kv_lens, qk=qk, return_lse=True)
     atol, rtol = CLOSE.tolerance(torch.bfloat16)
@@ -53,14 +58,8 @@ def test_fp8_pv_production_shapes(name, qk):
     to full-precision attention is reported (the issue's bound is checked by the benchmark's record)."""
     if device_fp8_dtype("cuda") != torch.float8_e4m3fn:
         pytest.skip("e4m3 dot products need NVIDIA sm_89+ or AMD gfx950")
-    S, H, pad = SHAPES[name]
     rows = 256  # the definition's fp32 scores, p and codes of 256 queries: about 12 GB at HunyuanVideo 720p
-    g = torch.Generator(device="cuda").manual_seed(1)
-    q = torch.randn(1, S, H, 128, device="cuda", dtype=torch.bfloat16, generator=g)
-    k = (torch.randn(1, S, H, 128, device="cuda", generator=g)
-         + 4 * torch.randn(1, 1, H, 128, device="cuda", generator=g)).to(torch.bfloat16)
-    v = torch.randn(1, S, H, 128, device="cuda", dtype=torch.bfloat16, generator=g)
-    kv_lens = torch.tensor([S - pad], dtype=torch.int32, device="cuda") if pad else None
+    q, k, v, kv_lens = _inputs(name, seed=1)
     out = attn.quantized_attention(q, k, v, kv_lens=kv_lens, qk=qk, pv="fp8")
     ref = attn.quantized_attention_reference(q[:, :rows], k, v, kv_lens=kv_lens, qk=qk, pv="fp8")
     atol, rtol = CLOSE.tolerance(torch.bfloat16)
