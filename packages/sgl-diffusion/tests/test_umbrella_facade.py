@@ -27,6 +27,7 @@ CORE_KERNEL_AUTHOR_ONLY = {
     "Backend",
     "op_id_of",
     "Chooser",
+    "RuleChooser",
     "eligible",
     "warp_size",
     "WARP_SIZE",
