@@ -77,13 +77,19 @@ def quantize_qk(q: torch.Tensor, k: torch.Tensor, kv_lens: torch.Tensor | None, 
     return q8, qs, k8, ks
 
 
+def channel_scales(v: torch.Tensor) -> torch.Tensor:
+    """v's e4m3 scales of ``pv="fp8"``, fp32 ``[B, Hk, Dh]``: ``max(amax, 1e-12) / 448`` per (sample, head,
+    channel) over its ``Sk`` keys (IEEE division), from two reductions in v's dtype (no fp32 copy of v)."""
+    amax = torch.maximum(v.amax(dim=1), v.amin(dim=1).neg()).float()
+    return (amax.clamp_min(1e-12) / 448.0).contiguous()
+
+
 def quantize_v(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(codes, scale)``: v in e4m3 per (sample, head, channel) over its ``Sk`` keys; codes shaped like v
-    (contiguous), fp32 scales ``[B, Hk, Dh]`` (``max(amax, 1e-12) / 448``, IEEE division)."""
-    vf = v.float()
-    scale = vf.abs().amax(dim=1).clamp_min(1e-12) / vf.new_full((), 448.0)  # [B, Hk, Dh]
-    codes = (vf / scale[:, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-    return codes.contiguous(), scale.contiguous()
+    """``(codes, scale)``: v in e4m3 per (sample, head, channel) with :func:`channel_scales`; codes shaped like
+    v (contiguous), saturated to ``+-448``, ties to even."""
+    scale = channel_scales(v)
+    codes = (v.float() / scale[:, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    return codes.contiguous(), scale
 
 
 def fp8_pv(s: torch.Tensor, v8: torch.Tensor, vs: torch.Tensor, group: int) -> torch.Tensor:

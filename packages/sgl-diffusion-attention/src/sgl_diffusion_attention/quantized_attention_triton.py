@@ -21,7 +21,7 @@ import triton.language as tl
 from sgl_diffusion_core import PreparedLaunch, device_arch, tensor_platform, triton_math
 
 from ._attention_triton import LOG2E, RULE_SM8X, AttnConfig, config_for, softmax_pv
-from .quantized_attention_torch import key_mean
+from .quantized_attention_torch import channel_scales, key_mean
 
 # values each program of the quantization pre-pass handles (2048 // Dh rows): 16 bytes of bf16 per thread at
 # 4 warps of 32 (CUDA) or 64 (ROCm) lanes, so that every load is 128 bits wide
@@ -101,13 +101,6 @@ def quantize_rows_launch(x: torch.Tensor, qk: str, smooth: bool, per_channel: bo
         return codes, scales
 
     return run
-
-
-def channel_scales(v: torch.Tensor) -> torch.Tensor:
-    """v's e4m3 scales of ``pv="fp8"``, fp32 ``[B, Hk, Dh]``: ``max(amax, 1e-12) / 448`` per (sample, head,
-    channel) over its keys (``quantize_v``), from two reductions in v's dtype (no fp32 copy of v)."""
-    amax = torch.maximum(v.amax(dim=1), v.amin(dim=1).neg()).float()
-    return (amax.clamp_min(1e-12) / 448.0).contiguous()
 
 
 @triton.jit
