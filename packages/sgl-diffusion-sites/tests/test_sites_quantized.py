@@ -37,7 +37,9 @@ def test_dense_steps_then_quantized(name, attention):
     assert policy.step == 1 and policy.quantized_calls == len(mounted)
     assert not torch.equal(out, dense[1]) and psnr(out, dense[1]) > 25
     run_at(model, kw, 300)
-    assert len(policy._usable) <= 2  # the op's verdict once per signature (FLUX: joint and single blocks)
+    kernels = policy_of(model, "_sgl_k")
+    asked = [key for key in kernels._verdicts if key[0] == "attention.quantized_attention"]
+    assert 1 <= len(asked) <= 2  # the op's verdict once per call signature (FLUX: joint and single blocks)
     assert sites.unmount(model)
     assert not model._forward_pre_hooks
 

@@ -77,7 +77,7 @@ def _call_key(op: str, args: tuple, kwargs: dict) -> tuple | None:
     strides, dtype, device) and which earlier tensor argument it starts at the same address as (the
     ops refuse in-place calls on shared memory), the other arguments as they are. None for an index
     tensor on the CPU (the ops check its values, such as ``kv_lens``); an unhashable argument makes
-    the key unhashable (:meth:`Kernels._usable` asks ``can_use`` then)."""
+    the key unhashable (:meth:`Kernels.usable` asks ``can_use`` then)."""
     parts: list = [op]
     ptrs: list[int] = []
     for name, a in (*enumerate(args), *kwargs.items()):
@@ -117,7 +117,7 @@ class Kernels:
         # can_use verdicts per call signature (:func:`_call_key`): validation runs once per signature
         self._verdicts: dict[tuple, bool] = {}
 
-    def _usable(self, op: str, can_use, args: tuple, kwargs: dict) -> bool:
+    def usable(self, op: str, can_use, args: tuple, kwargs: dict) -> bool:
         """``can_use(*args, **kwargs)``, asked once per call signature (:func:`_call_key`) of this mount."""
         key = _call_key(op, args, kwargs)
         try:
@@ -146,7 +146,7 @@ class Kernels:
               **kwargs) -> bool:
         """Whether this call of ``op`` runs its kernel (else its eager chain).
 
-        Eager mode: ``can_use(*args, **kwargs, backend=, exact=)`` once per call signature (:meth:`_usable`),
+        Eager mode: ``can_use(*args, **kwargs, backend=, exact=)`` once per call signature (:meth:`usable`),
         counted in ``counts``. While
         ``torch.compile`` traces: False for an op the policy traces eagerly, else whether every tensor
         argument has a contiguous last dim (:func:`_last_dims_contiguous`), so such an input (a
@@ -157,7 +157,7 @@ class Kernels:
             return bool(compile_ops((op,), self.under_compile)) and _last_dims_contiguous(args)
         if exact is not None:
             kwargs["exact"] = exact
-        ok = self._usable(op, can_use, args, {**kwargs, "backend": backend})
+        ok = self.usable(op, can_use, args, {**kwargs, "backend": backend})
         self.counts.setdefault(op, [0, 0])[0 if ok else 1] += 1
         return ok
 
@@ -308,7 +308,7 @@ class Kernels:
             return attn.attention(q, k, v, kv_lens=kv_lens)
         for backend in dict.fromkeys((self.backend, None)):
             try:
-                ok = self._usable(op, attn.can_use_attention, (q, k, v), {"kv_lens": kv_lens, "backend": backend})
+                ok = self.usable(op, attn.can_use_attention, (q, k, v), {"kv_lens": kv_lens, "backend": backend})
             except Exception:  # a backend name the op does not have
                 ok = False
             if ok:

@@ -92,7 +92,7 @@ class MountedFluxAttnProcessor:
             k.count_eager("attention.attention")
             return dispatch()
         if self._sgl_q8 is not None:
-            out = self._sgl_q8.attend(query, key, value, kv_lens)
+            out = self._sgl_q8.attend(query, key, value, kv_lens, k)
             if out is not None:
                 return out
         out = k.attention(query, key, value, kv_lens)

@@ -10,14 +10,16 @@ path runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 import sgl_diffusion_attention as _attention
-from sgl_diffusion_core import tensor_sig
 
+from .kernels import Kernels
 from .steps import StepClock, check_dense_args
+
+OP = "attention.quantized_attention"
 
 # attention= -> (qk, pv) of quantized_attention
 FORMATS = {"int8": ("int8", "bf16"), "fp8": ("fp8", "fp8")}
@@ -35,24 +37,20 @@ class Quantized(StepClock):
     quantized_calls: int = 0
     dense_calls: int = 0
     _timestep: float | None = None
-    _usable: dict[tuple, bool] = field(default_factory=dict)  # can_use_quantized_attention per signature
 
     def pre_hook(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         """The model's forward pre-hook: the step of this call."""
         self.count_step(args, kwargs)
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               kv_lens: torch.Tensor | None) -> torch.Tensor | None:
-        """8-bit attention of ``[B, S, H, Dh]`` q, k, v, or None where the dense path serves this call."""
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kv_lens: torch.Tensor | None,
+               kernels: Kernels) -> torch.Tensor | None:
+        """8-bit attention of ``[B, S, H, Dh]`` q, k, v, or None where the dense path serves this call (the
+        op's verdict asked once per call signature, as every mounted op's: ``kernels.usable``)."""
         if self.step < self.dense_steps:
             self.dense_calls += 1
             return None
         kw = {"kv_lens": kv_lens, "qk": self.qk, "pv": self.pv}
-        sig = (*map(tensor_sig, (q, k, v, kv_lens)),)
-        usable = self._usable.get(sig)
-        if usable is None:
-            usable = self._usable[sig] = _attention.can_use_quantized_attention(q, k, v, **kw)
-        if not usable:
+        if not kernels.usable(OP, _attention.can_use_quantized_attention, (q, k, v), kw):
             self.dense_calls += 1
             return None
         self.quantized_calls += 1
