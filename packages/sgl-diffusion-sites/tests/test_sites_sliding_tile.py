@@ -50,9 +50,11 @@ def test_dense_steps_then_sparse():
     assert torch.equal(first, dense[0]) and torch.equal(again, dense[0])
     sparse = run_at(model, kw, 600)
     assert policy.step == 1 and policy.sparse_calls == 1
-    assert len(policy._usable) == 1  # the kernel's verdict, once per signature
+    kernels = policy_of(model, "_sgl_k")
+    asked = [key for key in kernels._verdicts if key[0] == "attention.block_sparse_attention"]
+    assert len(asked) == 1  # the kernel's verdict, once per call signature
     run_at(model, kw, 300)
-    assert policy.sparse_calls == 2 and len(policy._usable) == 1
+    assert policy.sparse_calls == 2 and [key for key in kernels._verdicts if key[0] == asked[0][0]] == asked
     assert not torch.equal(sparse, dense[1])  # each tile saw only itself
     assert any("25.0% of the key blocks" in n for n in report.notes)
     assert sites.unmount(model)

@@ -20,11 +20,12 @@ from typing import Any
 import torch
 
 import sgl_diffusion_attention as _attention
-from sgl_diffusion_core import tensor_sig
 
+from .kernels import Kernels
 from .steps import StepClock, check_dense_args
 
 MODELS = ("WanTransformer3DModel",)
+OP = "attention.block_sparse_attention"
 
 
 def check_window(value: object, name: str) -> tuple[int, int, int]:
@@ -50,7 +51,6 @@ class SlidingTile(StepClock):
     dense_calls: int = 0
     _timestep: float | None = None
     _plans: dict[tuple, tuple[torch.Tensor, torch.Tensor, Any]] = field(default_factory=dict)
-    _usable: dict[tuple, bool] = field(default_factory=dict)  # can_use_block_sparse_attention per signature
 
     def pre_hook(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         """The model's forward pre-hook: the latent grid and the step of this call."""
@@ -63,21 +63,17 @@ class SlidingTile(StepClock):
     def dense(self) -> bool:
         return self.step < self.dense_steps or self.grid is None
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor | None:
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernels: Kernels) -> torch.Tensor | None:
         """Sliding-tile attention of ``[B, S, H, Dh]`` video self-attention, or None where the dense path
         serves this call (a dense step, a sequence that is not the grid's video tokens, inputs the
-        kernel cannot serve)."""
+        kernel cannot serve: asked once per call signature, as every mounted op's, ``kernels.usable``)."""
         grid = self.grid
         if self.dense or q.shape[1] != grid[0] * grid[1] * grid[2]:
             self.dense_calls += 1
             return None
         order, inverse, block_map = self._plan(grid, q.device)
         qt, kt, vt = q[:, order], k[:, order], v[:, order]
-        sig = (grid, *map(tensor_sig, (qt, kt, vt)))
-        usable = self._usable.get(sig)
-        if usable is None:
-            usable = self._usable[sig] = _attention.can_use_block_sparse_attention(qt, kt, vt, block_map)
-        if not usable:
+        if not kernels.usable(OP, _attention.can_use_block_sparse_attention, (qt, kt, vt, block_map), {}):
             self.dense_calls += 1
             return None
         self.sparse_calls += 1
