@@ -92,9 +92,10 @@ def test_distance_to_full_precision_and_smoothing(device):
         errs[smooth] = attn.attention_error(q, k, v, out)
     assert errs[True].cosine >= 0.999 and errs[True].rel_l1 <= 0.03, errs[True]
     assert errs[True].rel_l1 < errs[False].rel_l1
-    # e4m3 p and v add their rounding: still within cosine 0.998 / relative L1 0.06 here (96 keys)
+    # e4m3 p and v add their rounding (measured here: cosine 0.99934, relative L1 0.0353, above the int8 /
+    # bf16 form's 0.008 and the 0.03)
     fp8 = attn.attention_error(q, k, v, attn.quantized_attention(q, k, v, pv="fp8"))
-    assert fp8.cosine >= 0.998 and fp8.rel_l1 <= 0.06, fp8
+    assert fp8.cosine >= 0.999 and fp8.rel_l1 <= 0.04, fp8
 
 
 def test_refusals_and_selection(device):
