@@ -221,8 +221,9 @@ def test_build_choices_keep_the_bits(op):
 @pytest.mark.parametrize("D", [1536, 2432])
 def test_layer_norm_load_forms_keep_the_bits(D):
     """The exact LayerNorm kernel's statistics loop reads a chunk as four strided slot loads or
-    one vector load split in registers (``VEC``), and drops the masks when every chunk is full
-    (``EVEN``, 1536 = 3 chunks of 512; 2432 has a partial last chunk): the same bits each way."""
+    one vector load split in registers (``VEC``), and drops the masks of the chunks that lie inside
+    the row (``FULL``: 1536 = 3 full chunks of 512; 2432 = 4 full chunks and a partial fifth): the
+    same bits each way."""
     from sgl_diffusion_core import describe
 
     prepare = K.prepare_kernel
@@ -231,9 +232,9 @@ def test_layer_norm_load_forms_keep_the_bits(D):
     w, b = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16), (0.1 * torch.randn(D)).to(torch.bfloat16)
     geom = describe("norm.layer_norm", x, w, b).info["geom"]
     tensors = (x, None, None, w, b)
-    ref = prepare(geom, *tensors, tuning={"VEC": False, "EVEN": False})(*tensors, 1e-6, 1.0)
+    ref = prepare(geom, *tensors, tuning={"VEC": False, "FULL": 0})(*tensors, 1e-6, 1.0)
     for hold in (False, True):  # few rows: held by default; the re-reading path pinned too
-        for tuning in ({}, {"VEC": True}, {"VEC": True, "EVEN": False}):
+        for tuning in ({}, {"VEC": True}, {"VEC": True, "FULL": 0}, {"VEC": True, "FULL": 1}):
             tuning = {**tuning, "HOLD": hold}
             testing.assert_exact(prepare(geom, *tensors, tuning=tuning)(*tensors, 1e-6, 1.0), ref)
 
@@ -312,15 +313,16 @@ def test_layer_norm_kernel_follows_eagers_reduction_order(D, vec, hold):
     testing.assert_exact(got.reshape(3, D), _aten_layer_norm_order(x.reshape(3, D), 1e-6))
 
 
+@pytest.mark.parametrize("D", [1024, 1152])
 @pytest.mark.parametrize("op", ["layer_norm", "ln_modulate"])
-def test_unmasked_full_chunks_keep_the_bits(op):
-    """With every chunk full (``EVEN``) the exact LayerNorm kernel drops its masks (loads, stores,
-    Welford selects): the same bits as the masked build."""
+def test_unmasked_full_chunks_keep_the_bits(op, D):
+    """The exact LayerNorm kernel drops the masks (loads, stores, Welford selects) of the chunks
+    that lie inside the row (``FULL``: every chunk at 1024, two of three at 1152): the same bits
+    as the masked build."""
     from sgl_diffusion_core import describe
 
     prepare = K.prepare_kernel
     torch.manual_seed(5)
-    D = 1024
     x = torch.randn(1, 3, D, dtype=torch.bfloat16)
     mod = (torch.randn(1, 2, D) * 0.5).to(torch.bfloat16)
     w = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16)
@@ -330,7 +332,7 @@ def test_unmasked_full_chunks_keep_the_bits(op):
         args, kw, tensors = (x, w), {}, (x, None, None, w, None)
     geom = describe(f"norm.{op}", *args, **kw).info["geom"]
     for hold in (False, True):
-        ref = prepare(geom, *tensors, tuning={"EVEN": False, "HOLD": hold})(*tensors, 1e-6, 1.0)
+        ref = prepare(geom, *tensors, tuning={"FULL": 0, "HOLD": hold})(*tensors, 1e-6, 1.0)
         testing.assert_exact(prepare(geom, *tensors, tuning={"HOLD": hold})(*tensors, 1e-6, 1.0), ref)
 
 
@@ -527,3 +529,10 @@ def test_tuning_is_checked():
     for bad in (3, -1, 2.0, True):
         with pytest.raises(ValueError, match="MOD_AHEAD"):
             K.prepare_kernel(geom, x, None, None, None, None, tuning={"MOD_AHEAD": bad})
+    xl = torch.randn(1, 4, 1152)  # LayerNorm: 2 of its 3 chunks of 512 lie inside the row
+    lgeom = describe("norm.layer_norm", xl).info["geom"]
+    for bad in (3, -1, True, 1.0):
+        with pytest.raises(ValueError, match="FULL"):
+            K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"FULL": bad})
+    with pytest.raises(ValueError, match="FULL"):  # RMSNorm reads every chunk masked
+        K.prepare_kernel(geom, x, None, None, None, None, tuning={"FULL": 1})

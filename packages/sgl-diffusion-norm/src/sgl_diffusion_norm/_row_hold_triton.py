@@ -96,11 +96,12 @@ def lane_total(acc, R: tl.constexpr, LANES: tl.constexpr, WARP: tl.constexpr):
 
 
 @triton.jit
-def _hold_leaf(rmask, D, K: tl.constexpr, CH: tl.constexpr, LAYER: tl.constexpr, EVEN: tl.constexpr):
-    """Element offsets and mask of chunk ``K``."""
+def _hold_leaf(rmask, D, K: tl.constexpr, CH: tl.constexpr, LAYER: tl.constexpr, FULL: tl.constexpr):
+    """Element offsets and mask of chunk ``K`` (LayerNorm's ``FULL`` leading chunks lie inside the
+    row: an all-true mask the compiler drops)."""
     if LAYER:
         offs = vec_offsets(K, CH // 4)
-        if EVEN:
+        if K < FULL:
             return offs, tl.full([CH // 4, 4], 1, tl.int1)
         else:
             return offs, offs < D
@@ -111,17 +112,17 @@ def _hold_leaf(rmask, D, K: tl.constexpr, CH: tl.constexpr, LAYER: tl.constexpr,
 
 @triton.jit
 def hold_load(x_rows, rmask, D, K0: tl.constexpr, CH: tl.constexpr, N: tl.constexpr, LAYER: tl.constexpr,
-               EVEN: tl.constexpr):
+               FULL: tl.constexpr):
     """Chunks ``K0 .. K0 + N - 1`` (``N`` a power of two), raw, as a join tree."""
     if N == 1:
         if LAYER:
-            return vec_load(x_rows, D, K0, CH // 4, EVEN, "evict_first")
+            return vec_load(x_rows, D, K0, CH // 4, FULL, "evict_first")
         else:
-            offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, EVEN)
+            offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, FULL)
             return tl.load(x_rows + offs, mask=mask, other=0.0, eviction_policy="evict_first")
     else:
-        return tl.join(hold_load(x_rows, rmask, D, K0, CH, N // 2, LAYER, EVEN),
-                       hold_load(x_rows, rmask, D, K0 + N // 2, CH, N // 2, LAYER, EVEN))
+        return tl.join(hold_load(x_rows, rmask, D, K0, CH, N // 2, LAYER, FULL),
+                       hold_load(x_rows, rmask, D, K0 + N // 2, CH, N // 2, LAYER, FULL))
 
 
 @triton.jit
@@ -138,24 +139,24 @@ def hold_squares(acc, t, N: tl.constexpr):
 
 @triton.jit
 def hold_emit(t, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
-               K0: tl.constexpr, CH: tl.constexpr, N: tl.constexpr, LAYER: tl.constexpr, EVEN: tl.constexpr,
+               K0: tl.constexpr, CH: tl.constexpr, N: tl.constexpr, LAYER: tl.constexpr, FULL: tl.constexpr,
                HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
                P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
                T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
                ROUND_OFFSET: tl.constexpr):
     """The output chain of the held chunks ``K0 .. K0 + N - 1``."""
     if N == 1:
-        offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, EVEN)
+        offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, FULL)
         emit(triton_math.widen_bits(t), offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
               0 if LAYER else 1, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
               ROUND_OFFSET)
     else:
         lo, hi = tl.split(t)
         hold_emit(lo, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, K0, CH, N // 2, LAYER,
-                   EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                   FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
                    ROUND_OFFSET)
         hold_emit(hi, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, K0 + N // 2, CH, N // 2,
-                   LAYER, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                   LAYER, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
                    ROUND_OFFSET)
 
 
@@ -185,16 +186,16 @@ def _held_chunk(t1, t2, t3, K: tl.constexpr, HOLD1: tl.constexpr, HOLD2: tl.cons
 
 @triton.jit
 def mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0: tl.constexpr, CH: tl.constexpr, N: tl.constexpr,
-              LAYER: tl.constexpr, EVEN: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr,
+              LAYER: tl.constexpr, FULL: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr,
               HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr):
     """The output chain's operands (:func:`_emit_loads`) of chunks ``K0 .. K0 + N - 1``, four join trees."""
     if N == 1:
-        offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, EVEN)
+        offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, FULL)
         return _emit_loads(offs, mask, W, BIAS, sc_row, sh_row, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS)
     else:
-        a = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0, CH, N // 2, LAYER, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W,
+        a = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0, CH, N // 2, LAYER, FULL, HAS_SCALE, HAS_SHIFT, HAS_W,
                       HAS_BIAS)
-        b = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0 + N // 2, CH, N // 2, LAYER, EVEN, HAS_SCALE, HAS_SHIFT,
+        b = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0 + N // 2, CH, N // 2, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
                       HAS_W, HAS_BIAS)
         return tl.join(a[0], b[0]), tl.join(a[1], b[1]), tl.join(a[2], b[2]), tl.join(a[3], b[3])
 
@@ -202,7 +203,7 @@ def mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0: tl.constexpr, CH: tl.constex
 @triton.jit
 def emit_ahead(t1, t2, t3, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row,
                 scale_offset, CH: tl.constexpr, CHUNKS: tl.constexpr, HOLD1: tl.constexpr, HOLD2: tl.constexpr,
-                HOLD3: tl.constexpr, G: tl.constexpr, REREAD: tl.constexpr, LAYER: tl.constexpr, EVEN: tl.constexpr,
+                HOLD3: tl.constexpr, G: tl.constexpr, REREAD: tl.constexpr, LAYER: tl.constexpr, FULL: tl.constexpr,
                 HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
                 P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
                 T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
@@ -222,11 +223,11 @@ def emit_ahead(t1, t2, t3, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS,
         xs = xs_n
         if g + 1 < NG:
             if REREAD:
-                xs_n = hold_load(x_row, rmask, D, (g + 1) * G, CH, G, LAYER, EVEN)
-            ops_n = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, (g + 1) * G, CH, G, LAYER, EVEN, HAS_SCALE,
+                xs_n = hold_load(x_row, rmask, D, (g + 1) * G, CH, G, LAYER, FULL)
+            ops_n = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, (g + 1) * G, CH, G, LAYER, FULL, HAS_SCALE,
                               HAS_SHIFT, HAS_W, HAS_BIAS)
         for j in tl.static_range(G):
-            offs, mask = _hold_leaf(rmask, D, g * G + j, CH, LAYER, EVEN)
+            offs, mask = _hold_leaf(rmask, D, g * G + j, CH, LAYER, FULL)
             if REREAD:
                 v = triton_math.widen_bits(_tree_leaf(xs, j, G))
             else:

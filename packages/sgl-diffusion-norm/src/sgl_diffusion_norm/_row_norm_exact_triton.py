@@ -89,7 +89,7 @@ def _row_norm_exact_kernel(
     MEAN_DIV: tl.constexpr, ROUND_OFFSET: tl.constexpr,
     LANES: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
     UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
-    REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr,
+    REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr,
     HOLD1: tl.constexpr, HOLD2: tl.constexpr, HOLD3: tl.constexpr,
     MOD_AHEAD: tl.constexpr, OUT_AHEAD: tl.constexpr,
 ):
@@ -115,31 +115,31 @@ def _row_norm_exact_kernel(
         x1 = X + b1 * x_sb + (row1 - b1 * S) * x_ss
         if HOLD1 > 0:
             # the row held in registers (VEC's chunks, HOLD1 + HOLD2 + HOLD3 == CHUNKS)
-            t1 = hold_load(x1, rmask, D, 0, CH, HOLD1, True, EVEN)
+            t1 = hold_load(x1, rmask, D, 0, CH, HOLD1, True, FULL)
             if HOLD2 > 0:
-                t2 = hold_load(x1, rmask, D, HOLD1, CH, HOLD2, True, EVEN)
+                t2 = hold_load(x1, rmask, D, HOLD1, CH, HOLD2, True, FULL)
             if HOLD3 > 0:
-                t3 = hold_load(x1, rmask, D, HOLD1 + HOLD2, CH, HOLD3, True, EVEN)
+                t3 = hold_load(x1, rmask, D, HOLD1 + HOLD2, CH, HOLD3, True, FULL)
             m = tl.zeros([NT], tl.float32)
             s = tl.zeros([NT], tl.float32)
-            m, s = hold_welford(m, s, t1, D, 0, NT, HOLD1, EVEN)
+            m, s = hold_welford(m, s, t1, D, 0, NT, HOLD1, FULL)
             if HOLD2 > 0:
-                m, s = hold_welford(m, s, t2, D, HOLD1, NT, HOLD2, EVEN)
+                m, s = hold_welford(m, s, t2, D, HOLD1, NT, HOLD2, FULL)
             if HOLD3 > 0:
-                m, s = hold_welford(m, s, t3, D, HOLD1 + HOLD2, NT, HOLD3, EVEN)
-            mean, m2 = welford_tree(m, s, TAB, WARP, NWARP, 4 * CHUNKS if EVEN else 0)
+                m, s = hold_welford(m, s, t3, D, HOLD1 + HOLD2, NT, HOLD3, FULL)
+            mean, m2 = welford_tree(m, s, TAB, WARP, NWARP, 4 * CHUNKS if FULL >= CHUNKS else 0)
         else:
-            mean, m2 = layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, UNROLL, VEC, EVEN)
+            mean, m2 = layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, UNROLL, VEC, FULL)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
         if HOLD1 > 0:
             # the row held in registers: chunks HOLD1 + HOLD2 + HOLD3 == CHUNKS (powers of two)
-            t1 = hold_load(x_row, rmask, D, 0, CH, HOLD1, False, False)
+            t1 = hold_load(x_row, rmask, D, 0, CH, HOLD1, False, 0)
             if HOLD2 > 0:
-                t2 = hold_load(x_row, rmask, D, HOLD1, CH, HOLD2, False, False)
+                t2 = hold_load(x_row, rmask, D, HOLD1, CH, HOLD2, False, 0)
             if HOLD3 > 0:
-                t3 = hold_load(x_row, rmask, D, HOLD1 + HOLD2, CH, HOLD3, False, False)
+                t3 = hold_load(x_row, rmask, D, HOLD1 + HOLD2, CH, HOLD3, False, 0)
             acc = hold_squares(tl.zeros([ROWS, CH], tl.float32), t1, HOLD1)
             if HOLD2 > 0:
                 acc = hold_squares(acc, t2, HOLD2)
@@ -182,22 +182,22 @@ def _row_norm_exact_kernel(
                         HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
         else:
             hold_emit(t1, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CH, HOLD1,
-                       NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                       NORM == 0, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
                        ROUND_OFFSET)
             if HOLD2 > 0:
                 hold_emit(t2, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1, CH, HOLD2,
-                           NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3,
+                           NORM == 0, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3,
                            OUT, ROUND_OFFSET)
             if HOLD3 > 0:
                 hold_emit(t3, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, CH,
-                           HOLD3, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
+                           HOLD3, NORM == 0, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
                            T2, T3, OUT, ROUND_OFFSET)
     elif OUT_AHEAD > 0:  # LayerNorm: the output pass reads x again, its loads a chunk ahead (forward order)
-        first = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, OUT_AHEAD, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT,
+        first = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, OUT_AHEAD, NORM == 0, FULL, HAS_SCALE, HAS_SHIFT,
                           HAS_W, HAS_BIAS)
-        first_x = hold_load(x_row, rmask, D, 0, CH, OUT_AHEAD, NORM == 0, EVEN)
+        first_x = hold_load(x_row, rmask, D, 0, CH, OUT_AHEAD, NORM == 0, FULL)
         emit_ahead(first_x, first_x, first_x, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row,
-                    y_row, scale_offset, CH, CHUNKS, 0, 0, 0, OUT_AHEAD, True, NORM == 0, EVEN, HAS_SCALE, HAS_SHIFT,
+                    y_row, scale_offset, CH, CHUNKS, 0, 0, 0, OUT_AHEAD, True, NORM == 0, FULL, HAS_SCALE, HAS_SHIFT,
                     HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
     else:  # RMSNorm: the output pass reads x again
         cols = tl.arange(0, CH)[None, :]
@@ -248,7 +248,7 @@ _HOLD_BYTES = 320
 _HOLD_MAXNREG = 128
 _MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT; LayerNorm's HOLD)
 # what tuning may override (GPU sweeps, tests pinning a path at small sizes): values the rules choose elsewhere
-TUNABLE = ("UNROLL", "UNROLL_OUT", "ROWS", "REVERSE_OUT", "VEC", "EVEN", "HOLD", "MOD_AHEAD", "MAXNREG")
+TUNABLE = ("UNROLL", "UNROLL_OUT", "ROWS", "REVERSE_OUT", "VEC", "FULL", "HOLD", "MOD_AHEAD", "MAXNREG")
 
 
 def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = None,
@@ -271,8 +271,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     * ``REVERSE_OUT``: from 16384 rows RMSNorm rows read twice walk the output pass last chunk
       first, so the chunks read last are re-read first while in L2 (Wan 77.4 -> 80.3%).
     * ``VEC`` (LayerNorm up to 16 chunks: one vector load per chunk, split in registers, the chunks
-      unrolled at compile time; an sm_90 build at 128 chunks took 69 s) and ``EVEN`` (LayerNorm
-      with every chunk full: no masks): without them the kernel was bound by instructions.
+      unrolled at compile time; an sm_90 build at 128 chunks took 69 s) and ``FULL`` (LayerNorm's
+      leading chunks that lie inside the row, read, reduced and stored without masks; only a
+      partial last chunk keeps them): without them the kernel was bound by instructions.
     * ``HOLD`` / ``MAXNREG`` / ``MOD_AHEAD``: :func:`_hold_rule`; ``OUT_AHEAD``: LayerNorm rows read
       twice load the output pass's next chunk ahead (HunyuanVideo ln_modulate 87.9 -> 89.3%).
     """
@@ -303,9 +304,12 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "VEC": geom.norm == "layer" and chunks <= 16,
         **{k: v for k, v in tuning.items() if k not in ("HOLD", "MOD_AHEAD", "MAXNREG")},
     }
-    # LayerNorm with every chunk full (the layout after any override): no masks (Welford selects,
-    # loads, stores); unmasked RMSNorm builds measured slower (rms_modulate at Wan 59.9 against 79.8%)
-    out.setdefault("EVEN", out["NORM"] == 0 and g.D == out["CHUNKS"] * 4 * out["WARP"] * out["NWARP"])
+    # LayerNorm's full chunks (the layout after any override) drop their masks (Welford selects, loads,
+    # stores); unmasked RMSNorm builds measured slower (rms_modulate at Wan 59.9 against 79.8%)
+    full = min(out["CHUNKS"], g.D // (4 * out["WARP"] * out["NWARP"])) if out["NORM"] == 0 else 0
+    out.setdefault("FULL", full)
+    if not isinstance(out["FULL"], int) or isinstance(out["FULL"], bool) or not 0 <= out["FULL"] <= full:
+        raise ValueError(f"FULL (chunks read without masks) must be an int from 0 to {full} here, not {out['FULL']!r}")
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
     _hold_rule(out, g.rows, x_dtype, platform, tuning)

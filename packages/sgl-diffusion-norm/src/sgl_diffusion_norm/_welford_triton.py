@@ -79,20 +79,23 @@ def vec_offsets(K: tl.constexpr, NT: tl.constexpr):
 
 
 @triton.jit
-def vec_load(x_row, D, K: tl.constexpr, NT: tl.constexpr, EVEN: tl.constexpr, POLICY: tl.constexpr):
-    """LayerNorm's chunk ``K`` of the row, raw, one ``[NT, 4]`` vector load."""
+def vec_load(x_row, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.constexpr, POLICY: tl.constexpr):
+    """LayerNorm's chunk ``K`` of the row, raw, one ``[NT, 4]`` vector load (unmasked for the
+    ``FULL`` leading chunks, which lie inside the row)."""
     offs = vec_offsets(K, NT)
-    if EVEN:
+    if K < FULL:
         return tl.load(x_row + offs, eviction_policy=POLICY)
     else:
         return tl.load(x_row + offs, mask=offs < D, other=0.0, eviction_policy=POLICY)
 
 
 @triton.jit
-def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, EVEN: tl.constexpr):
+def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.constexpr):
     """The Welford steps of chunk ``K`` (raw ``[NT, 4]``), split into the four slots in registers;
     1 / count is a compile-time constant (Python's double quotient rounded to fp32: the correctly
-    rounded fp32 quotient, double rounding being innocuous for a division)."""
+    rounded fp32 quotient, double rounding being innocuous for a division). Chunks below ``FULL``
+    lie inside the row: no select on the element's validity."""
+    EVEN: tl.constexpr = K < FULL
     base = K * 4 * NT
     lane4 = tl.arange(0, NT) * 4
     p, q = tl.split(tl.reshape(triton_math.widen(raw), [NT, 2, 2]))
@@ -106,9 +109,11 @@ def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, EVEN: tl.cons
 
 @triton.jit
 def layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
-                UNROLL: tl.constexpr, VEC: tl.constexpr, EVEN: tl.constexpr):
+                UNROLL: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr):
     """The row's ``(mean, m2)`` read from memory in eager's order: ``VEC``, one vector load per
-    chunk (the chunks unrolled at compile time); otherwise a loop over the chunks."""
+    chunk (the chunks unrolled at compile time; the ``FULL`` leading ones unmasked); otherwise a
+    loop over the chunks (unmasked where every chunk is full)."""
+    EVEN: tl.constexpr = FULL >= CHUNKS
     NT: tl.constexpr = WARP * NWARP
     lane4 = tl.arange(0, NT) * 4
     m = tl.zeros([NT], tl.float32)
@@ -119,7 +124,7 @@ def layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CHU
         # to fp32: the correctly rounded fp32 quotient, double rounding being innocuous for a
         # division)
         for k in tl.static_range(CHUNKS):
-            m, s = welford_chunk(m, s, vec_load(x_row, D, k, NT, EVEN, "evict_last"), D, k, NT, EVEN)
+            m, s = welford_chunk(m, s, vec_load(x_row, D, k, NT, FULL, "evict_last"), D, k, NT, FULL)
     else:
         for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             base = k * 4 * NT
@@ -223,14 +228,14 @@ def _welford_slot(m, s, v, ok, rc, EVEN: tl.constexpr):
 
 
 @triton.jit
-def hold_welford(m, s, t, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, EVEN: tl.constexpr):
+def hold_welford(m, s, t, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, FULL: tl.constexpr):
     """The Welford steps of the held chunks, chunk after chunk (eager's order)."""
     if N == 1:
-        return welford_chunk(m, s, t, D, K0, NT, EVEN)
+        return welford_chunk(m, s, t, D, K0, NT, FULL)
     else:
         lo, hi = tl.split(t)
-        m, s = hold_welford(m, s, lo, D, K0, NT, N // 2, EVEN)
-        return hold_welford(m, s, hi, D, K0 + N // 2, NT, N // 2, EVEN)
+        m, s = hold_welford(m, s, lo, D, K0, NT, N // 2, FULL)
+        return hold_welford(m, s, hi, D, K0 + N // 2, NT, N // 2, FULL)
 
 
 
