@@ -380,11 +380,12 @@ def _aten_rms_norm_order(x: torch.Tensor, eps: float, lanes: int = 32) -> torch.
     return torch.from_numpy(np.stack(out))
 
 
-@pytest.mark.parametrize("D", [520, 2432])
+@pytest.mark.parametrize("D", [520, 1920, 2432])
 @pytest.mark.parametrize("hold", [True, False])
 def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
     """The exact RMSNorm kernel, the held row (``HOLD``: 520 = 5 chunks of 128 = 4 + 1 and 2432 =
-    19 = 16 + 2 + 1, walked as join trees) and the re-reading loop, against an independent model
+    19 = 16 + 2 + 1, walked as join trees; 1920 = 15 chunks held as 16, the last past the row) and
+    the re-reading loop, against an independent model
     of eager's CUDA order on random fp32 rows where the order decides the bits."""
     from sgl_diffusion_core import describe
 
@@ -422,15 +423,17 @@ def _exact_case(op, D):
 HELD_CASES = [("rms_modulate", 2432, ({"ROWS": 2}, {"MOD_AHEAD": 0})), ("rms_norm", 640, ({"ROWS": 1}, {"ROWS": 4})),
               ("rms_modulate", 2440, ({}, {"MOD_AHEAD": 2})), ("ln_modulate", 2432, ({},)),
               ("layer_norm", 1536, ({},)), ("ln_modulate", 3100, ({},)), ("layer_norm", 3584, ({},)),
-              ("ln_modulate", 4096, ({},))]
+              ("ln_modulate", 4096, ({},)), ("rms_modulate", 1920, ({}, {"MOD_AHEAD": 0})),
+              ("layer_norm", 7680, ({},))]
 
 
 @pytest.mark.parametrize("op,D,builds", HELD_CASES, ids=[f"{op}-{D}" for op, D, _ in HELD_CASES])
 def test_held_row_keeps_the_bits(op, D, builds):
     """The row held in registers (``HOLD``: read once, its chunks as join trees of up to three
     powers of two: RMSNorm 2432 = 19 chunks of 128 = 16 + 2 + 1, 640 = 4 + 1, 2440 = 16 + 4 with a
-    partial last chunk; LayerNorm 2432 = 5 chunks of 512 with a partial last one = 4 + 1, 1536 =
-    2 + 1, 3584 = 4 + 2 + 1, 3100 = 4 + 2 + 1 with a partial last one) gives the bits of the kernel
+    partial last chunk, 1920 = 15 chunks held as 16; LayerNorm 2432 = 5 chunks of 512 with a partial
+    last one = 4 + 1, 1536 = 2 + 1, 3584 = 4 + 2 + 1, 3100 = 4 + 2 + 1 with a partial last one, 7680
+    = 15 held as 16) gives the bits of the kernel
     that reads x twice (RMSNorm: the loop; LayerNorm: its loads a chunk ahead, the rule), in bf16,
     RMSNorm with 1, 2 and 4 rows per program (a last program with fewer rows) and with the output
     chain's operands loaded ahead (``MOD_AHEAD``: RMSNorm's rule, groups of 4 chunks at 2440 = 20
@@ -454,7 +457,7 @@ def test_output_pass_rule(op, D):
 
 
 def test_hold_rule():
-    """Which rows are held: chunks that split into at most three powers of two and fit
+    """Which rows are held: chunks counted up to at most three powers of two that fit
     320 bytes per thread, in bf16 or fp32; RMSNorm at every row count, one per program, capped at 128
     registers above 32 chunks or below 16384 rows (CUDA), where eager gives a row one warp (16+ rows); LayerNorm from 8
     chunks or below 16384 rows (the measurements in ``launch_constants``); RMSNorm rows read twice go two per
@@ -485,7 +488,9 @@ def test_hold_rule():
     assert const("rms", 3072, 4608, bf16) == ((16, 8, 0), 1, 128)  # FLUX: held too, one row per program, capped
     assert const("rms", 3072, 4608, torch.float16) == ((0, 0, 0), 2, None)  # read twice: two rows per program
     assert const("rms", 5120, 75600, f32) == ((0, 0, 0), 1, None)  # 640 bytes per thread: read twice
-    assert const("rms", 1920, 75600, bf16) == ((0, 0, 0), 1, None)  # 15 chunks: four powers of two
+    assert const("rms", 1920, 75600, bf16) == ((16, 0, 0), 1, None)  # 15 chunks held as 16, the last masked
+    assert constants("rms", 1920, 75600, bf16)["CHUNKS"] == 16
+    assert const("rms", 3840, 75600, bf16) == ((32, 0, 0), 1, None)  # 30 chunks held as 32
     assert const("rms", 3072, 118800, torch.float16) == ((0, 0, 0), 1, None)  # fp16: never held
     assert const("rms", 2432, 75600, f32) == ((16, 2, 1), 1, None)  # fp32, 304 bytes per thread
     assert const("rms", 4096, 16384, bf16) == ((32, 0, 0), 1, None)  # 32 chunks: uncapped
@@ -493,7 +498,10 @@ def test_hold_rule():
     assert const("rms", 4224, 16384, bf16, "hip")[2] is None  # the cap is CUDA's
     assert const("rms", 4224, 16384, bf16, "cpu")[2] is None
     assert const("rms", 4224, 16383, bf16) == ((32, 1, 0), 1, 128)  # below 16384 rows: held and capped too
-    assert const("rms", 1920, 16383, bf16) == ((0, 0, 0), 2, None)  # 15 chunks, few rows: two per program
+    assert const("rms", 1920, 16383, bf16) == ((16, 0, 0), 1, 128)
+    assert const("rms", 1920, 16383, bf16, tuning={"HOLD": False}) == ((0, 0, 0), 2, None)  # read twice: two per program
+    assert constants("rms", 1920, 16383, bf16, tuning={"HOLD": False})["CHUNKS"] == 15
+    assert const("rms", 6144, 75600, bf16) == ((0, 0, 0), 1, None)  # 48 chunks, 384 bytes per thread: read twice
     # under 16 rows eager spreads a row over several warps (LANES > WARP): read twice
     assert const("rms", 3072, 16, bf16) == ((16, 8, 0), 1, 128)
     assert const("rms", 3072, 8, bf16)[0] == (0, 0, 0)
@@ -506,8 +514,6 @@ def test_hold_rule():
     # the output pass's chunk order concerns re-read rows only: held rows build without it
     assert reverse(5120, 75600) is False and reverse(5120, 75600, {"HOLD": False}) is True
     assert reverse(3072, 4608, {"HOLD": False}) is False
-    with pytest.raises(ValueError, match="three powers of two"):
-        const("rms", 1920, 75600, bf16, tuning={"HOLD": True})
     with pytest.raises(ValueError, match="VEC"):
         const("layer", 5120, 75600, bf16, tuning={"HOLD": True, "VEC": False})
     assert const("layer", 5120, 75600, bf16)[0] == (8, 2, 0)
@@ -515,6 +521,7 @@ def test_hold_rule():
     assert const("layer", 3584, 4608, bf16)[0] == (4, 2, 1)  # few rows: held
     assert const("layer", 3072, 118800, bf16)[0] == (0, 0, 0)
     assert const("layer", 3072, 4608, bf16)[0] == (4, 2, 0)
+    assert const("layer", 7680, 4608, bf16)[0] == (16, 0, 0)  # 15 chunks of 512 held as 16, the last masked
 
 
 def test_tuning_is_checked():

@@ -320,8 +320,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
 def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning: dict) -> None:
     """``HOLD1..3``, ``MAXNREG``, ``MOD_AHEAD`` (and ``ROWS``, ``REVERSE_OUT`` of held rows) into ``out``.
 
-    The row is held in registers (read once, its chunks as at most three powers of two) where its
-    raw chunks fit 320 bytes per thread, in bf16 or fp32 (fp16's two widenings merge into one held
+    The row is held in registers (read once, its chunks as at most three powers of two, counted up
+    to such a count where they are not) where its raw chunks fit 320 bytes per thread, in bf16 or fp32 (fp16's two widenings merge into one held
     fp32 copy: 185-232 sm_90 registers): RMSNorm where eager gives a row one warp (16+ rows), one
     row per program (Nsight Compute had Wan's second read missing L2 half the time: rms_modulate
     Wan 80 -> 86%); LayerNorm from 8 chunks or below 16384 rows (ln_modulate FLUX 92 -> 99%, Wan
@@ -336,18 +336,27 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     1); LayerNorm none (within 1.3 points). Measurements: docs/benchmarks/rms_modulate_bench_h200.json,
     ln_modulate_bench_h200.json (the ops at these rules).
     """
-    tiles = hold_tiles(out["CHUNKS"]) if out["NORM"] == 1 or out["VEC"] else None
+    chunks = out["CHUNKS"]
+    if out["NORM"] == 1 or out["VEC"]:
+        # a held row counts its chunks up to the next count of at most three powers of two (RMSNorm at
+        # 1920 columns: 15 -> 16, 3840: 30 -> 32); the extra chunks lie past the row, masked off
+        # (no load, no store; zeros added to the sums, no Welford step): the same bits
+        hold_chunks = next(c for c in range(chunks, 2 * chunks + 1) if hold_tiles(c))
+        tiles = hold_tiles(hold_chunks)
+    else:
+        hold_chunks, tiles = chunks, None
     if "HOLD" in tuning:  # force the held row on (where the chunks split) or off
         want = tuning["HOLD"]
         if want and tiles is None:
-            raise ValueError(f"HOLD needs {out['CHUNKS']} chunks as at most three powers of two"
-                             f"{' and VEC (LayerNorm)' if out['NORM'] == 0 else ''}")
+            raise ValueError("HOLD needs VEC (LayerNorm)")
     else:
         want = (tiles is not None and x_dtype in (torch.bfloat16, torch.float32)
-                and out["CHUNKS"] * 4 * x_dtype.itemsize <= _HOLD_BYTES
-                and (out["LANES"] == out["WARP"] if out["NORM"] == 1 else out["CHUNKS"] >= 8 or rows < _MANY_ROWS))
+                and hold_chunks * 4 * x_dtype.itemsize <= _HOLD_BYTES
+                and (out["LANES"] == out["WARP"] if out["NORM"] == 1 else chunks >= 8 or rows < _MANY_ROWS))
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
     held = out["HOLD1"] > 0
+    if held:
+        out["CHUNKS"] = hold_chunks
     if held:  # the output pass's chunk order concerns re-read rows only
         out["REVERSE_OUT"] = False
     if out["NORM"] == 1 and held and "ROWS" not in tuning:
