@@ -136,6 +136,39 @@ def test_rms_build_choices_at_many_rows(D, tuning):
     testing.assert_exact(out, norm.rms_modulate_reference(x, sc, sh, weight=w))
 
 
+# every DiT width the launch rules serve (PixArt / Sana-0.6B to 6144), at classifier-free guidance's batch 2 too
+DIT_WIDTHS = [1152, 1536, 1920, 2048, 2240, 2304, 2432, 2560, 3072, 3840, 4096, 5120, 6144]
+
+
+@pytest.mark.parametrize("B", [1, 2])
+@pytest.mark.parametrize("D", DIT_WIDTHS)
+def test_every_dit_width_kernel_alone(D, B):
+    """At every DiT width, batch 1 and 2, 4096 tokens, bf16, per-sample modulation: the exact kernel
+    alone at the launch rules (no gate) is ``torch.equal`` to eager for ``layer_norm`` (affine),
+    ``rms_norm`` (bf16 weight), ``ln_modulate`` and ``rms_modulate``; so is the public op."""
+    from sgl_diffusion_core import describe
+
+    torch.manual_seed(D + B)
+    x = torch.randn(B, 4096, D, device="cuda", dtype=torch.bfloat16)
+    mod = torch.randn(B, 2, D, device="cuda", dtype=torch.bfloat16) * 0.5
+    sc, sh = mod[:, :1], mod[:, 1:]
+    w = 1 + 0.1 * torch.randn(D, device="cuda", dtype=torch.bfloat16)
+    b = 0.1 * torch.randn(D, device="cuda", dtype=torch.bfloat16)
+    cases = {
+        "layer_norm": ((x, w, b), {}, (x, None, None, w, b), lambda: norm.layer_norm_reference(x, w, b)),
+        "rms_norm": ((x, w), {}, (x, None, None, w, None), lambda: norm.rms_norm_reference(x, w)),
+        "ln_modulate": ((x, sc, sh), {}, (x, sc, sh, None, None), lambda: norm.ln_modulate_reference(x, sc, sh)),
+        "rms_modulate": ((x, sc, sh), {"weight": w}, (x, sc, sh, w, None),
+                         lambda: norm.rms_modulate_reference(x, sc, sh, weight=w)),
+    }
+    for name, (args, kw, tensors, reference) in cases.items():
+        expected = reference()
+        geom = describe(f"norm.{name}", *args, **kw).info["geom"]
+        alone = K.prepare_kernel(geom, *tensors)(*tensors, 1e-6, 1.0)
+        assert torch.equal(alone, expected), f"{name} D={D} B={B}: the exact kernel alone differs from eager"
+        testing.assert_exact(getattr(norm, name)(*args, **kw), expected)
+
+
 def test_cuda_graph_capture_uses_only_verified_signatures():
     x = torch.randn(1, 4608, 3072, device="cuda", dtype=torch.bfloat16)
     sc, sh = _mods(3072, "per-sample")
