@@ -105,6 +105,29 @@ def test_bench_helpers_on_cpu(tmp_path):
     assert all("frac_of_copy" in r and r["check"] == "passed" for r in data["rows"])
 
 
+def test_bench_record_written_after_each_case(tmp_path):
+    """``on_case`` sees the record after every case, so a run cut short (a time limit) keeps what it finished."""
+    x = torch.ones(4, 8)
+
+    def cases():
+        for name in ("a", "b"):
+            yield bench.BenchCase(name=name, shape="[4, 8]", dtype="float32", bytes=128,
+                                  providers={"sgl_diffusion": lambda: x * 2})
+        raise KeyboardInterrupt  # the run is stopped before a third case
+
+    out = tmp_path / "partial.json"
+    seen = []
+
+    def write(rec):
+        seen.append([r["case"] for r in rec.rows])
+        rec.write(out)
+
+    with pytest.raises(KeyboardInterrupt):
+        bench.run_cases("test.tiny", cases(), torch.device("cpu"), progress=lambda s: None, rep=3, on_case=write)
+    assert seen == [["a"], ["a", "b"]]
+    assert [r["case"] for r in json.loads(out.read_text())["rows"]] == ["a", "b"]
+
+
 def test_register_custom_op_with_fake_compiles():
     def impl(x: torch.Tensor) -> torch.Tensor:
         return x * 3

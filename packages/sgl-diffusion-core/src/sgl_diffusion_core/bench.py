@@ -243,8 +243,11 @@ class BenchCase:
 
 
 def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[str], None] = print,
-              rep: int = 100, host_calls: int = 200) -> BenchRecord:
-    """Time every provider of every case plus a same-run copy of the same bytes; one record."""
+              rep: int = 100, host_calls: int = 200,
+              on_case: Callable[[BenchRecord], Any] | None = None) -> BenchRecord:
+    """Time every provider of every case plus a same-run copy of the same bytes; one record.
+    ``on_case(record)`` runs after each case (the CLI writes the record so far: a run cut short
+    keeps its finished cases)."""
     rec = BenchRecord(op=op, env=environment(device))
     for case in cases:
         progress(f"[{op}] {case.name} {case.shape} {case.dtype}: checking")
@@ -282,6 +285,8 @@ def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[
             for r in rec.rows:
                 if r.get("case") == case.name and "median_us" in r:
                     r["speedup_of_ours"] = r["median_us"] / ours["median_us"]
+        if on_case is not None:
+            on_case(rec)
     return rec
 
 

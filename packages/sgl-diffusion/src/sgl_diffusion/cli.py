@@ -468,7 +468,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     _progress(f"[{op_id}] benchmarking on {device}, dtype {DTYPES[args.dtype]}, "
               f"cases {','.join(names) if names else 'all'}, rep {args.rep}")
-    rec = bench.run_cases(op_id, cases(), device, progress=_progress, rep=args.rep)
+    # with --out the record is written after every case: a run cut short keeps its finished cases
+    rec = bench.run_cases(op_id, cases(), device, progress=_progress, rep=args.rep,
+                          on_case=(lambda r: r.write(args.out)) if args.out else None)
     env = rec.env
     print(f"\n{op_id} on {env.get('gpu')} ({env.get('device')}), torch {env.get('torch')}, "
           f"triton {env.get('triton')}, git {env.get('git_sha')}")
