@@ -99,3 +99,43 @@ def test_check_reports_stale_pages(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "A new paragraph." in (tmp_path / "docs" / "packages" / f"{pkg.dir.name}.md").read_text()
     assert not (tmp_path / "docs" / "packages" / "sgl-diffusion-gone.md").exists()
     assert gen_docs.main(["--check", "--root", str(tmp_path)]) == 0
+
+
+def test_width_sweep_renders_as_a_matrix(tmp_path: Path) -> None:
+    """An ``<op>_widths`` record (``sgl-diffusion bench --cases widths``) renders as one matrix per provider of
+    ours, a row per width and a column per (batch, tokens), and names the cells where ours is slower than a
+    baseline; the summary counts it as DiT widths."""
+    import json
+
+    import bench_table
+
+    rows = []
+    for D, ours_us in ((1152, 10.0), (2240, 30.0)):
+        for B in (1, 2):
+            case = f"d{D}-b{B}-s4096"
+            for prov, us in (("sgl_diffusion", ours_us), ("eager", 20.0), ("torch.compile", 15.0)):
+                rows.append(
+                    {
+                        "case": case,
+                        "shape": f"[{B}, 4096, {D}]",
+                        "dtype": "bfloat16",
+                        "provider": prov,
+                        "median_us": us,
+                        "frac_of_copy": 8.0 / us,
+                        "copy_us": 8.0,
+                    }
+                )
+    record = {
+        "op": "norm.ln_modulate",
+        "env": {"gpu": "GPU", "git_sha": "abc1234", "torch": "2", "triton": "3"},
+        "rows": rows,
+    }
+    (tmp_path / "ln_modulate_widths_h100.json").write_text(json.dumps(record))
+    page = bench_table.readme(tmp_path, lambda op, prov: "exact")
+    assert "### ln_modulate at every DiT width (norm, h100)" in page
+    assert "| D | B=1, 4096 tokens | B=2, 4096 tokens |" in page
+    assert "| 1152 | 80.0% · 2.00x · 1.50x | 80.0% · 2.00x · 1.50x |" in page
+    assert "| 2240 | 26.7% · 0.67x · 0.50x | 26.7% · 0.67x · 0.50x |" in page
+    assert "Lowest: 26.7% of copy (D=2240, B=1, 4096 tokens)" in page
+    assert "Slower than eager or `torch.compile` at 2: D=2240, B=1, 4096 tokens; D=2240, B=2, 4096 tokens." in page
+    assert "| `ln_modulate` | norm | H100 | 4 DiT widths |" in bench_table.summary(tmp_path)

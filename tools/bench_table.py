@@ -8,7 +8,8 @@ The table: one row per case and provider of ours (``sgl_diffusion``, and variant
 times and ours vs ``torch.compile``.
 
 docs/benchmarks/ holds one record per suite and device, named ``<suite>_<device>.json`` (plot:
-``<suite>_<device>.png``). A suite is an op's benchmark (``<op>_bench``: the record has an ``op``) or
+``<suite>_<device>.png``). A suite is an op's benchmark (``<op>_bench``: the record has an ``op``; ``<op>_widths``: its
+cases at every DiT width, ``sgl-diffusion bench --cases widths``, rendered as a width matrix) or
 tuning data behind a launch rule (any other name). :func:`readme` renders all of them,
 :func:`summary` the per-op figures the repository README quotes; both read nothing but the records
 (and, for the contract column, the ``contract_of`` callback given by the caller).
@@ -80,7 +81,8 @@ class Suite:
 
     @property
     def is_op(self) -> bool:
-        return isinstance(self.data, dict) and "op" in self.data and self.name.endswith("_bench")
+        """An op's benchmark: ``<op>_bench``, or ``<op>_widths`` (its cases at every DiT width)."""
+        return isinstance(self.data, dict) and "op" in self.data and self.name.endswith(("_bench", "_widths"))
 
 
 def suites(bench_dir: Path) -> list[Suite]:
@@ -137,15 +139,67 @@ def _ours(provider: str) -> bool:
     return provider.startswith("sgl_diffusion")
 
 
+# a case of a width sweep: ``d<D>-b<B>-s<S>`` (columns, batch, tokens)
+_WIDTH_CASE = re.compile(r"d(\d+)-b(\d+)-s(\d+)$")
+
+
+def width_matrix(rows: list[dict[str, Any]], contract_of: ContractOf | None, op: str) -> list[str]:
+    """A width sweep as one matrix per provider of ours: a row per width, a column per (batch, tokens);
+    each cell % of copy, then how many times faster than eager and than ``torch.compile``. Below each
+    matrix: the lowest % of copy, and the cells where ours is slower than either baseline."""
+    by_case = {}
+    for r in rows:
+        by_case.setdefault(r["case"], {})[r["provider"]] = r
+    keys = {c: tuple(int(v) for v in _WIDTH_CASE.match(c).groups()) for c in by_case}
+    widths = sorted({k[0] for k in keys.values()})
+    cols = sorted({k[1:] for k in keys.values()})
+    providers = list(dict.fromkeys(p for mine in by_case.values() for p in mine if _ours(p)))
+    out = ["Each cell: % of copy · times faster than eager · than `torch.compile` of the chain.\n\n"]
+    for prov in providers:
+        contract = f" ({contract_of(op, prov)})" if contract_of else ""
+        out.append(f"`{prov}`{contract}:\n\n| D | " + " | ".join(f"B={b}, {t} tokens" for b, t in cols) + " |\n")
+        out.append("|---" * (len(cols) + 1) + "|\n")
+        low, slower = None, []
+        for D in widths:
+            cells = []
+            for b, t in cols:
+                mine = by_case.get(f"d{D}-b{b}-s{t}", {})
+                r = mine.get(prov)
+                if r is None:
+                    cells.append("")
+                    continue
+                vs = [mine[base]["median_us"] / r["median_us"] for base in ("eager", "torch.compile") if base in mine]
+                cells.append(" · ".join([_pct(r["frac_of_copy"]), *(f"{v:.2f}x" for v in vs)]))
+                if low is None or r["frac_of_copy"] < low[0]:
+                    low = (r["frac_of_copy"], f"D={D}, B={b}, {t} tokens")
+                if any(v < 1 for v in vs):
+                    slower.append(f"D={D}, B={b}, {t} tokens")
+            out.append(f"| {D} | " + " | ".join(cells) + " |\n")
+        if low is not None:
+            out.append(
+                f"\nLowest: {_pct(low[0])} of copy ({low[1]}). "
+                + (
+                    f"Slower than eager or `torch.compile` at {len(slower)}: {'; '.join(slower)}.\n\n"
+                    if slower
+                    else "Never slower than eager or `torch.compile`.\n\n"
+                )
+            )
+    return out
+
+
 def op_section(s: Suite, contract_of: ContractOf | None, embed_plots: bool = False) -> list[str]:
     op = s.data["op"]
     rows = [r for r in s.data["rows"] if "median_us" in r]
     dtypes = sorted({r["dtype"] for r in rows})
-    out = [f"### {op.split('.', 1)[-1]} ({op.split('.')[0]}, {s.device})\n\n"]
+    sweep = s.name.endswith("_widths")
+    title = f"{op.split('.', 1)[-1]}{' at every DiT width' if sweep else ''}"
+    out = [f"### {title} ({op.split('.')[0]}, {s.device})\n\n"]
     out.append(f"{env_line(s)} · {', '.join(dtypes)} · {_links(s, embed_plots)}\n\n")
     models = sorted({r["bytes_model"] for r in rows if r.get("bytes_model")})
     if models:
         out.append("Bytes: " + "; ".join(models) + ".\n\n")
+    if sweep and rows and all(_WIDTH_CASE.match(r["case"]) for r in rows):
+        return out + width_matrix(rows, contract_of, op) + _failed(s) + ["\n"]
     out.append(
         "| case | shape | provider | contract | us | % of copy | copy us | eager us | torch.compile us "
         "| vs torch.compile | host us |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
@@ -166,19 +220,22 @@ def op_section(s: Suite, contract_of: ContractOf | None, embed_plots: bool = Fal
                 f"| {_pct(r['frac_of_copy'])} | {_us(r.get('copy_us'))} | {_us(eager)} | {_us(comp)} | {vs} "
                 f"| {_us(r.get('host_us_per_call'))} |\n"
             )
-    errors = [r for r in s.data["rows"] if "error" in r]
     if others:
         out.append(f"\nOther baselines in the JSON: {', '.join(f'`{p}`' for p in sorted(others))}.\n")
-    if errors:
-        out.append(
-            "\nFailed to run: "
-            + "; ".join(f"{r['case']} `{r['provider']}` ({r['error'][:80]})" for r in errors)
-            + ".\n"
-        )
+    out += _failed(s)
     if embed_plots and s.plot is not None:
         out.append(f"\n![{s.plot.stem}]({s.plot.name})\n")
     out.append("\n")
     return out
+
+
+def _failed(s: Suite) -> list[str]:
+    errors = [r for r in s.data["rows"] if "error" in r]
+    if not errors:
+        return []
+    return [
+        "\nFailed to run: " + "; ".join(f"{r['case']} `{r['provider']}` ({r['error'][:80]})" for r in errors) + ".\n"
+    ]
 
 
 def _config(r: dict[str, Any], fields: list[str], rule: dict[str, Any] | None) -> str:
@@ -421,6 +478,7 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
         host = [r["host_us_per_call"] for r in ours if r.get("host_us_per_call")]
         hosts += host
         domain, _, op = s.data["op"].partition(".")
+        widths = " DiT widths" if s.name.endswith("_widths") else ""
         # compute-bound ops (their rows carry FLOPs: GEMMs, attention) are rated in TFLOP/s, not against a copy
         rate = (
             _span([r["flops"] / r["median_us"] / 1e6 for r in ours], "{:.0f}", " TFLOP/s")
@@ -428,7 +486,7 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
             else _span([100 * r["frac_of_copy"] for r in ours], "{:.1f}", "%")
         )
         out.append(
-            f"| `{op}` | {domain} | {s.device.upper()} | {len(ours)} | {rate} "
+            f"| `{op}` | {domain} | {s.device.upper()} | {len(ours)}{widths} | {rate} "
             f"| {_span(ratio, '{:.2f}', 'x') if ratio else ''} "
             f"| {_contract(s, ours, contract_of)} "
             f"| {_span(host, '{:.0f}') if host else ''} |\n"
