@@ -11,6 +11,7 @@ from test_sites import psnr
 from test_sites_sliding_tile import policy_of, run_at
 
 import sgl_diffusion_sites as sites
+from sgl_diffusion_core import testing
 
 pytest.importorskip("diffusers", reason="these tests need diffusers (pinned in tools/dev-requirements.txt)")
 
@@ -33,13 +34,15 @@ def test_dense_steps_then_quantized(name, attention):
     assert torch.equal(run_at(model, kw, 900), dense[0])  # step 0: dense
     policy = _policy(model)
     assert policy.step == 0 and policy.quantized_calls == 0 and policy.dense_calls == len(mounted)
+    op = testing.op_definition("attention.quantized_attention")
+    op.clear()
     out = run_at(model, kw, 600)
     assert policy.step == 1 and policy.quantized_calls == len(mounted)
     assert not torch.equal(out, dense[1]) and psnr(out, dense[1]) > 25
+    asked = op.verdicts_cached()
+    assert 1 <= asked <= 2  # the op's verdict once per call signature (FLUX: joint and single blocks)
     run_at(model, kw, 300)
-    kernels = policy_of(model, "_sgl_k")
-    asked = [key for key in kernels._verdicts if key[0] == "attention.quantized_attention"]
-    assert 1 <= len(asked) <= 2  # the op's verdict once per call signature (FLUX: joint and single blocks)
+    assert op.verdicts_cached() == asked
     assert sites.unmount(model)
     assert not model._forward_pre_hooks
 

@@ -10,6 +10,7 @@ import torch
 from test_sites import psnr
 
 import sgl_diffusion_sites as sites
+from sgl_diffusion_core import testing
 
 pytest.importorskip("diffusers", reason="these tests need diffusers (pinned in tools/dev-requirements.txt)")
 
@@ -48,13 +49,13 @@ def test_dense_steps_then_sparse():
     policy = policy_of(model)
     assert policy.grid == (4, 8, 8) and policy.step == 0 and policy.sparse_calls == 0
     assert torch.equal(first, dense[0]) and torch.equal(again, dense[0])
+    op = testing.op_definition("attention.block_sparse_attention")
+    op.clear()
     sparse = run_at(model, kw, 600)
     assert policy.step == 1 and policy.sparse_calls == 1
-    kernels = policy_of(model, "_sgl_k")
-    asked = [key for key in kernels._verdicts if key[0] == "attention.block_sparse_attention"]
-    assert len(asked) == 1  # the kernel's verdict, once per call signature
+    assert op.verdicts_cached() == 1  # the kernel's verdict, once per call signature
     run_at(model, kw, 300)
-    assert policy.sparse_calls == 2 and [key for key in kernels._verdicts if key[0] == asked[0][0]] == asked
+    assert policy.sparse_calls == 2 and op.verdicts_cached() == 1
     assert not torch.equal(sparse, dense[1])  # each tile saw only itself
     assert any("25.0% of the key blocks" in n for n in report.notes)
     assert sites.unmount(model)

@@ -36,7 +36,8 @@ domain imports no backend.
 
 Host time: the eager path is ``plan`` (one tuple of tensor signatures, one dict lookup) and
 the runner ``prepare`` built for that signature; validation and selection run once per
-signature. The registered custom op is used only while ``torch.compile`` traces.
+signature. The registered custom op is used only while ``torch.compile`` traces. ``can_use``
+keeps its verdict per call signature too (:func:`verdict_key`).
 
 Measured selection: an op may pass a ``chooser`` (see :class:`Chooser`), which ``backend=None``
 consults instead of the static priority when a plan is built, and ``explain`` when it reports;
@@ -52,8 +53,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+import torch
+
 from .errors import UnsupportedInputError
-from .ops import PlanCache, register_custom_op
+from .ops import PlanCache, is_compiling, register_custom_op
+from .platform import triton_interpret
 from .registry import (
     CHOOSERS,
     ENTRIES,
@@ -158,6 +162,32 @@ def _tensor_sig(t: Any) -> tuple | None:
     return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
 
 
+def verdict_key(args: tuple, kwargs: dict) -> tuple | None:
+    """What decides ``can_use``'s verdict on one eager call: each tensor's signature (shape, strides,
+    dtype, device) and which earlier tensor argument starts at the same address (ops refuse in-place
+    calls on shared memory), every other argument as it is, and whether Triton interprets (CPU
+    selection depends on it). None (not cached) for an index tensor on the CPU (ops check its
+    values, such as ``kv_lens``), tensors inside a sequence, or a tensor without storage; an unhashable
+    argument makes the key unhashable (``can_use`` then decides afresh)."""
+    parts: list = [triton_interpret()]
+    ptrs: list[int] = []
+    for name, a in (*enumerate(args), *kwargs.items()):
+        if isinstance(a, torch.Tensor):
+            if a.is_cpu and not a.is_floating_point():
+                return None
+            try:
+                p = a.data_ptr()
+            except RuntimeError:  # a tensor without storage (a fake tensor)
+                return None
+            parts.append((name, a.shape, a.stride(), a.dtype, a.device, ptrs.index(p) if p in ptrs else -1))
+            ptrs.append(p)
+        elif isinstance(a, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in a):
+            return None
+        else:
+            parts.append((name, a))
+    return tuple(parts)
+
+
 class Op:
     """The definition of one public op (see the module docstring).
 
@@ -199,6 +229,8 @@ class Op:
         self._empty = empty
         self._per_call = per_call
         self._plans = PlanCache(limit)
+        self._verdicts = PlanCache(limit)  # can_use's verdicts per verdict_key
+        self._verdict_generation = -1  # the registry's generation the verdicts were made at
         self._lock = threading.Lock()
         self.entries: list[Callable[..., Any]] = []
         self.entry_options: dict[str, tuple[tuple[str, Any], ...]] = {}  # entry name -> describe options it fixes
@@ -276,8 +308,9 @@ class Op:
         return spec.load()(geom, *tensors), settled
 
     def clear(self) -> None:
-        """Forget every cached plan."""
+        """Forget every cached plan and ``can_use`` verdict."""
         self._plans.clear()
+        self._verdicts.clear()
 
     # -- the protocol around it ----------------------------------------------------------------
 
@@ -285,12 +318,32 @@ class Op:
         """Whether the op can serve these arguments (the public function's own); never allocates.
 
         ``False`` means every backend (or the one asked for) refused with a reason
-        (``UnsupportedInputError``); any other exception is a bug and propagates."""
+        (``UnsupportedInputError``); any other exception is a bug and propagates. Eager calls keep
+        the verdict per call signature (:func:`verdict_key`), until a backend registers."""
+        key = None if is_compiling() else verdict_key(args, kwargs)
+        if key is not None:
+            if self._verdict_generation != REGISTRY.generation:
+                self._verdicts.clear()
+                self._verdict_generation = REGISTRY.generation
+            key = (*key, backend, exact)
+            try:
+                ok = self._verdicts.get(key)
+            except TypeError:  # an unhashable argument
+                key = ok = None
+            if ok is not None:
+                return ok
         try:
             select_impl(self.id, self.describe(*args, **kwargs), backend=backend, exact=exact)
+            ok = True
         except UnsupportedInputError:
-            return False
-        return True
+            ok = False
+        if key is not None:
+            self._verdicts.put(key, ok)
+        return ok
+
+    def verdicts_cached(self) -> int:
+        """How many ``can_use`` verdicts are cached (one per call signature asked)."""
+        return len(self._verdicts)
 
     def reference(self, *args: Any, **kwargs: Any) -> Any:
         """The eager chain itself (the ``torch`` backend's definition), with the op's arguments."""
@@ -374,4 +427,4 @@ def ops_defined() -> list[Op]:
     return list(dict.fromkeys(op for op, _ in ENTRIES.values() if isinstance(op, Op)))
 
 
-__all__ = ["Backend", "Chooser", "Op", "ops_defined"]
+__all__ = ["Backend", "Chooser", "Op", "ops_defined", "verdict_key"]

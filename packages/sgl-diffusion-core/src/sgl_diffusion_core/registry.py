@@ -298,6 +298,7 @@ class Registry:
         self._declared: dict[str, str] = {}  # op id -> module that defines it (imported on first use)
         self._scanned = False  # every installed domain package imported (for short names)
         self._import_errors: dict[str, str] = {}  # domain package -> why it did not import
+        self.generation = 0  # counts registrations: caches of verdicts made before one are stale
 
     def declare(self, op_id: str, module: str) -> None:
         """Name the module whose import defines ``op_id`` (an ``Op`` in ``<op>.py``): a domain
@@ -312,6 +313,7 @@ class Registry:
                 raise ValueError(f"conflicting registration of op {opdef.op!r}:\n  {old}\n  {opdef}")
             self._ops[opdef.op] = opdef
             self._specs.setdefault(opdef.op, {})
+            self.generation += 1
         return opdef
 
     def register(self, spec: KernelSpec) -> KernelSpec:
@@ -325,6 +327,7 @@ class Registry:
                     f"  {old}\n  {spec}"
                 )
             self._specs[spec.op][spec.backend] = spec
+            self.generation += 1
         return spec
 
     def ops(self) -> list[str]:

@@ -168,6 +168,19 @@ def backend_module(op: object, backend: str):
     return sys.modules[prepare.__module__]
 
 
+def op_definition(op: object):
+    """The :class:`~sgl_diffusion_core.Op` of an op (its id or public function): its caches (``plan``,
+    ``can_use``'s verdicts) for tests that check what they hold."""
+    from .op import ops_defined
+    from .registry import op_id_of
+
+    op_id = op_id_of(op)[0]
+    for definition in ops_defined():
+        if definition.id == op_id:
+            return definition
+    raise KeyError(f"{op_id} has no Op definition loaded")
+
+
 def geometry(op: object, *args, **kwargs):
     """The ``geom`` an op's ``describe`` derives from these arguments (``op``: id or public function);
     raises ``UnsupportedInputError`` when the arguments have problems."""

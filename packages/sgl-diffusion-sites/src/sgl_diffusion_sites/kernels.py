@@ -72,27 +72,6 @@ def _last_dims_contiguous(args: tuple) -> bool:
     return True
 
 
-def _call_key(op: str, args: tuple, kwargs: dict) -> tuple | None:
-    """What decides an op's ``can_use_*`` verdict for one eager call: each tensor's signature (shape,
-    strides, dtype, device) and which earlier tensor argument it starts at the same address as (the
-    ops refuse in-place calls on shared memory), the other arguments as they are. None for an index
-    tensor on the CPU (the ops check its values, such as ``kv_lens``); an unhashable argument makes
-    the key unhashable (:meth:`Kernels.usable` asks ``can_use`` then)."""
-    parts: list = [op]
-    ptrs: list[int] = []
-    for name, a in (*enumerate(args), *kwargs.items()):
-        if isinstance(a, torch.Tensor):
-            if a.is_cpu and not a.is_floating_point():
-                return None
-            p = a.data_ptr()
-            parts.append((name, a.shape, a.stride(), a.dtype, a.device, ptrs.index(p) if p in ptrs else -1))
-            ptrs.append(p)
-        else:
-            parts.append((name, a))
-    return tuple(parts)
-
-
-_VERDICTS_LIMIT = 4096  # cached can_use verdicts per mount (one per op and call signature; cleared when full)
 
 
 def _layer_norm_params(norm: torch.nn.Module) -> tuple[float, torch.Tensor | None, torch.Tensor | None] | None:
@@ -114,23 +93,11 @@ class Kernels:
         self.counts: dict[str, list[int]] = {}
         # the last key-padding mask read on the host: (weakref to it, its version, its lens or None)
         self._mask_seen: tuple | None = None
-        # can_use verdicts per call signature (:func:`_call_key`): validation runs once per signature
-        self._verdicts: dict[tuple, bool] = {}
 
-    def usable(self, op: str, can_use, args: tuple, kwargs: dict) -> bool:
-        """``can_use(*args, **kwargs)``, asked once per call signature (:func:`_call_key`) of this mount."""
-        key = _call_key(op, args, kwargs)
-        try:
-            ok = self._verdicts.get(key) if key is not None else None
-        except TypeError:  # an unhashable argument
-            key = ok = None
-        if ok is None:
-            ok = bool(can_use(*args, **kwargs))
-            if key is not None:
-                if len(self._verdicts) >= _VERDICTS_LIMIT:
-                    self._verdicts.clear()
-                self._verdicts[key] = ok
-        return ok
+    def usable(self, can_use, args: tuple, kwargs: dict) -> bool:
+        """``can_use(*args, **kwargs)``: the op decides once per call signature and keeps the
+        verdict (``sgl_diffusion_core.Op.can_use``)."""
+        return bool(can_use(*args, **kwargs))
 
     def backend_for(self, op: str) -> str | None:
         """The backend asked of ``op``: a forced ``"triton"`` means the op's ``triton_exact`` variant
@@ -157,7 +124,7 @@ class Kernels:
             return bool(compile_ops((op,), self.under_compile)) and _last_dims_contiguous(args)
         if exact is not None:
             kwargs["exact"] = exact
-        ok = self.usable(op, can_use, args, {**kwargs, "backend": backend})
+        ok = self.usable(can_use, args, {**kwargs, "backend": backend})
         self.counts.setdefault(op, [0, 0])[0 if ok else 1] += 1
         return ok
 
@@ -308,7 +275,7 @@ class Kernels:
             return attn.attention(q, k, v, kv_lens=kv_lens)
         for backend in dict.fromkeys((self.backend, None)):
             try:
-                ok = self.usable(op, attn.can_use_attention, (q, k, v), {"kv_lens": kv_lens, "backend": backend})
+                ok = self.usable(attn.can_use_attention, (q, k, v), {"kv_lens": kv_lens, "backend": backend})
             except Exception:  # a backend name the op does not have
                 ok = False
             if ok:

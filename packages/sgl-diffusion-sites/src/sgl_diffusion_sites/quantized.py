@@ -50,7 +50,7 @@ class Quantized(StepClock):
             self.dense_calls += 1
             return None
         kw = {"kv_lens": kv_lens, "qk": self.qk, "pv": self.pv}
-        if not kernels.usable(OP, _attention.can_use_quantized_attention, (q, k, v), kw):
+        if not kernels.usable(_attention.can_use_quantized_attention, (q, k, v), kw):
             self.dense_calls += 1
             return None
         self.quantized_calls += 1

@@ -73,7 +73,7 @@ class SlidingTile(StepClock):
             return None
         order, inverse, block_map = self._plan(grid, q.device)
         qt, kt, vt = q[:, order], k[:, order], v[:, order]
-        if not kernels.usable(OP, _attention.can_use_block_sparse_attention, (qt, kt, vt, block_map), {}):
+        if not kernels.usable(_attention.can_use_block_sparse_attention, (qt, kt, vt, block_map), {}):
             self.dense_calls += 1
             return None
         self.sparse_calls += 1
