@@ -499,7 +499,8 @@ def test_hold_rule():
     assert const("rms", 4224, 16384, bf16, "cpu")[2] is None
     assert const("rms", 4224, 16383, bf16) == ((32, 1, 0), 1, 128)  # below 16384 rows: held and capped too
     assert const("rms", 1920, 16383, bf16) == ((16, 0, 0), 1, 128)
-    assert const("rms", 1920, 16383, bf16, tuning={"HOLD": False}) == ((0, 0, 0), 2, None)  # read twice: two per program
+    # read twice: two rows per program
+    assert const("rms", 1920, 16383, bf16, tuning={"HOLD": False}) == ((0, 0, 0), 2, None)
     assert constants("rms", 1920, 16383, bf16, tuning={"HOLD": False})["CHUNKS"] == 15
     assert const("rms", 6144, 75600, bf16) == ((0, 0, 0), 1, None)  # 48 chunks, 384 bytes per thread: read twice
     # under 16 rows eager spreads a row over several warps (LANES > WARP): read twice

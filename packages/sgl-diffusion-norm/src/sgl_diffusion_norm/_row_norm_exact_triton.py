@@ -320,16 +320,17 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
 def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning: dict) -> None:
     """``HOLD1..3``, ``MAXNREG``, ``MOD_AHEAD`` (and ``ROWS``, ``REVERSE_OUT`` of held rows) into ``out``.
 
-    The row is held in registers (read once, its chunks as at most three powers of two, counted up
-    to such a count where they are not) where its raw chunks fit 320 bytes per thread, in bf16 or fp32 (fp16's two widenings merge into one held
-    fp32 copy: 185-232 sm_90 registers): RMSNorm where eager gives a row one warp (16+ rows), one
-    row per program (Nsight Compute had Wan's second read missing L2 half the time: rms_modulate
-    Wan 80 -> 86%); LayerNorm from 8 chunks or below 16384 rows (ln_modulate FLUX 92 -> 99%, Wan
-    92 -> 97%; HunyuanVideo's 6 chunks at many rows lost 1-3 points held). RMSNorm rows held in
-    more than 32 chunks are capped at 128 registers on CUDA (Wan 84.5 -> 87.1%; at 24 chunks the cap
-    cost 1.3 points), and so are every held RMSNorm row's below 16384 rows (one H100, bf16 rms_modulate at
-    4096 and 8192 rows of 1152-4096 columns: +0 to +11 points, e.g. D = 4096 83 -> 94%, 2240 83 -> 90%;
-    at 32760+ rows within a point either way: docs/benchmarks/row_norm_width_sweep_h100.json).
+    The row is held in registers (read once, its chunks as at most three powers of two, counted up to
+    such a count where they are not) where its raw chunks fit 320 bytes per thread, in bf16 or fp32
+    (fp16's two widenings merge into one held fp32 copy: 185-232 sm_90 registers): RMSNorm where eager
+    gives a row one warp (16+ rows), one row per program (Nsight Compute had Wan's second read missing
+    L2 half the time: rms_modulate Wan 80 -> 86%); LayerNorm from 8 chunks or below 16384 rows
+    (ln_modulate FLUX 92 -> 99%, Wan 92 -> 97%; HunyuanVideo's 6 chunks at many rows lost 1-3 points
+    held). RMSNorm rows held in more than 32 chunks are capped at 128 registers on CUDA (Wan 84.5 ->
+    87.1%; at 24 chunks the cap cost 1.3 points), and so are every held RMSNorm row's below 16384 rows
+    (one H100, bf16 rms_modulate at 4096 and 8192 rows of 1152-4096 columns: +0 to +11 points, e.g. D =
+    4096 83 -> 94%, 2240 83 -> 90%; at 32760+ rows within a point either way:
+    docs/benchmarks/row_norm_width_sweep_h100.json).
     ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
     4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
     load, so the compiler never hoists them itself: rms_modulate FLUX 80 -> 104%, Wan 87 -> 92% at
