@@ -552,30 +552,30 @@ def test_autograd_runs_the_original_modules(kernel_backend):
 
 
 def test_can_use_asked_once_per_call_signature():
-    """A mount validates an op's inputs once per call signature (shape, strides, dtype, device, and which
-    arguments start at the same address), not on every call; index tensors on the CPU are asked each time."""
+    """A mount asks the op's own ``can_use``, which validates once per call signature (core ``Op.can_use``:
+    shape, strides, dtype, device, shared memory), not on every call; the mount keeps no verdicts."""
+    import sgl_diffusion_modulate as modulate
+    from sgl_diffusion_core import testing
     from sgl_diffusion_sites.kernels import Kernels
 
-    calls = []
-
-    def can_use(*args, **kw):
-        calls.append(len(args))
-        return True
-
+    op = testing.op_definition("modulate.scale_shift")
+    op.clear()
     k = Kernels("exact", None)
     x, m = torch.randn(1, 4, 8), torch.randn(1, 1, 8)
-    assert k._fuse("modulate.scale_shift", can_use, x, m, m)
-    assert k._fuse("modulate.scale_shift", can_use, torch.randn(1, 4, 8), m, m)  # same signature: cached
-    assert len(calls) == 1
-    k._fuse("modulate.scale_shift", can_use, torch.randn(1, 5, 8), m, m)  # new shape
-    k._fuse("modulate.scale_shift", can_use, x.transpose(1, 2).contiguous().transpose(1, 2), m, m)  # new strides
-    k._fuse("modulate.scale_shift", can_use, x, m, m.clone())  # the same values, no longer the same memory
-    k._fuse("modulate.scale_shift", can_use, x, m, [1])  # unhashable: asked every time
-    k._fuse("modulate.scale_shift", can_use, x, m, [1])
-    k._fuse("modulate.gated_residual", can_use, x, m, m)  # another op
-    assert len(calls) == 7
-    assert k.counts["modulate.scale_shift"] == [7, 0]
-    lens = torch.tensor([3])
-    k._fuse("attention.attention", can_use, x, x, x, kv_lens=lens)
-    k._fuse("attention.attention", can_use, x, x, x, kv_lens=lens)  # CPU index values: checked every call
-    assert len(calls) == 9
+    assert k._fuse("modulate.scale_shift", modulate.can_use_scale_shift, x, m, m)
+    assert k._fuse("modulate.scale_shift", modulate.can_use_scale_shift, torch.randn(1, 4, 8), m, m)
+    assert op.verdicts_cached() == 1  # the same signature: one verdict
+    assert k._fuse("modulate.scale_shift", modulate.can_use_scale_shift, torch.randn(1, 5, 8), m, m)
+    assert op.verdicts_cached() == 2
+    assert k.counts["modulate.scale_shift"] == [3, 0]
+    assert not hasattr(k, "_verdicts")
+
+    asked = []
+
+    def can_use(*args, **kw):
+        asked.append(len(args))
+        return True
+
+    k._fuse("modulate.scale_shift", can_use, x, m, m)
+    k._fuse("modulate.scale_shift", can_use, x, m, m)
+    assert len(asked) == 2  # whatever can_use is given is asked: caching is the op's

@@ -172,9 +172,10 @@ def op_definition(op: object):
     """The :class:`~sgl_diffusion_core.Op` of an op (its id or public function): its caches (``plan``,
     ``can_use``'s verdicts) for tests that check what they hold."""
     from .op import ops_defined
-    from .registry import op_id_of
+    from .registry import REGISTRY, op_id_of
 
     op_id = op_id_of(op)[0]
+    REGISTRY.op(op_id)  # imports the module that defines it
     for definition in ops_defined():
         if definition.id == op_id:
             return definition
