@@ -61,6 +61,12 @@ def test_shared_memory_is_part_of_the_signature():
     assert not PAIR.can_use(x, x)  # same shapes, one address: another signature, refused
     assert PAIR.can_use(x, torch.ones(4))
     assert verdict_key((x, x), {}) != verdict_key((x, torch.ones(4)), {})
+    # overlapping views of one buffer (an ``out`` over an input): the key holds how far apart they start
+    a, b = torch.zeros(8), torch.zeros(8)
+    assert verdict_key((a[0:4], a[2:6]), {}) == verdict_key((b[0:4], b[2:6]), {})
+    assert verdict_key((a[0:4], a[2:6]), {}) != verdict_key((a[0:4], a[4:8]), {})
+    assert verdict_key((a[0:4], a[2:6]), {}) != verdict_key((torch.zeros(4), torch.zeros(4)), {})
+    assert verdict_key((a[1:5], a[3:7]), {}) != verdict_key((a[0:4], a[2:6]), {})  # another 16-byte alignment
 
 
 def test_index_values_on_the_cpu_are_checked_every_call():

@@ -164,13 +164,13 @@ def _tensor_sig(t: Any) -> tuple | None:
 
 def verdict_key(args: tuple, kwargs: dict) -> tuple | None:
     """What decides ``can_use``'s verdict on one eager call: each tensor's signature (shape, strides,
-    dtype, device) and which earlier tensor argument starts at the same address (ops refuse in-place
-    calls on shared memory), every other argument as it is, and whether Triton interprets (CPU
-    selection depends on it). None (not cached) for an index tensor on the CPU (ops check its
-    values, such as ``kv_lens``), tensors inside a sequence, or a tensor without storage; an unhashable
-    argument makes the key unhashable (``can_use`` then decides afresh)."""
+    dtype, device, 16-byte alignment) and where it lies against the earlier tensors of the same storage
+    (ops refuse results that overlap their inputs), every other argument as it is, and whether Triton
+    interprets (CPU selection depends on it). None (not cached) for an index tensor on the CPU (ops
+    check its values, such as ``kv_lens``), tensors inside a sequence, or a tensor without storage; an
+    unhashable argument makes the key unhashable (``can_use`` then decides afresh)."""
     parts: list = [triton_interpret()]
-    ptrs: list[int] = []
+    places: list[tuple[int, int]] = []  # (storage base, start address) of each tensor so far
     for name, a in (*enumerate(args), *kwargs.items()):
         if isinstance(a, torch.Tensor):
             if a.is_cpu and not a.is_floating_point():
@@ -179,8 +179,11 @@ def verdict_key(args: tuple, kwargs: dict) -> tuple | None:
                 p = a.data_ptr()
             except RuntimeError:  # a tensor without storage (a fake tensor)
                 return None
-            parts.append((name, a.shape, a.stride(), a.dtype, a.device, ptrs.index(p) if p in ptrs else -1))
-            ptrs.append(p)
+            base = p - a.storage_offset() * a.element_size()
+            # the first earlier tensor of the same storage, and how far this one starts from it
+            near = next(((i, p - q) for i, (b, q) in enumerate(places) if b == base), None)
+            parts.append((name, a.shape, a.stride(), a.dtype, a.device, p & 15, near))
+            places.append((base, p))
         elif isinstance(a, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in a):
             return None
         else:
