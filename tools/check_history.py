@@ -27,6 +27,8 @@ NOT_COUNT = r"(?![-\d/,. ]*(?:%|x\b|times\b|iterations\b))"
 PATTERNS = (
     r"\bsessions?[-_ ]?\d+",  # session 18, session-3, sessions 3, 4 and 7, session18_run3
     r"\bs\d+_run\d+",  # s12_run6
+    r"_s\d+(?:_[\w*-]+)?\.(?:json|png|log|txt)\b",  # results named after a numbered session: bench_h200_s8.json
+    r"_s\d+_\w*h[12]00\w*\.(?:json|png|log|txt)\b",  # hint_ab_s18_h200_x.json
     r"\bruns? ?" + NOT_COUNT + r"\d+\b",  # run 3, run 4's, runs 4-6
     r"\brounds? " + NOT_COUNT + r"\d+\b",  # round 2
     r"\bnext[_ ]session",

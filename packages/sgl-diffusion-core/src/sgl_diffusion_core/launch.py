@@ -108,7 +108,7 @@ class TileConfig:
     ``triton_math.program_tile``), so programs running side by side stream neighbouring bytes.
     Against a ``(rows, tiles)`` grid with rows fastest that gained 2.3-5.8 points of copy
     bandwidth for the activations and 3-5 for the modulate ops on the H200 (activation_tune_h200.json,
-    indexed_order_sweep_s16_h200.json)."""
+    indexed_order_sweep_h200.json)."""
 
     block: int
     num_warps: int

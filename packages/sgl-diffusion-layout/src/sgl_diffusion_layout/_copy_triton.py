@@ -18,7 +18,7 @@ Data movement never converts values, so the result is bit-identical by construct
 offsets are int64 (the program ids are widened before any multiplication). The loads take the
 default L2 policy: with ``evict_first`` the joint, Ulysses and USP benches ran 1.1-4.0 points of copy
 slower at 17 of their 20 cases and tied at the other three, HunyuanVideo's joint cat / split and USP split
-at 8 ranks (H200, bf16: docs/benchmarks/hint_ab_s18_h200_*.json).
+at 8 ranks (H200, bf16: docs/benchmarks/hint_ab_h200.json).
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ def _gn_stats_rows_kernel(
         s2b = tl.zeros([ROWS, BLOCK_C2], dtype=tl.float32)
         xb = _gn_rows_tile(X, b, sb, 0, p0, p_end, cb, kb, C, ROWS, MB)
     # the next step's loads issued before this step is accumulated (unrolling the loop 2 / 4 / 8
-    # times instead measured -10 to +7 points, vae_norm_sweep_s6_stats_*_h200.json)
+    # times instead measured -10 to +7 points, vae_norm_sweep_h200.json)
     for i in tl.range(0, iters):
         na = _gn_rows_tile(X, b, sb, i + 1, p0, p_end, ca, ka, C, ROWS, MA)
         d = xa.to(tl.float32) - ka.to(tl.float32)[None, :]
