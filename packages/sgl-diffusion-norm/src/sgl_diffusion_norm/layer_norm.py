@@ -27,11 +27,13 @@ _FULL_CHUNKS = 512
 
 # ``backend=None`` under the exact contract on CUDA: ``F.layer_norm`` itself (the ``torch`` backend, the
 # exact contract's definition) where the row leaves the exact kernel's last 512-column chunk partial.
-# There the kernel's masked Welford steps made it slower than eager on one H100, bf16, at 4096-65520 rows:
-# D = 1152, 1920, 2240, 2304, 2432, 3840 at 41-82% of copy against eager's 56-82%; at multiples of 512
-# (1536-6144) it ran 80-104% against eager's 61-85% (docs/benchmarks/row_norm_width_sweep_h100.json,
-# ``layer_norm at the rule``). ``ln_modulate`` keeps the kernel at every width: its eager chain is three
-# kernels (15-22% of copy).
+# There the kernel, measured with every chunk of such rows masked, was slower than eager on one H100, bf16,
+# at 4096-65520 rows: D = 1152, 1920, 2240, 2304, 2432, 3840 at 41-82% of copy against eager's 56-82%; at
+# multiples of 512 (1536-6144) it ran 80-104% against eager's 61-85%
+# (docs/benchmarks/row_norm_width_sweep_h100.json, ``layer_norm at the rule``). The kernel now masks only the
+# partial last chunk (fewer instructions, the same bits); that build is not measured at these widths yet, so
+# the rule stands. ``ln_modulate`` keeps the kernel at every width: its eager chain is three kernels (15-22%
+# of copy).
 _EAGER_WHERE_FASTER = RuleChooser(
     "triton_exact", "torch",
     rule=lambda desc: desc.platform == "cuda" and desc.last_dim is not None and desc.last_dim % _FULL_CHUNKS != 0,
