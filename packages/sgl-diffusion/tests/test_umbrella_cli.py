@@ -144,6 +144,27 @@ def test_bench_fake_op(fake_ops, tmp_path, capsys):
         assert row["dtype"] == "float32" and row["check"] == "passed"
 
 
+def test_bench_resume(fake_ops, tmp_path, capsys):
+    """``--resume`` skips the cases the record at ``--out`` holds and adds the others to it; a record of
+    another op or environment is refused, and ``--resume`` needs ``--out``."""
+    out = tmp_path / "fake.json"
+    args = ["bench", "--op", FAKE_OP, "--dtype", "fp32", "--rep", "3", "--device", "cpu", "--out", str(out)]
+    assert cli.main([*args, "--cases", "tiny"]) == 0
+    first = json.loads(out.read_text())
+    capsys.readouterr()
+    assert cli.main([*args, "--cases", "tiny,small", "--resume"]) == 0
+    assert "tiny: in the record already, skipped" in capsys.readouterr().out
+    record = json.loads(out.read_text())
+    assert record["rows"][:2] == first["rows"]  # the earlier rows as they were
+    assert [r["case"] for r in record["rows"]] == ["tiny", "tiny", "small", "small"]
+    record["env"]["git_sha"] = "0000000"
+    out.write_text(json.dumps(record))
+    assert cli.main([*args, "--resume"]) == 2
+    assert "measured with another git_sha (0000000 there" in capsys.readouterr().err
+    assert cli.main(["bench", "--op", FAKE_OP, "--resume", "--device", "cpu"]) == 2
+    assert "--resume needs --out" in capsys.readouterr().err
+
+
 def test_bench_full_op_id_and_all_cases(fake_ops, capsys):
     assert cli.main(["bench", "--op", FAKE_OP, "--rep", "3", "--device", "cpu"]) == 0
     stdout = capsys.readouterr().out

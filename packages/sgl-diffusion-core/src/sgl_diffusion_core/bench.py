@@ -216,6 +216,11 @@ class BenchRecord:
     def add(self, **row: Any) -> None:
         self.rows.append(row)
 
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> BenchRecord:
+        data = json.loads(Path(path).read_text())
+        return cls(op=data["op"], env=data["env"], rows=list(data["rows"]))
+
     def write(self, path: str | os.PathLike) -> Path:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -244,11 +249,12 @@ class BenchCase:
 
 def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[str], None] = print,
               rep: int = 100, host_calls: int = 200,
-              on_case: Callable[[BenchRecord], Any] | None = None) -> BenchRecord:
+              on_case: Callable[[BenchRecord], Any] | None = None,
+              record: BenchRecord | None = None) -> BenchRecord:
     """Time every provider of every case plus a same-run copy of the same bytes; one record.
     ``on_case(record)`` runs after each case (the CLI writes the record so far: a run cut short
-    keeps its finished cases)."""
-    rec = BenchRecord(op=op, env=environment(device))
+    keeps its finished cases); ``record``: a record to add the rows to (a run resumed)."""
+    rec = record if record is not None else BenchRecord(op=op, env=environment(device))
     for case in cases:
         progress(f"[{op}] {case.name} {case.shape} {case.dtype}: checking")
         status = "not checked"

@@ -421,6 +421,24 @@ def _progress(line: str) -> None:
     print(line, flush=True)
 
 
+def _resumed_record(args: argparse.Namespace, bench: Any, op_id: str, device: Any) -> Any:
+    """The record at ``--out`` to resume (None where there is none yet); a record of another op, GPU, git
+    SHA, torch or Triton is refused (one record holds one run's measurements)."""
+    if not args.out:
+        raise UsageError("--resume needs --out (the record to add the missing cases to)")
+    if not os.path.exists(args.out):
+        return None
+    old = bench.BenchRecord.read(args.out)
+    now = bench.environment(device)
+    if old.op != op_id:
+        raise UsageError(f"--resume: {args.out} is a record of {old.op}, not {op_id}")
+    differ = [k for k in ("gpu", "git_sha", "torch", "triton") if old.env.get(k) != now.get(k)]
+    if differ:
+        raise UsageError(f"--resume: {args.out} was measured with another " + ", ".join(
+            f"{k} ({old.env.get(k)} there, {now.get(k)} here)" for k in differ))
+    return old
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     try:
         core = importlib.import_module("sgl_diffusion_core")
@@ -449,6 +467,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     dtype = getattr(torch, DTYPES[args.dtype])
     names = [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None
     seen: list[str] = []
+    resumed = _resumed_record(args, bench, op_id, device) if args.resume else None
+    done = {r.get("case") for r in resumed.rows} if resumed is not None else set()
 
     def cases() -> Any:
         # a ValueError / KeyError while the target makes its next case is how a target
@@ -464,13 +484,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             except (ValueError, KeyError) as exc:
                 raise UsageError(f"{op_id}: the bench target rejected the request: {exc}") from exc
             seen.append(case.name)
+            if case.name in done:
+                _progress(f"[{op_id}] {case.name}: in the record already, skipped")
+                continue
             yield case
 
     _progress(f"[{op_id}] benchmarking on {device}, dtype {DTYPES[args.dtype]}, "
               f"cases {','.join(names) if names else 'all'}, rep {args.rep}")
     # with --out the record is written after every case: a run cut short keeps its finished cases
     rec = bench.run_cases(op_id, cases(), device, progress=_progress, rep=args.rep,
-                          on_case=(lambda r: r.write(args.out)) if args.out else None)
+                          on_case=(lambda r: r.write(args.out)) if args.out else None, record=resumed)
     env = rec.env
     print(f"\n{op_id} on {env.get('gpu')} ({env.get('device')}), torch {env.get('torch')}, "
           f"triton {env.get('triton')}, git {env.get('git_sha')}")
@@ -512,6 +535,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--rep", type=int, default=100, help="timed repetitions per provider (default: 100)")
     bench.add_argument("--device", default=None, help="torch device (default: the machine's best device)")
     bench.add_argument("--out", default=None, metavar="PATH.json", help="write the benchmark record as JSON")
+    bench.add_argument("--resume", action="store_true",
+                       help="with --out: skip the cases the record there holds and add the others to it (the same "
+                            "op, GPU, git SHA, torch and Triton only): a long sweep over several runs")
     bench.set_defaults(func=_cmd_bench)
     return parser
 
