@@ -149,3 +149,27 @@ def test_silu_forms(fast):
     out = torch.empty_like(specials)
     _silu_kernel[(1,)](specials, out, 3, FAST=fast, BLOCK=4)
     assert out[0].isnan() and out[1].isnan() and out[2].item() == float("inf"), out.tolist()
+
+
+@triton.jit
+def _e4m3_kernel(X, Y, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(Y + offs, triton_math.round_to_e4m3(tl.load(X + offs, mask=mask, other=0.0)), mask=mask)
+
+
+def test_round_to_e4m3_matches_torch_cast():
+    """``round_to_e4m3`` on [0, 448]: every e4m3fn value, the midpoints between neighbours (ties to even),
+    points just off them and random values give torch's fp32 -> e4m3fn -> fp32 values."""
+    dev = _device()
+    codes = torch.arange(0, 127, dtype=torch.uint8).view(torch.float8_e4m3fn).float()  # 0 .. 448, finite
+    mids = (codes[:-1] + codes[1:]) / 2
+    off = torch.cat([mids * (1 + 2**-20), mids * (1 - 2**-20)])
+    rand = torch.rand(2048, generator=torch.Generator().manual_seed(1)) * 448
+    small = torch.rand(512, generator=torch.Generator().manual_seed(2)) * 0.02
+    x = torch.cat([codes, mids, off, rand, small]).clamp(0, 448).to(dev)
+    y = torch.empty_like(x)
+    _e4m3_kernel[(1,)](x, y, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
+    want = x.cpu().to(torch.float8_e4m3fn).float().to(dev)
+    bad = (y != want).nonzero().flatten()[:5].tolist()
+    assert not bad, [(x[i].item(), y[i].item(), want[i].item()) for i in bad]

@@ -104,16 +104,6 @@ def quantize_rows_launch(x: torch.Tensor, qk: str, smooth: bool, per_channel: bo
 
 
 @triton.jit
-def _e4m3_round(x):
-    """Non-negative fp32 ``x`` (at most 448) rounded to e4m3, ties to even, as fp32 (the interpreter's
-    stand-in for the hardware conversion): 3 mantissa bits for normals, steps of 2**-9 below 2**-6."""
-    bits = x.to(tl.uint32, bitcast=True)
-    normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & 0xFFF00000).to(tl.float32, bitcast=True)
-    sub = ((x * 512.0 + 8388608.0) - 8388608.0) * 0.001953125
-    return tl.where(x < 0.015625, sub, normal)
-
-
-@triton.jit
 def _softmax_pv_fp8(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr):
     """The online-softmax step of ``pv="fp8"``: the running maximum rounded up to an integer (base-2
     logits), so ``p`` (in ``(0, 1]``) and every rescale are exact powers of two apart from the definition's
@@ -126,7 +116,7 @@ def _softmax_pv_fp8(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N: tl.constexpr, W
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
     if WIDE_DOT:
-        acc += tl.dot(_e4m3_round(p * 448.0), v.to(tl.float32))
+        acc += tl.dot(triton_math.round_to_e4m3(p * 448.0), v.to(tl.float32))
     else:
         acc += tl.dot((p * 448.0).to(v.dtype, fp_downcast_rounding="rtne"), v)
     return acc, l_i, m_new

@@ -235,6 +235,17 @@ def to_fp8_bits(q, FNUZ: tl.constexpr):
 
 
 @triton.jit
+def round_to_e4m3(x):
+    """Non-negative fp32 ``x`` (at most 448) rounded to e4m3fn, ties to even, as fp32 values: the rounding
+    of :func:`to_fp8_bits` without the encoding (3 mantissa bits for normals, steps of 2**-9 below 2**-6),
+    for the interpreter, whose own fp32 -> fp8 conversion is wrong (above)."""
+    bits = x.to(tl.uint32, bitcast=True)
+    normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & 0xFFF00000).to(tl.float32, bitcast=True)
+    sub = ((x * 512.0 + 8388608.0) - 8388608.0) * 0.001953125
+    return tl.where(x < 0.015625, sub, normal)
+
+
+@triton.jit
 def max_nan(a, b):
     """``max(a, b)`` with NaN propagated (an amax that saw a NaN is NaN)."""
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
