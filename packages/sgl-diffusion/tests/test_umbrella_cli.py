@@ -36,7 +36,12 @@ def fake_scale(x: torch.Tensor) -> torch.Tensor:
     return x * 2
 
 
+# a group of cases, as a bench file names them (row_norm_bench's ``widths``)
+GROUPS = {"both": ("tiny", "small")}
+
+
 def fake_bench_cases(device: torch.device, dtype: torch.dtype, names: list[str] | None):
+    names = [case for n in names for case in GROUPS.get(n, (n,))] if names else None
     for name in names or FAKE_SHAPES:
         if name not in FAKE_SHAPES:
             raise ValueError(f"unknown case {name!r}; known: {', '.join(FAKE_SHAPES)}")
@@ -163,6 +168,13 @@ def test_bench_resume(fake_ops, tmp_path, capsys):
     assert "measured with another git_sha (0000000 there" in capsys.readouterr().err
     assert cli.main(["bench", "--op", FAKE_OP, "--resume", "--device", "cpu"]) == 2
     assert "--resume needs --out" in capsys.readouterr().err
+
+
+def test_bench_case_group(fake_ops, capsys):
+    """A group the bench file names (``GROUPS``) runs its cases and is no unknown case."""
+    assert cli.main(["bench", "--op", FAKE_OP, "--cases", "both", "--rep", "3", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert f"[{FAKE_OP}] tiny" in out and f"[{FAKE_OP}] small" in out
 
 
 def test_bench_full_op_id_and_all_cases(fake_ops, capsys):
