@@ -94,11 +94,6 @@ class Kernels:
         # the last key-padding mask read on the host: (weakref to it, its version, its lens or None)
         self._mask_seen: tuple | None = None
 
-    def usable(self, can_use, args: tuple, kwargs: dict) -> bool:
-        """``can_use(*args, **kwargs)``: the op decides once per call signature and keeps the
-        verdict (``sgl_diffusion_core.Op.can_use``)."""
-        return bool(can_use(*args, **kwargs))
-
     def backend_for(self, op: str) -> str | None:
         """The backend asked of ``op``: a forced ``"triton"`` means the op's ``triton_exact`` variant
         where exact mode needs it and the op has one (``rope.apply_rope_qk``)."""
@@ -113,7 +108,7 @@ class Kernels:
               **kwargs) -> bool:
         """Whether this call of ``op`` runs its kernel (else its eager chain).
 
-        Eager mode: ``can_use(*args, **kwargs, backend=, exact=)`` once per call signature (:meth:`usable`),
+        Eager mode: ``can_use(*args, **kwargs, backend=, exact=)`` once per call signature (the op keeps the verdict),
         counted in ``counts``. While
         ``torch.compile`` traces: False for an op the policy traces eagerly, else whether every tensor
         argument has a contiguous last dim (:func:`_last_dims_contiguous`), so such an input (a
@@ -124,7 +119,7 @@ class Kernels:
             return bool(compile_ops((op,), self.under_compile)) and _last_dims_contiguous(args)
         if exact is not None:
             kwargs["exact"] = exact
-        ok = self.usable(can_use, args, {**kwargs, "backend": backend})
+        ok = bool(can_use(*args, **kwargs, backend=backend))  # the op keeps its verdict per call signature
         self.counts.setdefault(op, [0, 0])[0 if ok else 1] += 1
         return ok
 
@@ -275,7 +270,7 @@ class Kernels:
             return attn.attention(q, k, v, kv_lens=kv_lens)
         for backend in dict.fromkeys((self.backend, None)):
             try:
-                ok = self.usable(attn.can_use_attention, (q, k, v), {"kv_lens": kv_lens, "backend": backend})
+                ok = attn.can_use_attention(q, k, v, kv_lens=kv_lens, backend=backend)
             except Exception:  # a backend name the op does not have
                 ok = False
             if ok:

@@ -84,7 +84,7 @@ class MountedFluxAttnProcessor:
             return dispatch()
         kv_mask = mask if kv_mask is _SAME else kv_mask
         if self._sgl_tile is not None and kv_mask is None and not text:
-            out = self._sgl_tile.attend(query, key, value, k)
+            out = self._sgl_tile.attend(query, key, value)
             if out is not None:
                 return out
         kv_lens = None if kv_mask is None else k.key_padding_lens(kv_mask, query.shape[0], offset)
@@ -92,7 +92,7 @@ class MountedFluxAttnProcessor:
             k.count_eager("attention.attention")
             return dispatch()
         if self._sgl_q8 is not None:
-            out = self._sgl_q8.attend(query, key, value, kv_lens, k)
+            out = self._sgl_q8.attend(query, key, value, kv_lens)
             if out is not None:
                 return out
         out = k.attention(query, key, value, kv_lens)

@@ -16,7 +16,6 @@ import torch
 
 import sgl_diffusion_attention as _attention
 
-from .kernels import Kernels
 from .steps import StepClock, check_dense_args
 
 OP = "attention.quantized_attention"
@@ -42,15 +41,15 @@ class Quantized(StepClock):
         """The model's forward pre-hook: the step of this call."""
         self.count_step(args, kwargs)
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kv_lens: torch.Tensor | None,
-               kernels: Kernels) -> torch.Tensor | None:
-        """8-bit attention of ``[B, S, H, Dh]`` q, k, v, or None where the dense path serves this call (the
-        op's verdict asked once per call signature, as every mounted op's: ``kernels.usable``)."""
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               kv_lens: torch.Tensor | None) -> torch.Tensor | None:
+        """8-bit attention of ``[B, S, H, Dh]`` q, k, v, or None where the dense path serves this call (a
+        dense step, inputs the op cannot serve: it keeps its ``can_use`` verdict per call signature)."""
         if self.step < self.dense_steps:
             self.dense_calls += 1
             return None
         kw = {"kv_lens": kv_lens, "qk": self.qk, "pv": self.pv}
-        if not kernels.usable(_attention.can_use_quantized_attention, (q, k, v), kw):
+        if not _attention.can_use_quantized_attention(q, k, v, **kw):
             self.dense_calls += 1
             return None
         self.quantized_calls += 1

@@ -21,7 +21,6 @@ import torch
 
 import sgl_diffusion_attention as _attention
 
-from .kernels import Kernels
 from .steps import StepClock, check_dense_args
 
 MODELS = ("WanTransformer3DModel",)
@@ -63,17 +62,17 @@ class SlidingTile(StepClock):
     def dense(self) -> bool:
         return self.step < self.dense_steps or self.grid is None
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernels: Kernels) -> torch.Tensor | None:
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor | None:
         """Sliding-tile attention of ``[B, S, H, Dh]`` video self-attention, or None where the dense path
         serves this call (a dense step, a sequence that is not the grid's video tokens, inputs the
-        kernel cannot serve: asked once per call signature, as every mounted op's, ``kernels.usable``)."""
+        kernel cannot serve: the op keeps its ``can_use`` verdict per call signature)."""
         grid = self.grid
         if self.dense or q.shape[1] != grid[0] * grid[1] * grid[2]:
             self.dense_calls += 1
             return None
         order, inverse, block_map = self._plan(grid, q.device)
         qt, kt, vt = q[:, order], k[:, order], v[:, order]
-        if not kernels.usable(_attention.can_use_block_sparse_attention, (qt, kt, vt, block_map), {}):
+        if not _attention.can_use_block_sparse_attention(qt, kt, vt, block_map):
             self.dense_calls += 1
             return None
         self.sparse_calls += 1
