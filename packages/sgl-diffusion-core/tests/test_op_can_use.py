@@ -100,3 +100,22 @@ def test_the_interpreter_flag_is_part_of_the_signature(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     PAIR.can_use(x, y)
     assert len(DESCRIBED) == 2
+
+
+
+def prepare_first(geom, x, y, lens):
+    return lambda x, y, lens: x - y
+
+
+LATE = Op("test.plan_cache", distribution="sgl-diffusion-core", summary="x + y", describe=describe_pair, n_tensors=3,
+          reference=f"{MOD}:prepare", backends=[Backend("torch", f"{MOD}:prepare", CAPS, Contract.exact())])
+
+
+def test_a_registration_makes_the_plans_stale():
+    x, y = torch.ones(4), torch.ones(4)
+    assert torch.equal(LATE.plan((x, y, None))(x, y, None), x + y)
+    assert torch.equal(LATE.plan((x, y, None))(x, y, None), x + y) and len(DESCRIBED) == 1  # cached
+    REGISTRY.register(KernelSpec(op="test.plan_cache", backend="first", target=f"{MOD}:prepare_first",
+                                 capabilities=CAPS, contract=Contract.exact(), priority=100))
+    # the new backend comes first: the plan built before it registered is not served again
+    assert torch.equal(LATE.plan((x, y, None))(x, y, None), x - y)

@@ -233,7 +233,7 @@ class Op:
         self._per_call = per_call
         self._plans = PlanCache(limit)
         self._verdicts = PlanCache(limit)  # can_use's verdicts per verdict_key
-        self._verdict_generation = -1  # the registry's generation the verdicts were made at
+        self._generation = -1  # the registry's generation the plans and verdicts were made at
         self._lock = threading.Lock()
         self.entries: list[Callable[..., Any]] = []
         self.entry_options: dict[str, tuple[tuple[str, Any], ...]] = {}  # entry name -> describe options it fixes
@@ -279,7 +279,10 @@ class Op:
              options: tuple[tuple[str, Any], ...] = ()) -> Callable[..., Any]:
         """The runner for these tensors (``runner(*tensors, *scalars)``), built once per call
         signature. ``options``: non-tensor arguments that shape the plan, as hashable
-        ``(name, value)`` pairs (part of the key; passed to ``describe`` as keywords)."""
+        ``(name, value)`` pairs (part of the key; passed to ``describe`` as keywords). A backend
+        registered after a plan was built makes every plan stale."""
+        if self._generation != REGISTRY.generation:
+            self._forget_stale()
         try:
             key = (*map(_tensor_sig, tensors), backend, exact, options)
             plan = self._plans.get(key)
@@ -315,6 +318,11 @@ class Op:
         self._plans.clear()
         self._verdicts.clear()
 
+    def _forget_stale(self) -> None:
+        """Plans and verdicts made before the registry's last registration are stale: drop them."""
+        self.clear()
+        self._generation = REGISTRY.generation
+
     # -- the protocol around it ----------------------------------------------------------------
 
     def can_use(self, *args: Any, backend: str | None = None, exact: bool | None = None, **kwargs: Any) -> bool:
@@ -325,9 +333,8 @@ class Op:
         the verdict per call signature (:func:`verdict_key`), until a backend registers."""
         key = None if is_compiling() else verdict_key(args, kwargs)
         if key is not None:
-            if self._verdict_generation != REGISTRY.generation:
-                self._verdicts.clear()
-                self._verdict_generation = REGISTRY.generation
+            if self._generation != REGISTRY.generation:
+                self._forget_stale()
             key = (*key, backend, exact)
             try:
                 ok = self._verdicts.get(key)
