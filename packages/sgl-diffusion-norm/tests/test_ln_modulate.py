@@ -292,6 +292,35 @@ def test_fp8_result_triton(name, fp8, D, dtype):
     assert_fp8_close(f"norm.{name}", q, s, rq, rs, dtype)
 
 
+@pytest.mark.parametrize("D", [1152, 2240, 3072])
+def test_held_row_with_a_tail_tile(D):
+    """A row held as a power-of-two block and a tail tile (the CUDA FP8 rule's 3072 = 2048 + 1024), pinned
+    under the interpreter: bf16 and FP8 results of both modulated norms and the gated op within their
+    contracts, as the one-block launch."""
+    if not triton_interpret():
+        pytest.skip("CPU lane: the Triton kernel runs under TRITON_INTERPRET=1")
+    from sgl_diffusion_core import RowConfig
+
+    K = testing.backend_module(norm.ln_modulate, "triton")
+    cfg = K.fp8_config(D, RowConfig(block=1024, chunks=1, num_warps=4))
+    assert cfg.tail > 0 and cfg.block + cfg.tail >= D > cfg.block
+    g = torch.Generator().manual_seed(D)
+    x = (torch.randn(2, 3, D, generator=g) * 3 + 1).to(torch.bfloat16)
+    shift, scale = torch.randn(2, 1, 2 * D, generator=g).to(torch.bfloat16).chunk(2, dim=-1)
+    fp8 = torch.float8_e4m3fn
+    for name, (fn, ref) in MODULATE_FP8.items():
+        op = testing.op_definition(fn)
+        geom = op.describe(x, scale, shift).info["geom"]
+        out = K.prepare(geom, x, scale, shift, None, None, config=cfg)(x, scale, shift, None, None, 1e-6, 1.0)
+        spec = next(sp for sp in REGISTRY.specs(f"norm.{name}") if sp.backend == "triton")
+        atol, rtol = spec.contract.tolerance(x.dtype)
+        testing.assert_close(out, ref(x, scale, shift), atol=atol, rtol=rtol)
+        geom8 = op.describe(x, scale, shift, out_dtype=fp8).info["geom"]
+        q, s = K.prepare(geom8, x, scale, shift, None, None, config=cfg)(x, scale, shift, None, None, fp8, 1e-6, 1.0)
+        rq, rs = ref(x, scale, shift, out_dtype=fp8)
+        assert_fp8_close(f"norm.{name}", q, s, rq, rs, torch.bfloat16)
+
+
 @pytest.mark.parametrize("name", list(MODULATE_FP8))
 def test_fp8_reference_is_the_chain_then_quantized(name):
     fn, ref = MODULATE_FP8[name]
@@ -381,7 +410,10 @@ def test_fp8_launch_rule():
     rule = testing.backend_module(norm.ln_modulate, "triton").fp8_config
     base = RowConfig(block=1024, chunks=5, num_warps=2, max_registers=80, unroll=5)
     assert rule(5120, base) == RowConfig(block=1024, chunks=5, num_warps=2)
-    assert rule(3072, base) == RowConfig(block=4096, chunks=1, num_warps=4)
+    assert rule(3072, base) == RowConfig(block=2048, chunks=1, num_warps=4, tail=1024)  # 2048 + 1024
+    assert rule(3072, base, "hip") == RowConfig(block=4096, chunks=1, num_warps=4)
+    assert rule(2240, base) == RowConfig(block=2048, chunks=1, num_warps=4, tail=256)
+    assert rule(3840, base) == RowConfig(block=4096, chunks=1, num_warps=4)  # the rest needs a 2048 tile
     assert rule(4096, base) == RowConfig(block=4096, chunks=1, num_warps=4)
     assert rule(1000, base) == RowConfig(block=1024, chunks=1, num_warps=4)
     wide = RowConfig(block=1024, chunks=16, num_warps=2, max_registers=80, unroll=16)
@@ -389,7 +421,8 @@ def test_fp8_launch_rule():
     assert rule(6000, base) == RowConfig(block=1024, chunks=6, num_warps=2)
     assert rule(5120, base, "hip") == RowConfig(block=8192, chunks=1, num_warps=8)  # ROCm: held up to 8192
     gated = testing.backend_module(norm.ln_modulate, "triton").gated_fp8_config  # held up to 8192
-    assert gated(5120, base) == RowConfig(block=8192, chunks=1, num_warps=8)
+    assert gated(5120, base) == RowConfig(block=4096, chunks=1, num_warps=8, tail=1024)
+    assert gated(5120, base, "hip") == RowConfig(block=8192, chunks=1, num_warps=8)
     assert gated(16384, wide) == RowConfig(block=1024, chunks=16, num_warps=2)
 
 

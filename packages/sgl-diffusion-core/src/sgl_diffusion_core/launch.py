@@ -31,6 +31,8 @@ class RowConfig:
     num_stages: int = 1
     max_registers: int | None = None  # CUDA only: cap registers per thread (Triton's maxnreg)
     unroll: int | None = None  # explicit unroll factor of the chunk loops; None = the compiler's choice
+    tail: int = 0  # a row held whole (chunks == 1): a second tile of this many columns after ``block``
+    # (a power of two below it; 0: none), so that 3072 columns are 2048 + 1024, not one 4096 block
 
     def launch_options(self, platform: str) -> dict:
         """Triton launch/compile options of this configuration for a platform."""

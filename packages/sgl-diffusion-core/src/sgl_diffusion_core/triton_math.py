@@ -180,6 +180,20 @@ widen_bits = _widen_bits
 
 
 @triton.jit
+def round_to_packed(x, DTYPE: tl.constexpr, PTX: tl.constexpr):
+    """:func:`round_to`; with ``PTX`` (NVIDIA hardware) bf16 rounds two values per conversion
+    (``cvt.rn.bf16x2.f32``, then a shift and a mask to widen them back: 1.5 instructions per value
+    where the scalar conversion and its widening take 2, half of them on the conversion unit).
+    Same values (ties to even)."""
+    if PTX and DTYPE == tl.bfloat16:
+        return tl.inline_asm_elementwise(
+            "{ .reg .b32 t; cvt.rn.bf16x2.f32 t, $3, $2; shl.b32 $0, t, 16; and.b32 $1, t, 0xFFFF0000; }",
+            "=r,=r,r,r", [x], dtype=tl.float32, is_pure=True, pack=2)
+    else:
+        return round_to(x, DTYPE)
+
+
+@triton.jit
 def program_tile(n_tiles):
     """(row, column tile) of this program on a 1-D grid of ``rows * n_tiles`` programs with a
     row's tiles adjacent (``TileConfig.grid``); int32, one division per program."""
@@ -267,6 +281,14 @@ def store_row_scale(QS, row, a, FP8_MAX: tl.constexpr):
 
 
 @triton.jit
+def store_row_scale2(QS, row, a, b, FP8_MAX: tl.constexpr):
+    """:func:`store_row_scale` of a row held as two tiles, ``|y|`` values ``a`` and ``b``."""
+    qs = fp8_scale(max_nan(tl.reduce(a, 0, max_nan), tl.reduce(b, 0, max_nan)), FP8_MAX, _MIN_AMAX)
+    tl.store(QS + row, qs)
+    return qs
+
+
+@triton.jit
 def store_fp8(x, Y, offs, mask, scale, FP8_MAX: tl.constexpr, OUT: tl.constexpr, BITS: tl.constexpr,
               FNUZ: tl.constexpr):
     """Store fp32 ``x / scale`` (IEEE division) saturated to ``+-FP8_MAX`` as FP8 ``OUT``, ties to even;
@@ -276,18 +298,21 @@ def store_fp8(x, Y, offs, mask, scale, FP8_MAX: tl.constexpr, OUT: tl.constexpr,
 
 @triton.jit
 def store_fp8_rcp(x, Y, offs, mask, scale, FP8_MAX: tl.constexpr, OUT: tl.constexpr, BITS: tl.constexpr,
-                  FNUZ: tl.constexpr):
+                  FNUZ: tl.constexpr, PTX: tl.constexpr = False):
     """:func:`store_fp8` with ``x * (1 / scale)`` (the reciprocal an IEEE division, once per call) for the
     per-element division: one multiply instead of a division sequence per element, for kernels bound by
     instructions. ``x * (1 / scale)`` is within one fp32 ulp of ``x / scale``, so a code differs from the
-    divided one only where the quotient lies within an ulp of an FP8 rounding boundary (by one code)."""
-    _store_codes(x * tl.math.div_rn(1.0, scale), Y, offs, mask, FP8_MAX, OUT, BITS, FNUZ)
+    divided one only where the quotient lies within an ulp of an FP8 rounding boundary (by one code).
+    ``PTX`` (NVIDIA hardware, not ``BITS``): no clamp before the conversion, which saturates itself (same
+    codes, two instructions fewer per value)."""
+    _store_codes(x * tl.math.div_rn(1.0, scale), Y, offs, mask, FP8_MAX, OUT, BITS, FNUZ, PTX)
 
 
 @triton.jit
 def _store_codes(v, Y, offs, mask, FP8_MAX: tl.constexpr, OUT: tl.constexpr, BITS: tl.constexpr,
-                 FNUZ: tl.constexpr):
-    v = tl.minimum(max_nan(v, -FP8_MAX), FP8_MAX, propagate_nan=tl.PropagateNan.ALL)
+                 FNUZ: tl.constexpr, PTX: tl.constexpr = False):
+    if not PTX:  # NVIDIA's conversion saturates itself (``cvt.rn.satfinite``: +-inf -> +-448, NaN stays NaN)
+        v = tl.minimum(max_nan(v, -FP8_MAX), FP8_MAX, propagate_nan=tl.PropagateNan.ALL)
     if BITS:
         tl.store(Y + offs, to_fp8_bits(v, FNUZ), mask=mask)
     else:

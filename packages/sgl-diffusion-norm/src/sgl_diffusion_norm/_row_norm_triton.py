@@ -41,7 +41,7 @@ from sgl_diffusion_core import (
 
 TL_DTYPES = triton_math.TL_DTYPES
 # the FP8 constexprs of a launch that writes the default dtype
-_NO_FP8 = {"FP8": False, "FP8_MAX": 448.0, "FNUZ": False, "BITS": False}
+_NO_FP8 = {"FP8": False, "FP8_MAX": 448.0, "FNUZ": False, "BITS": False, "PTX": False}
 
 
 @triton.jit
@@ -85,6 +85,13 @@ def _row_values(x_row, u_row, g_row, nr_row, offs, mask,
 
 
 @triton.jit
+def _fold(v, BLOCK: tl.constexpr, TAIL: tl.constexpr):
+    """A ``[BLOCK]`` tile summed down to ``[TAIL]`` (its ``BLOCK // TAIL`` slices added), to add to the
+    tail tile before one reduction over the row."""
+    return tl.sum(tl.reshape(v, [BLOCK // TAIL, TAIL]), axis=0)
+
+
+@triton.jit
 def _per_d(a, D, FUSION_FREE: tl.constexpr):
     """``a / D``; in kernels built without FMA contraction as an fp64 division (fp32 division
     expands into Newton-Raphson FMAs on ROCm, which the exact lanes reject)."""
@@ -115,8 +122,8 @@ def _row_norm_kernel(
     NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr,
     T1R: tl.constexpr, SUM_DT: tl.constexpr, NR_DT: tl.constexpr,
-    BLOCK: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
-    FP8: tl.constexpr, FP8_MAX: tl.constexpr, FNUZ: tl.constexpr, BITS: tl.constexpr,
+    BLOCK: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr, TAIL: tl.constexpr,
+    FP8: tl.constexpr, FP8_MAX: tl.constexpr, FNUZ: tl.constexpr, BITS: tl.constexpr, PTX: tl.constexpr,
 ):
     """One row of any of the five row norms (fp32 statistics, one rounding: the close contract).
 
@@ -144,22 +151,46 @@ def _row_norm_kernel(
     if CHUNKS == 1:
         mask = cols < D
         x = _row_values(x_row, u_row, g_row, nr_row, cols, mask, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT, True)
+        if TAIL > 0:  # the row's second tile, columns BLOCK .. BLOCK + TAIL - 1
+            cols2 = BLOCK + tl.arange(0, TAIL)
+            mask2 = cols2 < D
+            x2 = _row_values(x_row, u_row, g_row, nr_row, cols2, mask2, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT, True)
         if NORM == 0:
-            mean = _per_d(tl.sum(x, axis=0), D, HAS_RES)
+            if TAIL > 0:
+                mean = _per_d(tl.sum(x, axis=0) + tl.sum(x2, axis=0), D, HAS_RES)
+                xc2 = tl.where(mask2, x2 - mean, 0.0)
+            else:
+                mean = _per_d(tl.sum(x, axis=0), D, HAS_RES)
             xc = tl.where(mask, x - mean, 0.0)
-            var = _per_d(tl.sum(xc * xc, axis=0), D, HAS_RES)
         else:
             xc = x
-            var = _per_d(tl.sum(x * x, axis=0), D, HAS_RES)
+            if TAIL > 0:
+                xc2 = x2
+        if TAIL > 0:
+            var = _per_d(tl.sum(xc * xc, axis=0) + tl.sum(xc2 * xc2, axis=0), D, HAS_RES)
+        else:
+            var = _per_d(tl.sum(xc * xc, axis=0), D, HAS_RES)
         rstd = _rstd(var, eps, HAS_RES)
         y = _affine_modulate(xc * rstd, cols, mask, W, BIAS, sc_row, sh_row, scale_offset,
                              HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
+        if TAIL > 0:
+            y2 = _affine_modulate(xc2 * rstd, cols2, mask2, W, BIAS, sc_row, sh_row, scale_offset,
+                                  HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
         if FP8:
-            y = triton_math.round_to(y, X.dtype.element_ty)
-            qs = triton_math.store_row_scale(QS, row, tl.where(mask, tl.abs(y), 0.0), FP8_MAX)
-            triton_math.store_fp8_rcp(y, y_row, cols, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
+            y = triton_math.round_to_packed(y, X.dtype.element_ty, PTX)
+            if TAIL > 0:
+                y2 = triton_math.round_to_packed(y2, X.dtype.element_ty, PTX)
+                qs = triton_math.store_row_scale2(QS, row, tl.where(mask, tl.abs(y), 0.0),
+                                                  tl.where(mask2, tl.abs(y2), 0.0), FP8_MAX)
+            else:
+                qs = triton_math.store_row_scale(QS, row, tl.where(mask, tl.abs(y), 0.0), FP8_MAX)
+            triton_math.store_fp8_rcp(y, y_row, cols, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ, PTX)
+            if TAIL > 0:
+                triton_math.store_fp8_rcp(y2, y_row, cols2, mask2, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ, PTX)
         else:
             tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=mask)
+            if TAIL > 0:
+                tl.store(y_row + cols2, y2.to(Y.dtype.element_ty), mask=mask2)
     else:
         if NORM == 1:
             pivot = 0.0
@@ -201,7 +232,7 @@ def _row_norm_kernel(
                                 False, True)
                 y = _affine_modulate((x - mean) * rstd, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
                                      HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
-                y = triton_math.round_to(y, X.dtype.element_ty)
+                y = triton_math.round_to_packed(y, X.dtype.element_ty, PTX)
                 amax = triton_math.max_nan(amax, tl.where(mask, tl.abs(y), 0.0))
             qs = triton_math.store_row_scale(QS, row, amax, FP8_MAX)
         for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
@@ -215,8 +246,8 @@ def _row_norm_kernel(
             y = _affine_modulate(xn, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
                                  HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
             if FP8:
-                y = triton_math.round_to(y, X.dtype.element_ty)
-                triton_math.store_fp8_rcp(y, y_row, offs, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ)
+                y = triton_math.round_to_packed(y, X.dtype.element_ty, PTX)
+                triton_math.store_fp8_rcp(y, y_row, offs, mask, qs, FP8_MAX, Y.dtype.element_ty, BITS, FNUZ, PTX)
             else:
                 tl.store(y_row + offs, y.to(Y.dtype.element_ty), mask=mask)
 
@@ -296,8 +327,8 @@ _FP8_CHUNK = 1024  # wider FP8 rows: chunks of this many columns, 2 warps (16 va
 
 
 def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
-    """Launch rule of an FP8 result (``out_dtype``): the row in registers up to 4096 columns (one block of
-    ``next_pow2(D)``, 32 values per thread, at least 4 warps), so that it is read once and its codes follow
+    """Launch rule of an FP8 result (``out_dtype``): the row in registers up to 4096 columns (:func:`_fp8_held`:
+    up to 32 values per thread, at least 4 warps), so that it is read once and its codes follow
     its amax without a second pass; wider rows in 1024-wide chunks with 2 warps, the compiler's unrolling,
     no register cap (``base``, the bf16 rule, caps chunked rows at 80 registers, and spilled on sm_90 with
     the FP8 result's three passes: 2120 bytes per thread for ``ln_modulate`` at D = 5120). Measured on one
@@ -306,24 +337,33 @@ def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
     63.8%, one warp); docs/benchmarks/fp8_norm_sweep_h100.json. ROCm keeps :func:`gated_fp8_config`
     (the chunked launch spills scalar registers on gfx942 / gfx950; neither is measured there)."""
     if platform == "hip":
-        return gated_fp8_config(D, base)
+        return gated_fp8_config(D, base, platform)
     if D <= _FP8_HELD:
-        return _fp8_held(D)
+        return _fp8_held(D, platform)
     return RowConfig(block=_FP8_CHUNK, chunks=-(-D // _FP8_CHUNK), num_warps=2)
 
 
-def _fp8_held(D: int) -> RowConfig:
+def _fp8_held(D: int, platform: str) -> RowConfig:
+    """The row in registers: one power-of-two block; on CUDA, where the rest of the row past half that block
+    fits a smaller power of two, that half and a tail tile (3072 = 2048 + 1024: no quarter of the lanes
+    masked; sm_90, FLUX: 1096 -> 928 instructions per thread, 77 -> 70 registers). ROCm keeps the block
+    (its builds with a tail are not compiled in the lanes)."""
     block = next_pow2(max(D, 1))
+    if block > D and platform == "cuda":
+        head = block // 2
+        tail = next_pow2(D - head)
+        if tail < head:
+            return RowConfig(block=head, chunks=1, num_warps=max(4, block // 1024), tail=tail)
     return RowConfig(block=block, chunks=1, num_warps=max(4, block // 1024))
 
 
-def gated_fp8_config(D: int, base: RowConfig) -> RowConfig:
+def gated_fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
     """Launch rule of ``gated_residual_norm_modulate`` with an FP8 result: the row in registers up to 8192
     columns (as :func:`fp8_config` below 4096), wider rows ``base``'s chunks without its register cap and
     unrolling. The gated pass holds residual, update and gate: 1024-wide chunks with 2 warps spill 24 bytes
     per thread on sm_90 at D = 5120, the held row none. Not measured on a GPU."""
     if D <= 2 * _FP8_HELD:
-        return _fp8_held(D)
+        return _fp8_held(D, platform)
     return RowConfig(block=base.block, chunks=base.chunks, num_warps=base.num_warps)
 
 
@@ -335,7 +375,7 @@ def _launch(g, x, cfg, constexprs, fp_fusion, fp8=_NO_FP8):
     return PreparedLaunch(
         _row_norm_kernel,
         (g.rows,),
-        {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, **fp8},
+        {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail, **fp8},
         device=x.device,
         n_ptrs=10,
         options=cfg.launch_options(tensor_platform(x.device)),
@@ -343,11 +383,13 @@ def _launch(g, x, cfg, constexprs, fp_fusion, fp8=_NO_FP8):
     )
 
 
-def _fp8_constexprs(fmt: str | None) -> dict:
-    """The FP8 constexprs of a launch writing format ``fmt`` (None: the default dtype)."""
+def _fp8_constexprs(fmt: str | None, platform: str, bits: bool = triton_math.FP8_BITS) -> dict:
+    """The FP8 constexprs of a launch on ``platform`` writing format ``fmt`` (None: the default dtype);
+    ``PTX``: NVIDIA's conversions (packed bf16 rounding, the FP8 conversion's own saturation)."""
     if fmt is None:
         return _NO_FP8
-    return {"FP8": True, "FP8_MAX": vendor.FP8_MAX[fmt], "FNUZ": fmt == vendor.E4M3FNUZ, "BITS": triton_math.FP8_BITS}
+    return {"FP8": True, "FP8_MAX": vendor.FP8_MAX[fmt], "FNUZ": fmt == vendor.E4M3FNUZ, "BITS": bits,
+            "PTX": platform == "cuda" and not bits}
 
 
 def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
@@ -360,7 +402,7 @@ def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": scale is not None, "HAS_SHIFT": shift is not None,
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": False, "HAS_GATE": False,
         "T1R": tl.float32, "SUM_DT": tl.float32, "NR_DT": tl.float32,
-    }, fp_fusion=True, fp8=_fp8_constexprs(geom.fp8))
+    }, fp_fusion=True, fp8=_fp8_constexprs(geom.fp8, tensor_platform(x.device)))
     return launch, scalars
 
 
@@ -413,7 +455,7 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
     g, u = geom.residual, geom.update
     cfg = config or gated_config(g.D, residual.element_size(), tensor_platform(residual.device), g.rows)
     if geom.fp8 is not None and config is None and residual.device.type != "cpu":
-        cfg = gated_fp8_config(g.D, cfg)
+        cfg = gated_fp8_config(g.D, cfg, tensor_platform(residual.device))
     gl = geom.gate
     scalars = (g.S, g.D, g.sb, g.ss, *_mod_scalars(geom.scale), *_mod_scalars(geom.shift), u.sb, u.ss,
                *_mod_scalars(gl))
@@ -421,7 +463,7 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": True, "HAS_SHIFT": shift is not None,
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": True, "HAS_GATE": gate is not None,
         "T1R": TL_DTYPES[geom.t1], "SUM_DT": TL_DTYPES[geom.sum], "NR_DT": TL_DTYPES[residual.dtype],
-    }, fp_fusion=False, fp8=_fp8_constexprs(geom.fp8))
+    }, fp_fusion=False, fp8=_fp8_constexprs(geom.fp8, tensor_platform(residual.device)))
     shape, dtype, device = g.shape, residual.dtype, residual.device
     if geom.fp8 is not None:  # out_dtype=FP8: ``(.., norm, out_dtype, eps, scale_offset) -> (codes, scales, new)``
         fp8, bits = geom.fp8_dtype, triton_math.FP8_BITS
@@ -455,7 +497,7 @@ _NAMES = {tl.bfloat16: "bf16", tl.float16: "fp16", tl.float32: "fp32"}
 _SCALARS = ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L", "u_sb", "u_ss",
             "g_sb", "g_ss", "g_L")
 _CONSTS = ("NORM", "HAS_SCALE", "HAS_SHIFT", "HAS_W", "HAS_BIAS", "HAS_RES", "HAS_GATE", "T1R", "SUM_DT", "NR_DT",
-           "BLOCK", "CHUNKS", "UNROLL", "FP8", "FP8_MAX", "FNUZ", "BITS")
+           "BLOCK", "CHUNKS", "UNROLL", "TAIL", "FP8", "FP8_MAX", "FNUZ", "BITS", "PTX")
 
 
 def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32", fp8=None):
@@ -465,7 +507,7 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     rule = gated_config if res else width_config
     cfg = rule(D, 4 if dt == tl.float32 else 2, platform, n_rows=rows)
     if fp8 is not None and platform != "cpu":
-        cfg = gated_fp8_config(D, cfg) if res else fp8_config(D, cfg, platform)
+        cfg = gated_fp8_config(D, cfg, platform) if res else fp8_config(D, cfg, platform)
     sig = {n: f"*{name_dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR")}
     sig["QS"] = "*fp32"
     if fp8 is not None:
@@ -475,7 +517,8 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     sig.update({n: "constexpr" for n in _CONSTS})
     const = {"NORM": norm, "HAS_SCALE": scale, "HAS_SHIFT": scale, "HAS_W": affine, "HAS_BIAS": affine,
              "HAS_RES": res, "HAS_GATE": res, "T1R": dt, "SUM_DT": dt, "NR_DT": dt,
-             "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, **_fp8_constexprs(fp8), "BITS": False}
+             "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail,
+             **_fp8_constexprs(fp8, platform, bits=False)}
     name = (f"{label}[{name_dt}{'->' + fp8 if fp8 else ''},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},"
             f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},affine={affine},{idx}]")
     opts = {k: v for k, v in cfg.launch_options(platform).items() if k not in ("num_warps", "num_stages")}
