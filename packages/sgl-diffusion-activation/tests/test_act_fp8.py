@@ -45,6 +45,26 @@ def test_triton_fp8_result(name, fp8, D, bias):
 
 
 @pytest.mark.parametrize("name", list(OPS))
+def test_held_row_with_a_tail_tile(name):
+    """The CUDA rule's held row of a power-of-two tile and a tail tile (12288 = 8192 + 4096), pinned under
+    the interpreter at 96 = 64 + 32 columns; a tail that does not complete the row is refused."""
+    fn, ref = _fns(name)
+    rule = testing.backend_module(fn, "triton")._act_fp8_triton.row_config
+    assert rule(12288) == (8192, 1, 16, 4096) and rule(12288, platform="hip") == (16384, 1, 16, 0)
+    assert rule(13824) == (16384, 1, 16, 0)  # the rest past 8192 needs an 8192 tile: one 16384 tile
+    with pytest.raises(ValueError, match="does not complete"):
+        rule(96, tail=16)
+    torch.manual_seed(96)
+    width = 2 * 96 if OPS[name] else 96
+    x = (torch.randn(2, 3, width) * 3).to(torch.bfloat16)
+    b = torch.randn(width).to(torch.bfloat16)
+    for fp8 in FP8:
+        geom = testing.geometry(fn, x, bias=b, out_dtype=fp8)
+        got = testing.backend_prepare(fn, "triton")(geom, x, b, None, fp8_tail=32)(x, b, None)
+        _check(name, got, ref(x, bias=b, out_dtype=fp8), x.dtype)
+
+
+@pytest.mark.parametrize("name", list(OPS))
 def test_reference_is_the_chain_then_quantized(name):
     fn, ref = _fns(name)
     x = torch.randn(4, 2 * 48 if OPS[name] else 48).to(torch.bfloat16)

@@ -29,9 +29,9 @@ MAX_BLOCK = 16384
 
 @triton.jit
 def _value(row, BIAS, offs, mask, b_shift, ACT: tl.constexpr, GLU: tl.constexpr, HAS_BIAS: tl.constexpr,
-           MID: tl.constexpr, FAST: tl.constexpr):
+           MID: tl.constexpr, FAST: tl.constexpr, PTX: tl.constexpr):
     """The row's values at ``offs``: ``act(a [+ bias])`` (times ``b [+ bias]`` for the GLU), rounded to
-    ``MID`` (the result dtype) and widened back to fp32."""
+    ``MID`` (the result dtype; ``PTX``: two values per conversion) and widened back to fp32."""
     a = load_stream(row + offs, mask)
     if HAS_BIAS:
         a += triton_math.widen(tl.load(BIAS + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
@@ -41,7 +41,7 @@ def _value(row, BIAS, offs, mask, b_shift, ACT: tl.constexpr, GLU: tl.constexpr,
         if HAS_BIAS:
             b += triton_math.widen(tl.load(BIAS + b_shift + offs, mask=mask, other=0.0, eviction_policy="evict_last"))
         y = y * b
-    return triton_math.round_to(y, MID)
+    return triton_math.round_to_packed(y, MID, PTX)
 
 
 @triton.jit(do_not_specialize=["n1", "n2"])
@@ -51,8 +51,10 @@ def _act_fp8_kernel(
     x_s0, x_s1, x_s2,
     ACT: tl.constexpr, GLU: tl.constexpr, HAS_BIAS: tl.constexpr, NDIM: tl.constexpr, MID: tl.constexpr,
     BLOCK: tl.constexpr, CHUNKS: tl.constexpr, FAST: tl.constexpr, FP8_MAX: tl.constexpr, FNUZ: tl.constexpr,
-    BITS: tl.constexpr,
+    BITS: tl.constexpr, PTX: tl.constexpr, TAIL: tl.constexpr,
 ):
+    """``PTX`` (NVIDIA hardware): packed bf16 rounding, and no clamp before the saturating FP8 conversion.
+    ``TAIL``: a held row's second tile, columns ``BLOCK .. BLOCK + TAIL - 1`` (0: none)."""
     r = tl.program_id(0)
     x_off, _, _ = row_offsets(r, n1, n2, x_s0, x_s1, x_s2, 0, 0, 0, 0, 0, 0, NDIM)
     x_row = X + x_off
@@ -60,51 +62,75 @@ def _act_fp8_kernel(
     cols = tl.arange(0, BLOCK)
     if CHUNKS == 1:
         mask = cols < D
-        v = _value(x_row, BIAS, cols, mask, b_shift, ACT, GLU, HAS_BIAS, MID, FAST)
-        qs = triton_math.store_row_scale(QS, r, tl.where(mask, tl.abs(v), 0.0), FP8_MAX)
-        triton_math.store_fp8_rcp(v, q_row, cols, mask, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ)
+        v = _value(x_row, BIAS, cols, mask, b_shift, ACT, GLU, HAS_BIAS, MID, FAST, PTX)
+        if TAIL > 0:
+            cols2 = BLOCK + tl.arange(0, TAIL)
+            mask2 = cols2 < D
+            v2 = _value(x_row, BIAS, cols2, mask2, b_shift, ACT, GLU, HAS_BIAS, MID, FAST, PTX)
+            qs = triton_math.store_row_scale2(QS, r, tl.where(mask, tl.abs(v), 0.0), tl.where(mask2, tl.abs(v2), 0.0),
+                                              FP8_MAX)
+            triton_math.store_fp8_rcp(v2, q_row, cols2, mask2, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ, PTX)
+        else:
+            qs = triton_math.store_row_scale(QS, r, tl.where(mask, tl.abs(v), 0.0), FP8_MAX)
+        triton_math.store_fp8_rcp(v, q_row, cols, mask, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ, PTX)
     else:
         amax = tl.zeros([BLOCK], dtype=tl.float32)
         for c in range(CHUNKS):
             offs = c * BLOCK + cols
             mask = offs < D
-            v = _value(x_row, BIAS, offs, mask, b_shift, ACT, GLU, HAS_BIAS, MID, FAST)
+            v = _value(x_row, BIAS, offs, mask, b_shift, ACT, GLU, HAS_BIAS, MID, FAST, PTX)
             amax = triton_math.max_nan(amax, tl.where(mask, tl.abs(v), 0.0))
         qs = triton_math.store_row_scale(QS, r, amax, FP8_MAX)
         for c in range(CHUNKS):
             offs = c * BLOCK + cols
             mask = offs < D
-            v = _value(x_row, BIAS, offs, mask, b_shift, ACT, GLU, HAS_BIAS, MID, FAST)
-            triton_math.store_fp8_rcp(v, q_row, offs, mask, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ)
+            v = _value(x_row, BIAS, offs, mask, b_shift, ACT, GLU, HAS_BIAS, MID, FAST, PTX)
+            triton_math.store_fp8_rcp(v, q_row, offs, mask, qs, FP8_MAX, Q.dtype.element_ty, BITS, FNUZ, PTX)
 
 
-def row_config(D: int, max_block: int | None = None) -> tuple[int, int, int]:
-    """``(BLOCK, CHUNKS, num_warps)``: the row in one register tile up to ``max_block`` columns
-    (:data:`MAX_BLOCK`; 32 fp32 values per thread, 4 to 16 warps), else chunks of it. Not measured
-    yet: the per-thread load of the activation kernels' rule (32 bytes of input per thread)."""
+def row_config(D: int, max_block: int | None = None, platform: str = "cuda",
+               tail: int | None = None) -> tuple[int, int, int, int]:
+    """``(BLOCK, CHUNKS, num_warps, TAIL)``: the row in one register tile up to ``max_block`` columns
+    (:data:`MAX_BLOCK`; 32 fp32 values per thread, 4 to 16 warps), else chunks of it. On CUDA a held row
+    whose rest past half its power of two fits a smaller power of two is that half and a tail tile
+    (FLUX's MLP, 12288 = 8192 + 4096, not a 16384 tile with a quarter of its lanes masked; sm_90,
+    ``gelu_tanh_and_mul``: 1528 -> 1120 instructions per thread with the packed rounding). Not measured
+    yet: the per-thread load of the activation kernels' rule (32 bytes of input per thread). ``tail``
+    pins a tail tile (tests)."""
     block = min(next_pow2(max(D, 1)), max_block or MAX_BLOCK)
     warps = max(4, min(16, block // 1024))
-    return block, triton.cdiv(D, block), warps
+    chunks = triton.cdiv(D, block)
+    if tail is None:
+        tail = 0
+        if chunks == 1 and block > D and platform == "cuda" and next_pow2(D - block // 2) < block // 2:
+            tail = next_pow2(D - block // 2)
+    if tail:
+        if chunks != 1 or not (tail <= block // 2 < D <= block // 2 + tail):
+            raise ValueError(f"a tail tile of {tail} columns does not complete a row of {D} in a {block} tile")
+        block //= 2
+    return block, chunks, warps, tail
 
 
-def _constexprs(geom, fmt: str, platform: str, bits: bool, max_block: int | None = None) -> dict:
-    block, chunks, _ = row_config(geom.D, max_block)
+def _constexprs(geom, fmt: str, platform: str, bits: bool, max_block: int | None = None,
+                tail: int | None = None) -> dict:
+    block, chunks, _, tail = row_config(geom.D, max_block, platform, tail)
     return {"ACT": ACTS[geom.act], "GLU": geom.packed, "HAS_BIAS": geom.has_bias, "NDIM": geom.rows.ndim,
             "MID": triton_math.TL_DTYPES[geom.dtype], "BLOCK": block, "CHUNKS": chunks,
             **math_flags(geom.dtype, platform), "FP8_MAX": vendor.FP8_MAX[fmt], "FNUZ": fmt == vendor.E4M3FNUZ,
-            "BITS": bits}
+            "BITS": bits, "PTX": platform == "cuda" and not bits, "TAIL": tail}
 
 
-def prepare(geom, x, bias, out, max_block: int | None = None):
+def prepare(geom, x, bias, out, max_block: int | None = None, tail: int | None = None):
     """The runner ``(x, bias, out) -> (codes, scale)`` of an FP8 result (``geom.fp8``); ``out`` is None.
-    ``max_block``: a narrower register tile than the rule's (tests reach the chunked rows with it)."""
+    ``max_block``: a narrower register tile than the rule's (tests reach the chunked rows with it);
+    ``tail``: a tail tile pinned (tests reach the CUDA rule's held rows with it)."""
     rows = geom.rows
     plat = tensor_platform(x.device)
-    _, _, warps = row_config(geom.D, max_block)
+    _, _, warps, _ = row_config(geom.D, max_block, plat, tail)
     bits = triton_math.FP8_BITS
     n1, n2 = rows.inner_sizes()
     options = launch_options(TileConfig(block=1, num_warps=warps), plat)
-    launch = PreparedLaunch(_act_fp8_kernel, (rows.rows,), _constexprs(geom, geom.fp8, plat, bits, max_block),
+    launch = PreparedLaunch(_act_fp8_kernel, (rows.rows,), _constexprs(geom, geom.fp8, plat, bits, max_block, tail),
                             device=x.device, n_ptrs=4, options=options)
     scalars = (geom.D, geom.D if geom.packed else 0, n1, n2, *rows.padded(0))
     shape, fp8, device = geom.shape, geom.fp8_dtype, x.device
@@ -134,7 +160,7 @@ def aot_variants(act: str, packed: bool, platform: str = "cuda") -> list[AotVari
             geom = Geometry(act, D, (4608, D), torch.bfloat16, Rows((4608,), ((2 * D if packed else D,), (D,))),
                             True, packed, fmt)
             const = _constexprs(geom, fmt, platform, False)
-            _, _, warps = row_config(D)
+            _, _, warps, _ = row_config(D, platform=platform)
             sig = {"X": "*bf16", "BIAS": "*bf16", "Q": f"*{triton_math.AOT_FP8[fmt]}", "QS": "*fp32"}
             sig.update({n: "i32" for n in ("D", "b_shift", "n1", "n2", "x_s0", "x_s1", "x_s2")})
             sig.update({n: "constexpr" for n in const})

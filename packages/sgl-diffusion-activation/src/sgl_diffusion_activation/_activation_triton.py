@@ -50,13 +50,13 @@ def _act_kernel(
     tl.store(Y + y_row + cols, triton_math.narrow(activate(s, ACT, FAST), OUT), mask=mask)
 
 
-def prepare(geom, x, bias, out, fp8_block: int | None = None):
+def prepare(geom, x, bias, out, fp8_block: int | None = None, fp8_tail: int | None = None):
     """A runner ``(x, bias, out) -> result`` for one call signature (``geom`` from the op's
     ``describe_<op>``); the tile is ``_math_triton.tile_config``'s, the math ``math_flags``'. An FP8
     ``out_dtype`` (``gelu_tanh``) takes ``_act_fp8_triton``'s row kernel (``fp8_block``: its register
-    tile narrowed, for tests)."""
+    tile narrowed, ``fp8_tail`` a tail tile pinned, for tests)."""
     if geom.fp8 is not None:
-        return _act_fp8_triton.prepare(geom, x, bias, out, fp8_block)
+        return _act_fp8_triton.prepare(geom, x, bias, out, fp8_block, fp8_tail)
     rows = geom.rows
     plat = tensor_platform(x.device)
     cfg = tile_config(geom.D, max(x.element_size(), geom.dtype.itemsize), 1, plat)

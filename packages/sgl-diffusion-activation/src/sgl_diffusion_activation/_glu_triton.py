@@ -103,7 +103,7 @@ def _flat_wide(rows: int, D: int, strides: tuple[int, ...], b_shift: int, block:
     return max(rows * D + block, (rows - 1) * max(strides) + b_shift + D + block) >= 2**31
 
 
-def prepare(geom, first, second, out, fp8_block: int | None = None):
+def prepare(geom, first, second, out, fp8_block: int | None = None, fp8_tail: int | None = None):
     """A runner for one call signature: packed ``(x, bias, out)``, split ``(a, b, out)``.
 
     The kernel rule: rows that coalesce to one dim (any contiguous input) take the flat kernel,
@@ -112,9 +112,9 @@ def prepare(geom, first, second, out, fp8_block: int | None = None):
     of copy at FLUX's FFN shape where the tile kernel measured 100.5 / 100.1% (silu /
     gelu_tanh), and level at Wan's (103.1-103.2%): a small edge, kept because ``silu_and_mul``
     only ties ``torch.compile``. An FP8 ``out_dtype`` takes ``_act_fp8_triton``'s row kernel
-    (``fp8_block``: its register tile narrowed, for tests)."""
+    (``fp8_block``: its register tile narrowed, ``fp8_tail`` a tail tile pinned, for tests)."""
     if geom.fp8 is not None:
-        return _act_fp8_triton.prepare(geom, first, second, out, fp8_block)
+        return _act_fp8_triton.prepare(geom, first, second, out, fp8_block, fp8_tail)
     rows = geom.rows
     plat = tensor_platform(first.device)
     widest = max(first.element_size(), geom.dtype.itemsize if geom.packed else second.element_size())
