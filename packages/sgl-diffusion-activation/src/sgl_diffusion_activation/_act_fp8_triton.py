@@ -161,13 +161,14 @@ def aot_variants(act: str, packed: bool, platform: str = "cuda") -> list[AotVari
                             True, packed, fmt)
             const = _constexprs(geom, fmt, platform, False)
             _, _, warps, _ = row_config(D, platform=platform)
+            tile = f"{const['BLOCK']}+{const['TAIL']}" if const["TAIL"] else f"{const['BLOCK']}"
             sig = {"X": "*bf16", "BIAS": "*bf16", "Q": f"*{triton_math.AOT_FP8[fmt]}", "QS": "*fp32"}
             sig.update({n: "i32" for n in ("D", "b_shift", "n1", "n2", "x_s0", "x_s1", "x_s2")})
             sig.update({n: "constexpr" for n in const})
             opts = {k: v for k, v in launch_options(TileConfig(block=1, num_warps=warps), platform).items()
                     if k not in ("num_warps", "num_stages")}
             out.append(AotVariant(
-                name=f"{name}[bf16->{fmt},D={D},block={const['BLOCK']}x{const['CHUNKS']},w={warps}]",
+                name=f"{name}[bf16->{fmt},D={D},block={tile}x{const['CHUNKS']},w={warps}]",
                 kernel=_act_fp8_kernel, signature=sig, constexprs=const, num_warps=warps, num_stages=1,
                 options={"enable_fp_fusion": True, **opts}, min_cuda_arch=89,
                 amd_targets=vendor.FP8_AMD_TARGETS[fmt],

@@ -519,7 +519,8 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
              "HAS_RES": res, "HAS_GATE": res, "T1R": dt, "SUM_DT": dt, "NR_DT": dt,
              "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail,
              **_fp8_constexprs(fp8, platform, bits=False)}
-    name = (f"{label}[{name_dt}{'->' + fp8 if fp8 else ''},D={D},block={cfg.block}x{cfg.chunks},w={cfg.num_warps},"
+    block = f"{cfg.block}+{cfg.tail}" if cfg.tail else f"{cfg.block}"
+    name = (f"{label}[{name_dt}{'->' + fp8 if fp8 else ''},D={D},block={block}x{cfg.chunks},w={cfg.num_warps},"
             f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},affine={affine},{idx}]")
     opts = {k: v for k, v in cfg.launch_options(platform).items() if k not in ("num_warps", "num_stages")}
     fp8_only = {} if fp8 is None else {"min_cuda_arch": 89, "amd_targets": vendor.FP8_AMD_TARGETS[fp8]}
