@@ -85,13 +85,6 @@ def _row_values(x_row, u_row, g_row, nr_row, offs, mask,
 
 
 @triton.jit
-def _fold(v, BLOCK: tl.constexpr, TAIL: tl.constexpr):
-    """A ``[BLOCK]`` tile summed down to ``[TAIL]`` (its ``BLOCK // TAIL`` slices added), to add to the
-    tail tile before one reduction over the row."""
-    return tl.sum(tl.reshape(v, [BLOCK // TAIL, TAIL]), axis=0)
-
-
-@triton.jit
 def _per_d(a, D, FUSION_FREE: tl.constexpr):
     """``a / D``; in kernels built without FMA contraction as an fp64 division (fp32 division
     expands into Newton-Raphson FMAs on ROCm, which the exact lanes reject)."""
