@@ -24,21 +24,23 @@ def describe_layer_norm(x, weight=None, bias=None, **_) -> InputDesc:
 
 # the exact LayerNorm kernel reduces in eager's 4-warp layout, 512 columns (4 per thread) a chunk
 _FULL_CHUNKS = 512
+# from this width the exact kernel beat eager on rows whose last chunk is partial
+_KERNEL_FROM = 3584
 
 # ``backend=None`` under the exact contract on CUDA: ``F.layer_norm`` itself (the ``torch`` backend, the
-# exact contract's definition) where the row leaves the exact kernel's last 512-column chunk partial.
-# There the kernel, measured with every chunk of such rows masked, was slower than eager on one H100, bf16,
-# at 4096-65520 rows: D = 1152, 1920, 2240, 2304, 2432, 3840 at 41-82% of copy against eager's 56-82%; at
-# multiples of 512 (1536-6144) it ran 80-104% against eager's 61-85%
-# (docs/benchmarks/row_norm_width_sweep_h100.json, ``layer_norm at the rule``). The kernel now masks only the
-# partial last chunk (fewer instructions, the same bits); that build is not measured at these widths yet, so
-# the rule stands. ``ln_modulate`` keeps the kernel at every width: its eager chain is three kernels (15-22%
-# of copy).
+# exact contract's definition) where the row leaves the exact kernel's last 512-column chunk partial and is
+# narrower than 3584 columns. Measured on one H200, bf16, 4096 and 32760 tokens at batch 1 and 2
+# (docs/benchmarks/layer_norm_widths_h200.json, the exact kernel alone against eager): at D = 1152, 1920,
+# 2240, 2304 and 2432 the kernel ran at 34-62% of copy against eager's 48-63%; at 3840 (7.5 chunks) it ran
+# at 63-82% against eager's 60-69%, and at the multiples of 512 (1536-6144) at 80-102% against 54-70%.
+# ``ln_modulate`` keeps the kernel at every width: its eager chain is three kernels (13-18% of copy).
 _EAGER_WHERE_FASTER = RuleChooser(
     "triton_exact", "torch",
-    rule=lambda desc: desc.platform == "cuda" and desc.last_dim is not None and desc.last_dim % _FULL_CHUNKS != 0,
-    note=lambda desc: (f"last dim {desc.last_dim} is not a multiple of {_FULL_CHUNKS}: eager F.layer_norm (the "
-                       "exact contract's definition) measured faster than the exact kernel at such widths"),
+    rule=lambda desc: (desc.platform == "cuda" and desc.last_dim is not None
+                       and desc.last_dim % _FULL_CHUNKS != 0 and desc.last_dim < _KERNEL_FROM),
+    note=lambda desc: (f"last dim {desc.last_dim} is not a multiple of {_FULL_CHUNKS} and below {_KERNEL_FROM}: "
+                       "eager F.layer_norm (the exact contract's definition) measured faster than the exact "
+                       "kernel at such widths"),
 )
 
 
@@ -73,7 +75,7 @@ def layer_norm(
     weight, bias: optional contiguous ``[D]``, any float dtype (the eager chain casts them to x's dtype).
     exact: ``None``/``True``: ``torch.equal`` to ``F.layer_norm`` on the same device (an exact
         kernel verified per call signature by a ``BitExactFusionGate``, else eager itself; on CUDA
-        eager itself where D is not a multiple of 512, where it measured faster);
+        eager itself where D is below 3584 and not a multiple of 512, where it measured faster);
         ``False``: fp32 statistics and one rounding (contract ``close``), the fastest path.
     backend: ``None`` (best for the inputs and ``exact``), ``"triton"``, ``"triton_exact"`` or ``"torch"``.
 
