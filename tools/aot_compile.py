@@ -224,9 +224,14 @@ _FMA_PATTERNS = {
 # +-1.0 and +-0.0 as they appear in PTX / AMDGCN: fp32 literals, and bf16/fp16 bit patterns
 # (0x3F80 / 0xBF80 bf16 +-1.0, 0x3C00 / 0xBC00 fp16 +-1.0) held in registers by mov instructions.
 # A factor of +-1 makes the product exact, so the FMA rounds once, as the add / subtract it is.
+# Packed pairs (``fma.rn.bf16x2``) hold the constant twice in one b32 register, written in hex or as a
+# signed decimal: bf16 (1.0, 1.0) = 0x3F803F80 = 1065369472, (-1.0, -1.0) = 0xBF80BF80 = -1082081408,
+# (-0.0, -0.0) = 0x80008000 = -2147450880, (+0.0, +0.0) = 0.
 _ONE = {"0f3F800000", "0fBF800000", "1.0", "-1.0", "0x3F80", "0x3f80", "0xBF80", "0xbf80", "0x3C00", "0x3c00",
-        "0xBC00", "0xbc00"}  # fmt: skip
-_ZERO = {"0f00000000", "0f80000000", "0", "neg(0)", "-0", "0.0", "0x8000", "0x0000"}
+        "0xBC00", "0xbc00", "0x3F803F80", "0x3f803f80", "1065369472", "0xBF80BF80", "0xbf80bf80",
+        "-1082081408"}  # fmt: skip
+_ZERO = {"0f00000000", "0f80000000", "0", "neg(0)", "-0", "0.0", "0x8000", "0x0000", "0x80008000",
+         "-2147450880", "0x00000000"}  # fmt: skip
 _PTX_CONST = re.compile(r"^\s*mov\.(?:b16|b32|f32|u16|u32)\s+(%\w+),\s*([-\w.]+);")
 # fp32 ``x / y`` on AMD is not one instruction: LLVM expands the correctly rounded division into
 # v_div_scale (scaled operands), v_rcp, a Newton-Raphson refinement of FMAs, v_div_fmas and

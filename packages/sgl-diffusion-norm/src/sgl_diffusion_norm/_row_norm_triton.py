@@ -487,6 +487,10 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
 # --- ahead-of-time compile variants ----------------------------------------------------------------
 
 _NAMES = {tl.bfloat16: "bf16", tl.float16: "fp16", tl.float32: "fp32"}
+# what a launch at these widths specializes as multiples of 16 (16-byte aligned tensors, widths and strides
+# that are multiples of 16): the builds the compile lanes report are the vectorized ones that run
+_ALIGNED = ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR", "QS", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sh_sb",
+            "sh_ss", "u_sb", "u_ss", "g_sb", "g_ss")
 _SCALARS = ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L", "u_sb", "u_ss",
             "g_sb", "g_ss", "g_L")
 _CONSTS = ("NORM", "HAS_SCALE", "HAS_SHIFT", "HAS_W", "HAS_BIAS", "HAS_RES", "HAS_GATE", "T1R", "SUM_DT", "NR_DT",
@@ -519,7 +523,7 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     fp8_only = {} if fp8 is None else {"min_cuda_arch": 89, "amd_targets": vendor.FP8_AMD_TARGETS[fp8]}
     return AotVariant(name=name, kernel=_row_norm_kernel, signature=sig, constexprs=const,
                       num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-                      options={"enable_fp_fusion": not res, **opts}, **fp8_only)
+                      options={"enable_fp_fusion": not res, **opts}, divisible_by_16=_ALIGNED, **fp8_only)
 
 
 def aot_variants(platform: str = "cuda"):
