@@ -497,6 +497,13 @@ def test_compile_lane_catches_fma_in_exact_kernels() -> None:
     assert not aot_compile.fused_multiply_adds(mul, "cuda")
     assert not aot_compile.fused_multiply_adds(sub, "cuda")
     assert aot_compile.fused_multiply_adds(sub.replace("0xBF80", "0x4000"), "cuda")  # a real factor: 2.0
+    # ... and two at a time (fma.rn.bf16x2) with the constant pair in one b32 register, hex or signed decimal
+    mul2 = "\tmov.b32 \t%r9, -2147450880;\n\tfma.rn.bf16x2 \t%r1, %r2, %r3, %r9;"
+    add2 = "\tmov.b32 \t%r9, 1065369472;\n\tfma.rn.bf16x2 \t%r1, %r2, %r9, %r4;"
+    sub2 = "\tmov.b32 \t%r9, 0xBF80BF80;\n\tfma.rn.bf16x2 \t%r1, %r2, %r9, %r4;"
+    for asm in (mul2, add2, sub2):
+        assert not aot_compile.fused_multiply_adds(asm, "cuda"), asm
+    assert aot_compile.fused_multiply_adds(add2.replace("1065369472", "1073758208"), "cuda")  # (2.0, 2.0)
 
 
 def test_compile_lane_tells_amd_division_from_contraction() -> None:
