@@ -54,3 +54,32 @@ def test_flush_mode_is_checked_and_recorded(monkeypatch):
     monkeypatch.setattr(bench, "FLUSH", "evict")
     with pytest.raises(ValueError, match="FLUSH"):
         bench.time_gpu(lambda: None, torch.device("cpu"))
+
+
+def test_sleep_ahead_is_bounded():
+    """The sleep enqueued ahead of timed calls: cycles for the host loop's time, never negative, at most 2 s."""
+    assert bench._sleep_cycles(0) == 0
+    assert bench._sleep_cycles(-5.0) == 0
+    assert bench._sleep_cycles(1000.0) == 1000 * bench._CYCLES_PER_US
+    assert bench._sleep_cycles(1e12) == int(2e6 * bench._CYCLES_PER_US)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU")
+def test_time_gpu_does_not_count_the_host():
+    """A call whose host side (300 us of Python) outlasts its GPU work (one small add) is timed at its
+    GPU time: the queue is kept ahead of the host, so the call's kernel follows its start event."""
+    import time
+
+    dev = torch.device("cuda")
+    x = torch.randn(1 << 16, device=dev)
+
+    def slow_host():
+        t = time.perf_counter()
+        while time.perf_counter() - t < 300e-6:
+            pass
+        return x + 1
+
+    fast = bench.time_gpu(lambda: x + 1, dev, rep=30)
+    slow = bench.time_gpu(slow_host, dev, rep=30)
+    assert slow.median_ms < max(4 * fast.median_ms, 0.05), (slow, fast)
