@@ -458,7 +458,7 @@ def test_output_pass_rule(op, D):
 
 def test_hold_rule():
     """Which rows are held: chunks counted up to at most three powers of two that fit
-    320 bytes per thread, in bf16 or fp32; RMSNorm at every row count, one per program, capped at 128
+    384 bytes per thread in bf16, 320 in fp32; RMSNorm at every row count, one per program, capped at 128
     registers above 32 chunks or below 16384 rows (CUDA), where eager gives a row one warp (16+ rows); LayerNorm from 8
     chunks or below 16384 rows (the measurements in ``launch_constants``); RMSNorm rows read twice go two per
     program below 16384 rows."""
@@ -502,7 +502,10 @@ def test_hold_rule():
     # read twice: two rows per program
     assert const("rms", 1920, 16383, bf16, tuning={"HOLD": False}) == ((0, 0, 0), 2, None)
     assert constants("rms", 1920, 16383, bf16, tuning={"HOLD": False})["CHUNKS"] == 15
-    assert const("rms", 6144, 75600, bf16) == ((0, 0, 0), 1, None)  # 48 chunks, 384 bytes per thread: read twice
+    assert const("rms", 6144, 75600, bf16) == ((32, 16, 0), 1, 128)  # 48 chunks, 384 bytes per thread: held
+    assert const("rms", 6144, 4096, bf16) == ((32, 16, 0), 1, 128)
+    assert const("rms", 6272, 75600, bf16) == ((0, 0, 0), 1, None)  # 49 chunks, 392 bytes per thread: read twice
+    assert const("rms", 3072, 75600, f32) == ((0, 0, 0), 1, None)  # fp32, 384 bytes per thread: read twice
     # under 16 rows eager spreads a row over several warps (LANES > WARP): read twice
     assert const("rms", 3072, 16, bf16) == ((16, 8, 0), 1, 128)
     assert const("rms", 3072, 8, bf16)[0] == (0, 0, 0)

@@ -243,8 +243,11 @@ def mean_factor(rows: int, D: int) -> float:
     return float(f)
 
 
-# raw bytes of x per thread up to which a row is held in registers (RMSNorm bf16 D = 5120: 320)
-_HOLD_BYTES = 320
+# raw bytes of x per thread up to which a row is held in registers, by x's element size: bf16 up to 384
+# (RMSNorm D = 6144 on CUDA, 48 chunks: 118-128 sm_90 registers under the 128 cap, no spills, as Wan's 5120
+# held in 101-118; read twice, 6144 ran at 51-85% of copy on the H200, docs/benchmarks/rms_norm_widths_h200.json
+# and rms_modulate_widths_h200.json), fp32 up to 320 (2560 columns on CUDA)
+_HOLD_BYTES = {2: 384, 4: 320}
 _HOLD_MAXNREG = 128
 _MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT; LayerNorm's HOLD)
 # what tuning may override (GPU sweeps, tests pinning a path at small sizes): values the rules choose elsewhere
@@ -321,8 +324,8 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     """``HOLD1..3``, ``MAXNREG``, ``MOD_AHEAD`` (and ``ROWS``, ``REVERSE_OUT`` of held rows) into ``out``.
 
     The row is held in registers (read once, its chunks as at most three powers of two, counted up to
-    such a count where they are not) where its raw chunks fit 320 bytes per thread, in bf16 or fp32
-    (fp16's two widenings merge into one held fp32 copy: 185-232 sm_90 registers): RMSNorm where eager
+    such a count where they are not) where its raw chunks fit ``_HOLD_BYTES`` per thread (bf16 384, fp32
+    320; fp16's two widenings merge into one held fp32 copy: 185-232 sm_90 registers): RMSNorm where eager
     gives a row one warp (16+ rows), one row per program (Nsight Compute had Wan's second read missing
     L2 half the time: rms_modulate Wan 80 -> 86%); LayerNorm from 8 chunks or below 16384 rows
     (ln_modulate FLUX 92 -> 99%, Wan 92 -> 97%; HunyuanVideo's 6 chunks at many rows lost 1-3 points
@@ -352,7 +355,7 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
             raise ValueError("HOLD needs VEC (LayerNorm)")
     else:
         want = (tiles is not None and x_dtype in (torch.bfloat16, torch.float32)
-                and hold_chunks * 4 * x_dtype.itemsize <= _HOLD_BYTES
+                and hold_chunks * 4 * x_dtype.itemsize <= _HOLD_BYTES[x_dtype.itemsize]
                 and (out["LANES"] == out["WARP"] if out["NORM"] == 1 else chunks >= 8 or rows < _MANY_ROWS))
     out["HOLD1"], out["HOLD2"], out["HOLD3"] = tiles if want and tiles else (0, 0, 0)
     held = out["HOLD1"] > 0
