@@ -6,6 +6,7 @@ before, after, ...), so drift of clocks and temperature falls on both sides.
     python tools/bench_ab.py ... --suite op_definition_ab --out docs/benchmarks/op_definition_ab_h200.json
     python tools/bench_ab.py ... --rounds=1 --out X.json --append             # one more round into X.json
     python tools/bench_ab.py --before /tmp/old --after /tmp/new ...            # trees exported beforehand
+    python tools/bench_ab.py ... --budget 480 --out X.json     # within 8 minutes (ops past it are skipped)
 
 Each revision's ``packages/`` is exported with ``git archive`` into a temporary folder and put
 on ``PYTHONPATH`` (the family is pure Python; Triton compiles on the GPU machine), so the two
@@ -13,7 +14,7 @@ trees never mix in one process. In each process, for every op that declares benc
 (``OpDef.bench``), every case and every provider of ours (named ``sgl_diffusion...``): the GPU
 time of one call and a same-process ``copy_`` of the case's bytes; then the host time of one
 eager call of a tiny op (``[1, 16, 64]`` bf16, the GPU kept busy: ``bench.host_us_per_call``)
-beside an aten add. The record holds every round; the summary printed at the end gives, per
+beside an aten add. The record holds every round (written after each process); the summary printed at the end gives, per
 op, case and provider, after / before of the fastest round of each (a ratio above 1 is slower).
 Needs a CUDA or ROCm GPU.
 """
@@ -27,6 +28,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,8 +65,10 @@ def _copy_us(nbytes: int, dev, rep: int) -> float:
     return bench.time_gpu(lambda: dst.copy_(src), dev, rep=rep).median_ms * 1e3
 
 
-def worker(tag: str, out: str, ops: list[str] | None, rep: int) -> None:
-    """One process of one tree: writes ``{"speed": [...], "host": [...]}`` to ``out``."""
+def worker(tag: str, out: str, ops: list[str] | None, rep: int, deadline: float | None = None) -> None:
+    """One process of one tree: writes ``{"speed": [...], "host": [...], "skipped": [...]}`` to ``out``. Past
+    ``deadline`` (``time.time()``) it starts no further op (they are listed as skipped); the host times
+    are measured whatever the deadline."""
     import importlib
     import importlib.util
 
@@ -76,10 +81,13 @@ def worker(tag: str, out: str, ops: list[str] | None, rep: int) -> None:
         if importlib.util.find_spec(f"sgl_diffusion_{d}") is not None:
             importlib.import_module(f"sgl_diffusion_{d}")
     dev = torch.device("cuda")
-    speed, host = [], []
+    speed, host, skipped = [], [], []
     for op_id in ops or REGISTRY.ops():
         opdef = REGISTRY.op(op_id)
         if not getattr(opdef, "bench", None):
+            continue
+        if deadline is not None and time.time() > deadline:
+            skipped.append(op_id)
             continue
         load = getattr(bench, "load_cases", None)
         target = load(opdef) if load else core.resolve_target(opdef.bench)
@@ -119,7 +127,9 @@ def worker(tag: str, out: str, ops: list[str] | None, rep: int) -> None:
             {"tree": tag, "op": name, "shape": "[1, 16, 64] bf16", "host_us_median": runs[4], "host_us_min": runs[0]}
         )
         print(f"[{tag}] host {name}: {runs[4]:.1f} us", flush=True)
-    Path(out).write_text(json.dumps({"speed": speed, "host": host, "env": bench.environment(dev)}))
+    if skipped:
+        print(f"[{tag}] past the deadline, not measured: {', '.join(skipped)}", flush=True)
+    Path(out).write_text(json.dumps({"speed": speed, "host": host, "skipped": skipped, "env": bench.environment(dev)}))
 
 
 def summary(speed: list[dict], host: list[dict]) -> list[str]:
@@ -151,24 +161,40 @@ def _short_sha(rev: str) -> str:
     ).stdout.strip()
 
 
-def run_rounds(args: argparse.Namespace, rounds: range, speed: list[dict], host: list[dict]) -> dict:
-    """Run ``rounds`` (each: one process of the tree before, then one of the tree after), adding
-    their rows to ``speed`` and ``host``; returns the environment the last process reported."""
+def run_rounds(
+    args: argparse.Namespace,
+    rounds: range,
+    speed: list[dict],
+    host: list[dict],
+    skipped: list[dict],
+    written: Callable[[dict], None],
+) -> dict:
+    """Run ``rounds`` (each: one process of the tree before, then one of the tree after), adding their
+    rows to ``speed``, ``host`` and ``skipped`` (ops past a process's deadline) and calling ``written(env)``
+    after each process; returns the environment the last process reported. With ``args.budget`` each
+    process gets an equal share of what is left of it."""
     env_of_run: dict = {}
+    end = time.time() + args.budget if args.budget else None
+    todo = 2 * len(rounds)
     with tempfile.TemporaryDirectory() as tmp:
         paths = {tag: export_tree(getattr(args, tag), Path(tmp) / tag) for tag in ("before", "after")}
         for rnd in rounds:
             for tag in ("before", "after"):
+                share = None if end is None else time.time() + (end - time.time()) / todo
+                todo -= 1
                 print(f"round {rnd} (up to {rounds[-1]}): {tag} ({getattr(args, tag)})", flush=True)
                 out = Path(tmp) / f"{tag}_{rnd}.json"
                 env = {**os.environ, "PYTHONPATH": str(paths[tag]), "PYTHONUNBUFFERED": "1"}
                 env.pop("TRITON_INTERPRET", None)
                 cmd = [sys.executable, __file__, "--worker", tag, str(out), "--rep", str(args.rep)]
+                cmd += [] if share is None else ["--deadline", str(share)]
                 subprocess.run(cmd + (["--ops", args.ops] if args.ops else []), env=env, check=True)
                 got = json.loads(out.read_text())
                 speed += [{**r, "round": rnd} for r in got["speed"]]
                 host += [{**r, "round": rnd} for r in got["host"]]
+                skipped += [{"tree": tag, "op": op, "round": rnd} for op in got.get("skipped", [])]
                 env_of_run = got["env"]
+                written(env_of_run)
     return env_of_run
 
 
@@ -187,17 +213,25 @@ def main() -> int:
         help="add these rounds to the record --out already holds for the same two revisions "
         "(a long comparison split over several commands)",
     )
+    ap.add_argument(
+        "--budget",
+        type=float,
+        help="seconds for the whole comparison: each process gets an equal "
+        "share of what is left and starts no op past it (the record lists the ops it skipped)",
+    )
     ap.add_argument("--worker", nargs=2, metavar=("TAG", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
     ops = args.ops.split(",") if args.ops else None
     if args.worker:
-        worker(*args.worker, ops, args.rep)
+        worker(*args.worker, ops, args.rep, args.deadline)
         return 0
     if not args.before:
         ap.error("--before is required")
     sha = {tag: _short_sha(getattr(args, tag)) for tag in ("before", "after")}
     speed: list[dict] = []
     host: list[dict] = []
+    skipped: list[dict] = []
     if args.append and args.out and Path(args.out).exists():
         old = json.loads(Path(args.out).read_text())
         if (old["env"].get("before_sha"), old["env"].get("after_sha")) != (sha["before"], sha["after"]):
@@ -205,11 +239,12 @@ def main() -> int:
                 f"--append: {args.out} compares other revisions ({old['env'].get('before_sha')} -> "
                 f"{old['env'].get('after_sha')})"
             )
-        speed, host = old["speed"], old["host"]
+        speed, host, skipped = old["speed"], old["host"], old.get("skipped", [])
     first = max((r["round"] for r in speed + host), default=0) + 1
-    env_of_run = run_rounds(args, range(first, first + args.rounds), speed, host)
-    print("\n".join(summary(speed, host)))
-    if args.out:
+
+    def write(env_of_run: dict) -> None:  # the record so far, after each process
+        if not args.out:
+            return
         record = {
             "suite": args.suite,
             "what": "the benchmark suite of two trees in alternating processes on one GPU (tools/bench_ab.py); "
@@ -217,8 +252,13 @@ def main() -> int:
             "env": {**env_of_run, "before_sha": sha["before"], "after_sha": sha["after"], "rep": args.rep},
             "speed": speed,
             "host": host,
+            "skipped": skipped,
         }
         Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+
+    run_rounds(args, range(first, first + args.rounds), speed, host, skipped, write)
+    print("\n".join(summary(speed, host)))
+    if args.out:
         print(f"wrote {args.out}")
     return 0
 
