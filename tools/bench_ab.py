@@ -12,7 +12,8 @@ Each revision's ``packages/`` is exported with ``git archive`` into a temporary 
 on ``PYTHONPATH`` (the family is pure Python; Triton compiles on the GPU machine), so the two
 trees never mix in one process. In each process, for every op that declares benchmark cases
 (``OpDef.bench``), every case and every provider of ours (named ``sgl_diffusion...``): the GPU
-time of one call and a same-process ``copy_`` of the case's bytes; then the host time of one
+time of one call and a same-process ``copy_`` of the case's bytes, both trees timed by this
+checkout's ``bench.time_gpu``; then the host time of one
 eager call of a tiny op (``[1, 16, 64]`` bf16, the GPU kept busy: ``bench.host_us_per_call``)
 beside an aten add. The record holds every round (written after each process); the summary printed at the end gives, per
 op, case and provider, after / before of the fastest round of each (a ratio above 1 is slower).
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -54,24 +57,32 @@ def export_tree(rev: str, dest: Path) -> Path:
     return Path(os.pathsep.join(str(p) for p in sorted((dest / "packages").glob("*/src"))))
 
 
+@functools.cache
+def timer():
+    """This checkout's ``sgl_diffusion_core.bench``, loaded from its file (it imports only the standard
+    library and torch): both trees are timed by the same ``time_gpu`` and ``host_us_per_call``, whatever
+    their own versions of them."""
+    path = ROOT / "packages" / "sgl-diffusion-core" / "src" / "sgl_diffusion_core" / "bench.py"
+    spec = importlib.util.spec_from_file_location("_bench_ab_timer", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
 def _copy_us(nbytes: int, dev, rep: int) -> float:
     """GPU time of ``dst.copy_(src)`` over ``nbytes`` (read + write), in microseconds."""
     import torch
 
-    from sgl_diffusion_core import bench
-
     src = torch.empty(max(1, nbytes // 4), device=dev, dtype=torch.bfloat16)
     dst = torch.empty_like(src)
-    return bench.time_gpu(lambda: dst.copy_(src), dev, rep=rep).median_ms * 1e3
+    return timer().time_gpu(lambda: dst.copy_(src), dev, rep=rep).median_ms * 1e3
 
 
 def worker(tag: str, out: str, ops: list[str] | None, rep: int, deadline: float | None = None) -> None:
     """One process of one tree: writes ``{"speed": [...], "host": [...], "skipped": [...]}`` to ``out``. Past
     ``deadline`` (``time.time()``) it starts no further op (they are listed as skipped); the host times
     are measured whatever the deadline."""
-    import importlib
-    import importlib.util
-
     import torch
 
     import sgl_diffusion_core as core
@@ -96,7 +107,7 @@ def worker(tag: str, out: str, ops: list[str] | None, rep: int, deadline: float 
             for prov, fn in case.providers.items():
                 if not prov.startswith("sgl_diffusion"):
                     continue
-                us = bench.time_gpu(fn, dev, rep=rep).median_ms * 1e3
+                us = timer().time_gpu(fn, dev, rep=rep).median_ms * 1e3
                 speed.append(
                     {
                         "tree": tag,
@@ -122,7 +133,7 @@ def worker(tag: str, out: str, ops: list[str] | None, rep: int, deadline: float 
         calls[name] = functools.partial(fn, *(tensors[a] for a in arg_names))
     for name, fn in calls.items():
         fn()
-        runs = sorted(bench.host_us_per_call(fn, dev, calls=200) for _ in range(9))
+        runs = sorted(timer().host_us_per_call(fn, dev, calls=200) for _ in range(9))
         host.append(
             {"tree": tag, "op": name, "shape": "[1, 16, 64] bf16", "host_us_median": runs[4], "host_us_min": runs[0]}
         )
