@@ -104,6 +104,7 @@ def aot_variants(act: str, platform: str = "cuda") -> list:
                 kernel=_act_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
                 options={**{k: v for k, v in opts.items() if k not in ("num_warps", "num_stages")},
                          "enable_fp_fusion": True},
+                divisible_by_16=("X", "BIAS", "Y", "D", "x_s0", "y_s0"),  # contiguous rows of these widths
             ))
     return out
 

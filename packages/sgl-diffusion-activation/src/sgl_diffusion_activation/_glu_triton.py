@@ -178,6 +178,8 @@ def _tile_variant(name: str, act: str, dt: torch.dtype, D: int, bias: bool, plat
         name=f"{name}[{nm},D={D},bias={int(bias)},block={cfg.block},w={cfg.num_warps}]",
         kernel=_glu_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
         options=_aot_options(cfg, platform),
+        # contiguous [.., 2D] input rows of these widths: both halves and every row start 16-byte aligned
+        divisible_by_16=("A", "B", "BIAS", "Y", "D", "b_shift", "a_s0", "b_s0", "y_s0"),
     )
 
 
@@ -196,6 +198,7 @@ def _flat_variant(name: str, act: str, dt: torch.dtype, D: int, bias: bool, plat
         name=f"{name}[flat,{nm},D={D},bias={int(bias)},wide={int(bias)},block={cfg.block},w={cfg.num_warps}]",
         kernel=_glu_flat_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
         options=_aot_options(cfg, platform),
+        divisible_by_16=("A", "B", "BIAS", "Y", "n_out", "b_shift", "a_rs", "b_rs", "y_rs"),
     )
 
 

@@ -107,6 +107,11 @@ def prepare(geom, residual, update, gate, index=None, *, config: TileConfig | No
     return run if ix is None else run_indexed
 
 
+# what a launch at these widths (a per-sample gate: a chunk of a [B, 6, D] projection) specializes as
+# multiples of 16: the compile lanes build the vectorized kernel that runs
+_ALIGNED = ("R", "U", "G", "IDX", "Y", "D", "r_sb", "r_ss", "u_sb", "u_ss", "g_sb", "g_ss", "y_sb", "y_ss")
+
+
 def aot_variants(platform: str = "cuda", *, indexed: bool = False):
     """bf16 / fp16 / fp32 streams with same-dtype and fp32 gates, out of place, at D=3072 and 5120
     (``indexed``: the ``indexed_gated_residual`` form, int32 and int64 index)."""
@@ -132,7 +137,7 @@ def aot_variants(platform: str = "cuda", *, indexed: bool = False):
                     out.append(AotVariant(
                         name=f"{tag}{names[dt]},gate={names[gdt]},D={D},block={cfg.block},w={cfg.num_warps}]",
                         kernel=_gated_residual_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-                        options={"enable_fp_fusion": False},
+                        options={"enable_fp_fusion": False}, divisible_by_16=_ALIGNED,
                     ))
     return out
 

@@ -110,6 +110,11 @@ def prepare(geom, x, scale, shift, index=None, *, config: TileConfig | None = No
     return run if ix is None else run_indexed
 
 
+# what a launch at these widths (per-sample modulation: chunks of a [B, 6, D] projection) specializes as
+# multiples of 16: the compile lanes build the vectorized kernel that runs
+_ALIGNED = ("X", "SC", "SH", "IDX", "Y", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sh_sb", "sh_ss")
+
+
 def aot_variants(platform: str = "cuda", *, indexed: bool = False):
     """bf16 / fp16 / fp32 activations with same-dtype and fp32 (Wan) modulation, at D=3072 and 5120
     (``indexed``: the ``indexed_scale_shift`` form, int32 and int64 index)."""
@@ -136,7 +141,7 @@ def aot_variants(platform: str = "cuda", *, indexed: bool = False):
                     out.append(AotVariant(
                         name=f"{tag}x={names[xdt]},mod={names[mdt]},D={D},block={cfg.block},w={cfg.num_warps}]",
                         kernel=_scale_shift_kernel, signature=sig, constexprs=const, num_warps=cfg.num_warps,
-                        options={"enable_fp_fusion": False},
+                        options={"enable_fp_fusion": False}, divisible_by_16=_ALIGNED,
                     ))
     return out
 
