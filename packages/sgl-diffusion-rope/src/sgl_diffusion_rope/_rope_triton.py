@@ -273,6 +273,12 @@ def prepare_exact(geom, *tensors):
     return runner(g.op, _prepare(g, *union(g.op, tensors)))
 
 
+# what a launch on [B, S, H, 128] q / k (contiguous or a view of a fused QKV projection) and a [.., S, R]
+# table specializes as multiples of 16: the pointers, the token / head / batch strides, the table's rows
+_ALIGNED = ("Q", "K", "QO", "KO", "COS", "SIN", "FREQ", "POS", "QW", "KW", "q_sb", "q_ss", "q_sh", "k_sb", "k_ss",
+            "k_sh", "qo_sb", "qo_ss", "qo_sh", "ko_sb", "ko_ss", "ko_sh", "c_sb", "c_ss")
+
+
 def _variants(platform: str, op: str, combos):
     """AOT variants of the kernel at Dh=128, bf16 q/k (Wan 40 heads, HunyuanVideo 24 heads), one
     per ``(interleaved, angles, exact, norm, table dtype)`` combination."""
@@ -299,7 +305,8 @@ def _variants(platform: str, op: str, combos):
         name = (f"{op}[bf16,Dh=128,HB={HB},{'interleaved' if interleaved else 'rotate-half'},"
                 f"angles={('table', 'grid', 'pos')[angles]},cos={tdt},{'exact' if exact else 'close'},norm={norm}]")
         out.append(AotVariant(name=name, kernel=_rope_kernel, signature=sig, constexprs=const,
-                              num_warps=_num_warps(HB, 64, platform), options={"enable_fp_fusion": not exact}))
+                              num_warps=_num_warps(HB, 64, platform), options={"enable_fp_fusion": not exact},
+                              divisible_by_16=_ALIGNED))
     return out
 
 
