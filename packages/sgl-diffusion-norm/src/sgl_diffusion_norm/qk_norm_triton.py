@@ -215,6 +215,12 @@ def prepare(geom, q, k, q_weight, k_weight, *, config: HeadsConfig | None = None
     return run
 
 
+# what a launch on [B, S, H, Dh] q / k (contiguous or views of a fused QKV projection) specializes as
+# multiples of 16 where Dh is one: the pointers and the batch / token / head strides (Dh = 100: none)
+_ALIGNED = ("Q", "K", "QW", "KW", "QO", "KO", "q_sb", "q_ss", "q_sh", "qo_sb", "qo_ss", "qo_sh", "k_sb", "k_ss", "k_sh",
+            "ko_sb", "ko_ss", "ko_sh")
+
+
 def aot_variants(platform: str = "cuda"):
     """Production head sizes (128: Wan, HunyuanVideo, FLUX; 64: SD3, LTX; 256; odd 72/80/100)
     in bf16/fp16/fp32, RMS with weights and LayerNorm without, contiguous q/k and QKV views."""
@@ -241,5 +247,6 @@ def aot_variants(platform: str = "cuda"):
                 name = (f"qk_norm[{dt},Dh={D},{'layer' if layer else 'rms+w'},heads={cfg.heads},"
                         f"w={cfg.num_warps},merged={merged},{idx}]")
                 out.append(AotVariant(name=name, kernel=_qk_norm_kernel, signature=sig, constexprs=const,
-                                      num_warps=cfg.num_warps, num_stages=1, options={"enable_fp_fusion": True}))
+                                      num_warps=cfg.num_warps, num_stages=1, options={"enable_fp_fusion": True},
+                                      divisible_by_16=_ALIGNED if D % 16 == 0 else ()))
     return out
