@@ -188,7 +188,7 @@ def host_us_per_call(fn: Callable[[], Any], device: torch.device, *, calls: int 
     fn()
     _sync(device)
     if device.type == "cuda":
-        torch.cuda._sleep(int(2e9) // 1000 * 20)  # ~tens of ms of GPU time ahead of the calls
+        torch.cuda._sleep(_sleep_cycles(20_000))  # ~20 ms of GPU time ahead of the calls
     t0 = time.perf_counter()
     for _ in range(calls):
         fn()
