@@ -48,22 +48,30 @@ def test_against_the_definition(backend, device, qk, pv, B, Sq, Sk, Hq, Hk, Dh, 
 def test_quantization_rules():
     definition = testing.backend_module(OP, "torch")
     key_mean, quantize_qk = definition.key_mean, definition.quantize_qk
-    q, k, _ = _qkv(2, 5, 7, 2, 1, 64, offset=4.0)
-    lens = torch.tensor([7, 3], dtype=torch.int32)
+    q, k, v = _qkv(2, 5, 70, 2, 1, 64, offset=4.0)
+    k[1, 60:] = 1e4  # padding past kv_lens: never sets a scale
+    lens = torch.tensor([70, 3], dtype=torch.int32)
     q8, qs, k8, ks = quantize_qk(q, k, lens, "int8", smooth_k=True)
-    assert q8.dtype == torch.int8 and qs.shape == (2, 5, 2) and ks.shape == (2, 7, 1)
-    assert int(q8.abs().max()) == 127 and bool((q8.abs().amax(-1) == 127).all())  # each row reaches the top code
+    assert q8.dtype == torch.int8 and qs.shape == (2, 5, 2) and ks.shape == (2, 1, 2)  # 70 keys: blocks 64 + 6
+    assert int(q8.abs().max()) == 127 and bool((q8.abs().amax(-1) == 127).all())  # each q row reaches the top code
     centred = k.float() - key_mean(k, lens)
-    torch.testing.assert_close(k8.float() * ks[..., None], centred, atol=float(ks.max()) / 2 + 1e-6, rtol=0)
+    centred[1, 3:] = 0.0  # keys past kv_lens are zeroed, their codes 0
+    assert not bool(k8[1, 3:].any())
+    for b, first, last, blk in ((0, 0, 64, 0), (0, 64, 70, 1), (1, 0, 3, 0)):
+        part = centred[b, first:last]
+        assert torch.equal(ks[b, :, blk], part.abs().amax().clamp_min(1e-12).reshape(1) / 127.0)
+        assert int(k8[b, first:last].abs().max()) == 127  # each key block reaches the top code
+    per_key = definition.key_scales_per_key(ks, 70)
+    torch.testing.assert_close(k8.float() * per_key[..., None], centred, atol=float(ks.max()) / 2 + 1e-6, rtol=0)
     torch.testing.assert_close(key_mean(k, lens)[1], k[1, :3].float().mean(0, keepdim=True))  # valid keys only
     f8, fs, _, _ = quantize_qk(q, k, None, "fp8", smooth_k=False)
     assert f8.dtype == torch.float8_e4m3fn and float(f8.float().abs().max()) == 448.0
     # pv='fp8': v per (sample, head, channel), each channel reaching the top code
-    v8, vs = definition.quantize_v(k)
+    v8, vs = definition.quantize_v(v)
     assert v8.dtype == torch.float8_e4m3fn and vs.shape == (2, 1, 64)
     assert bool((v8.float().abs().amax(dim=1) == 448.0).all())
-    torch.testing.assert_close(v8.float() * vs[:, None], k.float(), atol=0, rtol=2**-4)
-    assert torch.equal(vs, k.float().abs().amax(dim=1).clamp_min(1e-12) / 448.0)  # amax over keys, per channel
+    torch.testing.assert_close(v8.float() * vs[:, None], v.float(), atol=0, rtol=2**-4)
+    assert torch.equal(vs, v.float().abs().amax(dim=1).clamp_min(1e-12) / 448.0)  # amax over keys, per channel
 
 
 def test_fp8_p_codes_follow_no_running_maximum():
@@ -132,30 +140,47 @@ def test_compile_fullgraph(device, return_lse):
 
 @pytest.mark.parametrize("qk", ["int8", "fp8"])
 @pytest.mark.parametrize("smooth", [True, False])
-def test_triton_quantization_is_the_definitions(qk, smooth):
-    """The Triton pre-pass (interpreter) writes the torch definition's codes and scales bit for bit, on a
-    strided bshd view (a bhsd tensor transposed), a partial last program, ties at .5 (int8) and an
-    all-zero row."""
+@pytest.mark.parametrize("with_lens", [True, False])
+def test_triton_quantization_is_the_definitions(qk, smooth, with_lens):
+    """The Triton pre-passes (interpreter) write the torch definition's codes and scales bit for bit, on a
+    strided bshd view (a bhsd tensor transposed): q's rows (a partial last program, ties at .5 for int8, an
+    all-zero row), k's blocks of 64 keys (a partial last block, padding past kv_lens, an all-zero block)."""
     if not triton_interpret():
         pytest.skip("CPU lane: the Triton pre-pass runs under TRITON_INTERPRET=1")
     definition = testing.backend_module(OP, "torch")
     kernel = testing.backend_module(OP, "triton")
     B, S, H, Dh = 2, 13, 3, 64
     g = torch.Generator().manual_seed(1)
-    k = (torch.randn(B, H, S, Dh, generator=g) * 4 + 2).to(torch.bfloat16).transpose(1, 2)  # strided bshd
-    k[0, 2, 1] = 0.0
-    k[1, 0, 0, :2] = torch.tensor([127.0, 63.5])  # scale 1 (int8): 63.5 rounds to 64 (ties to even)
-    k[1, 0, 0, 2:] = 0.5
-    lens = torch.tensor([13, 6], dtype=torch.int32)
+    q = (torch.randn(B, H, S, Dh, generator=g) * 4 + 2).to(torch.bfloat16).transpose(1, 2)  # strided bshd
+    q[0, 2, 1] = 0.0
+    q[1, 0, 0, :2] = torch.tensor([127.0, 63.5])  # scale 1 (int8): 63.5 rounds to 64 (ties to even)
+    q[1, 0, 0, 2:] = 0.5
+    codes, scales = kernel.quantize_rows_launch(q, qk)(q, None)
+    want = definition._rows(q, qk)
+    _same_codes(codes, scales, want, qk)
+
+    Sk = 150  # key blocks 64, 64, 22
+    k = (torch.randn(B, H, Sk, Dh, generator=g) * 4 + 2).to(torch.bfloat16).transpose(1, 2)
+    k[0, 64:128, 1] = 0.0
+    if not smooth:
+        k[0, 64:128] = 0.0  # an all-zero block: scale 1e-12 / top, codes 0
+    lens = torch.tensor([150, 70], dtype=torch.int32) if with_lens else None
+    if with_lens:
+        k[1, 70:] = 3e4  # padding: zeroed, never in a scale
     mean = definition.key_mean(k, lens).contiguous() if smooth else None
-    codes, scales = kernel.quantize_rows_launch(k, qk, smooth)(k, mean)
-    want = definition._rows(k.float() - mean if smooth else k, qk)
-    assert torch.equal(scales, want[1])
-    assert torch.equal(codes.view(torch.uint8) if qk == "fp8" else codes,
-                       want[0].view(torch.uint8) if qk == "fp8" else want[0])
+    codes, scales = kernel.quantize_key_blocks_launch(k, qk, smooth, with_lens)(k, mean, lens)
+    want = definition._key_blocks(k.float() - mean if smooth else k, lens, qk)
+    assert scales.shape == (B, H, 3)
+    _same_codes(codes, scales, want, qk)
     if qk == "fp8" and not smooth:  # v of pv='fp8': per-channel scales given
-        quant_v = kernel.quantize_rows_launch(k, "fp8", False, per_channel=True)
+        quant_v = kernel.quantize_rows_launch(k, "fp8", per_channel=True)
         v_codes, v_scales = quant_v(k, definition.channel_scales(k))
         want_v = definition.quantize_v(k)
         assert torch.equal(v_scales, want_v[1])
         assert torch.equal(v_codes.view(torch.uint8), want_v[0].view(torch.uint8))
+
+
+def _same_codes(codes, scales, want, qk):
+    assert torch.equal(scales, want[1])
+    assert torch.equal(codes.view(torch.uint8) if qk == "fp8" else codes,
+                       want[0].view(torch.uint8) if qk == "fp8" else want[0])

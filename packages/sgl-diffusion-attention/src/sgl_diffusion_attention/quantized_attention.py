@@ -1,4 +1,5 @@
-"""``quantized_attention``: attention with q and k in 8 bits (int8 or e4m3) per row, k smoothed.
+"""``quantized_attention``: attention with q and k in 8 bits (int8 or e4m3): q per row, k (smoothed) per block
+of 64 keys.
 
 Backends: ``quantized_attention_triton`` (a Triton quantization pre-pass, then a flash kernel on the 8-bit
 codes; CUDA sm_80+ for int8, sm_89+ for e4m3, ROCm) and ``quantized_attention_torch`` (the definition:
@@ -37,9 +38,9 @@ PV_FP8 = "pv='fp8' (e4m3 p and v)"
 TRITON_CAPS = replace(S.TRITON_CAPS, layouts=(S.BSHD, S.KV_LENS, S.LSE, S.GQA, QK_FP8, PV_FP8, S.head_dim_tag(64),
                                               S.head_dim_tag(128)))
 TORCH_CAPS = Capabilities(platforms=("cuda", "hip", "cpu", "mps", "xpu"))
-TRITON_NOTE = ("q and k quantized per row by a Triton pre-pass (k smoothed), then the dense kernel's online softmax "
-               "over 8-bit dot products scaled per row; p rounded to v's dtype for p @ v, or with pv='fp8' p and "
-               "v (per channel, Triton pre-pass) in e4m3")
+TRITON_NOTE = ("q per row and k (smoothed) per block of 64 keys quantized by Triton pre-passes, then the dense "
+               "kernel's online softmax over 8-bit dot products, each key tile scaled by one row vector; p rounded "
+               "to v's dtype for p @ v, or with pv='fp8' p and v (per channel, Triton pre-pass) in e4m3")
 TORCH_NOTE = "the definition: the same quantization, then fp32 attention of the dequantized operands"
 
 
@@ -125,7 +126,8 @@ QUANT_CLOSE = Contract.close(S.ATTENTION_TOLERANCES)
 QUANTIZED_ATTENTION = Op(
     "attention.quantized_attention",
     distribution=S.DISTRIBUTION,
-    summary="softmax(q k^T * scale) v with q and k quantized to 8 bits per row (k smoothed); bshd, kv_lens, GQA, lse",
+    summary="softmax(q k^T * scale) v with q (per row) and k (smoothed, per 64 keys) in 8 bits; bshd, kv_lens, GQA, "
+            "lse",
     describe=describe_quantized_attention,
     n_tensors=4,
     reference=".quantized_attention_torch:quantized_attention",
@@ -154,9 +156,10 @@ def quantized_attention(
     return_lse: bool = False,
     backend: str | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """Attention of 8-bit q and k: each ``Dh``-row of q and k (k minus its mean over the sample's valid keys
-    with ``smooth_k``, which leaves softmax unchanged) as ``qk`` codes with an fp32 scale (int8:
-    ``amax / 127``, round to nearest even; ``"fp8"``: e4m3, ``amax / 448``); scores ``(q_codes . k_codes) *
+    """Attention of 8-bit q and k as ``qk`` codes with fp32 scales (int8: ``amax / 127``, round to nearest
+    even; ``"fp8"``: e4m3, ``amax / 448``): one scale per ``Dh``-row of q, one per block of 64 keys of a
+    (sample, head) of k (k minus its mean over the sample's valid keys with ``smooth_k``, which leaves softmax
+    unchanged; keys past ``kv_lens`` zeroed); scores ``(q_codes . k_codes) *
     q_scale * k_scale * scale``; softmax in fp32; ``p @ v`` in v's dtype (``pv="bf16"``) or in e4m3
     (``pv="fp8"``: v per (sample, head, channel) with scale ``amax / 448``, p as ``e4m3(448 p)`` with p
     relative to a power of two at or above the row's largest score, so that a flash kernel's running

@@ -1,14 +1,19 @@
 """The definition of ``quantized_attention`` (its ``torch`` backend) and the operand quantization every
 backend shares.
 
-Quantization (:func:`quantize_qk`), per (sample, token, head) row of ``Dh`` values:
+Quantization (:func:`quantize_qk`):
 
 - ``smooth_k``: ``k - mean(k)``, the mean over the sample's valid keys per (head, channel) in fp32.
   Every score of a query row moves by the same ``q . mean``, which softmax removes; the rows of k
   become centred, so their quantization scale shrinks where a channel carries a large offset.
+- q per (sample, token, head) row of ``Dh`` values; k per block of ``KEY_BLOCK`` (64) consecutive keys
+  of one (sample, head), ``64 x Dh`` values under one scale (keys past ``kv_lens[b]`` zeroed first, so
+  padding never sets a scale; a last block shorter than 64 keys takes what it has). One scale per key
+  block is what keeps the kernel's inner loop as short as dense attention's: a key tile's scores are
+  scaled by one row vector, not by a row vector times a per-key vector.
 - ``qk="int8"``: ``scale = max(amax, 1e-12) / 127``, codes ``round(x / scale)`` (ties to even) in
   ``[-127, 127]``; ``qk="fp8"``: ``float8_e4m3fn`` codes with ``scale = max(amax, 1e-12) / 448``.
-  The softmax scale is applied to the scores, not folded into q's scales.
+  The softmax scale is applied to the scores, not folded into the stored scales.
 
 Attention on the quantized operands: ``s = (q_codes . k_codes) * q_scale * k_scale * scale`` (every
 product of int8 or e4m3 codes exact in fp32), keys past ``kv_lens[b]`` masked, softmax in fp32,
@@ -31,6 +36,12 @@ from sgl_diffusion_core import quantize_fp8_torch
 
 QK_FORMATS = {"int8": (torch.int8, 127.0), "fp8": (torch.float8_e4m3fn, 448.0)}
 LOG2E = 1.4426950408889634
+KEY_BLOCK = 64  # keys per k scale; every kernel's key tile divides it
+
+
+def key_blocks(sk: int) -> int:
+    """Scales per (sample, head) of a k with ``sk`` keys."""
+    return -(-sk // KEY_BLOCK)
 
 
 def _rows(x: torch.Tensor, fmt: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -67,13 +78,38 @@ def key_mean(k: torch.Tensor, kv_lens: torch.Tensor | None) -> torch.Tensor:
     return total / kv_lens.to(torch.float32).clamp_min(1)[:, None, None, None]
 
 
+def _key_blocks(k: torch.Tensor, kv_lens: torch.Tensor | None, fmt: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Codes shaped like k (contiguous) and fp32 scales ``[B, H, key_blocks(S)]``: one per ``KEY_BLOCK`` keys
+    of a (sample, head), over its keys with those past ``kv_lens`` zeroed (their codes 0)."""
+    dtype, top = QK_FORMATS[fmt]
+    B, S, H, Dh = k.shape
+    kf = k.float()
+    if kv_lens is not None:
+        valid = torch.arange(S, device=k.device)[None, :] < kv_lens.to(k.device)[:, None]
+        kf = kf.masked_fill(~valid[:, :, None, None], 0.0)
+    n = key_blocks(S)
+    padded = torch.nn.functional.pad(kf.abs(), (0, 0, 0, 0, 0, n * KEY_BLOCK - S))
+    amax = padded.view(B, n, KEY_BLOCK, H, Dh).amax(dim=(2, 4)) if S else kf.new_zeros((B, 0, H))
+    scale = (amax.clamp_min(1e-12) / amax.new_full((), top)).transpose(1, 2).contiguous()  # [B, H, n]
+    per_key = scale.repeat_interleave(KEY_BLOCK, dim=2)[:, :, :S].transpose(1, 2)[..., None]  # [B, S, H, 1]
+    x = kf / per_key  # IEEE division (a tensor divisor)
+    codes = torch.round(x).clamp(-top, top) if fmt == "int8" else x.clamp(-top, top)
+    return codes.to(dtype).contiguous(), scale
+
+
+def key_scales_per_key(ks: torch.Tensor, sk: int) -> torch.Tensor:
+    """The ``[B, H, key_blocks(sk)]`` block scales of k as one per key, ``[B, sk, H]``."""
+    return ks.repeat_interleave(KEY_BLOCK, dim=2)[:, :, :sk].transpose(1, 2)
+
+
 def quantize_qk(q: torch.Tensor, k: torch.Tensor, kv_lens: torch.Tensor | None, qk: str,
                 smooth_k: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(q_codes, q_scale, k_codes, k_scale)``: codes shaped like q / k (contiguous), scales ``[B, S, H]``."""
+    """``(q_codes, q_scale, k_codes, k_scale)``: codes shaped like q / k (contiguous), q's scales
+    ``[B, Sq, H]`` (per row), k's ``[B, Hk, key_blocks(Sk)]`` (per block of keys)."""
     if smooth_k:
         k = k.float() - key_mean(k, kv_lens)
     q8, qs = _rows(q, qk)
-    k8, ks = _rows(k, qk)
+    k8, ks = _key_blocks(k, kv_lens, qk)
     return q8, qs, k8, ks
 
 
@@ -111,7 +147,7 @@ def attention_on_codes(q8, qs, k8, ks, v, kv_lens, scale: float, return_lse: boo
     Hk = k8.shape[2]
     group = Hq // Hk
     qd = (q8.float() * qs[..., None]).transpose(1, 2)  # [B, Hq, Sq, Dh]
-    kd = (k8.float() * ks[..., None]).transpose(1, 2).repeat_interleave(group, dim=1)
+    kd = (k8.float() * key_scales_per_key(ks, k8.shape[1])[..., None]).transpose(1, 2).repeat_interleave(group, dim=1)
     s = (qd @ kd.transpose(-1, -2)) * scale
     if kv_lens is not None:
         valid = torch.arange(k8.shape[1], device=q8.device)[None, :] < kv_lens.to(q8.device)[:, None]

@@ -1,12 +1,15 @@
 """Triton kernel of ``quantized_attention``: flash attention over 8-bit q and k (CUDA and ROCm; CPU under
 ``TRITON_INTERPRET=1``).
 
-The operands are quantized first by a Triton pre-pass (:func:`_quantize_rows_kernel`, one pass over q and
-one over k; the key mean of ``smooth_k`` in torch, ``quantized_attention_torch.key_mean``), bit for bit the
-torch definition's quantization: int8 or e4m3 codes ``[B, S, H, Dh]`` and fp32 scales ``[B, S, H]``. One
-program per (query block, sample, head), as the dense kernel (``_attention_triton``): each key tile's scores
-are the 8-bit dot product (int8: int32 accumulation; e4m3: fp32), times the query row's and the key's scales
-and ``scale * log2(e)``; the online softmax in fp32 with ``exp2``; ``p`` rounded to v's dtype for the
+The operands are quantized first by Triton pre-passes, bit for bit the torch definition's quantization
+(the key mean of ``smooth_k`` in torch, ``quantized_attention_torch.key_mean``): q per row
+(:func:`_quantize_rows_kernel`, codes ``[B, S, H, Dh]``, fp32 scales ``[B, S, H]``), k per block of
+``KEY_BLOCK`` keys (:func:`_quantize_key_blocks_kernel`, codes ``[B, S, H, Dh]``, scales ``[B, H, n]``). One
+program per (query block, sample, head), as the dense kernel (``_attention_triton``): each key tile
+(``BLOCK_N`` dividing ``KEY_BLOCK``) takes one k scale, so its scores are the 8-bit dot product (int8:
+int32 accumulation; e4m3: fp32) times one row vector, the query rows' scales times the tile's k scale and
+``scale * log2(e)``, as cheap as dense attention's scaling (per-key scales cost H100 about 40% of the
+kernel's time at Wan's shape); the online softmax in fp32 with ``exp2``; ``p`` rounded to v's dtype for the
 product with v (bf16 / fp16, as given). Keys past ``kv_lens[b]`` are masked in the tail tile; a sample whose
 ``kv_lens`` is out of ``[1, Sk]`` gets NaN rows. ``WIDE_DOT`` (the interpreter): the dot products in fp32
 (exact for these codes).
@@ -21,7 +24,7 @@ import triton.language as tl
 from sgl_diffusion_core import PreparedLaunch, device_arch, tensor_platform, triton_math
 
 from ._attention_triton import LOG2E, RULE_SM8X, AttnConfig, config_for, softmax_pv
-from .quantized_attention_torch import channel_scales, key_mean
+from .quantized_attention_torch import KEY_BLOCK, channel_scales, key_blocks, key_mean
 
 # values each program of the quantization pre-pass handles (2048 // Dh rows): 16 bytes of bf16 per thread at
 # 4 warps of 32 (CUDA) or 64 (ROCm) lanes, so that every load is 128 bits wide
@@ -35,14 +38,14 @@ def quant_rows(dh: int) -> int:
 
 @triton.jit
 def _quantize_rows_kernel(
-    X, MEAN, C, SC,
+    X, C, SC,
     n_rows, S, H, x_sb, x_ss, x_sh,
-    HEAD_DIM: tl.constexpr, ROWS: tl.constexpr, SMOOTH: tl.constexpr, INT8: tl.constexpr, FNUZ: tl.constexpr,
-    BITS: tl.constexpr, PER_CHANNEL: tl.constexpr = False,
+    HEAD_DIM: tl.constexpr, ROWS: tl.constexpr, INT8: tl.constexpr, FNUZ: tl.constexpr, BITS: tl.constexpr,
+    PER_CHANNEL: tl.constexpr = False,
 ):
-    """Codes and scales of ``ROWS`` (sample, token, head) rows of ``Dh`` values, as
-    ``quantized_attention_torch._rows`` computes them (bit for bit): ``x`` in fp32 (minus the key mean
-    with ``SMOOTH``), ``scale = max(amax, 1e-12) / top`` and ``x / scale`` with IEEE divisions; int8 rounded
+    """Codes and scales of ``ROWS`` (sample, token, head) rows of ``Dh`` values (q), as
+    ``quantized_attention_torch._rows`` computes them (bit for bit): ``x`` in fp32,
+    ``scale = max(amax, 1e-12) / top`` and ``x / scale`` with IEEE divisions; int8 rounded
     half to even and clamped to ``+-127``; e4m3 clamped to ``+-448`` and converted ties to even.
     ``PER_CHANNEL`` (v of ``pv="fp8"``, ``quantize_v``): e4m3 codes with the given scales ``SC`` fp32
     ``[B, H, Dh]``, one per (sample, head, channel)."""
@@ -55,8 +58,6 @@ def _quantize_rows_kernel(
     d = tl.arange(0, HEAD_DIM)
     mask = ok[:, None]
     x = tl.load(X + (b * x_sb + s * x_ss + h * x_sh)[:, None] + d[None, :], mask=mask, other=0.0).to(tl.float32)
-    if SMOOTH:
-        x = x - tl.load(MEAN + ((b * H + h) * HEAD_DIM)[:, None] + d[None, :], mask=mask, other=0.0)
     offs = rs[:, None] * HEAD_DIM + d[None, :]
     if PER_CHANNEL:
         scale = tl.load(SC + ((b * H + h) * HEAD_DIM)[:, None] + d[None, :], mask=mask, other=1.0)
@@ -74,20 +75,20 @@ def _quantize_rows_kernel(
         triton_math.store_fp8(x, C, offs, mask, scale[:, None], 448.0, C.dtype.element_ty, BITS, FNUZ)
 
 
-def quantize_rows_launch(x: torch.Tensor, qk: str, smooth: bool, per_channel: bool = False):
-    """``run(x, mean) -> (codes, scales)``: the pre-pass for tensors shaped like ``x`` (bshd, head dim
-    contiguous); codes ``[B, S, H, Dh]`` contiguous, scales fp32 ``[B, S, H]``; ``mean`` fp32
-    ``[B, 1, H, Dh]`` contiguous with ``smooth``. ``per_channel`` (v of ``pv="fp8"``, e4m3): ``run(x,
-    scales) -> (codes, scales)`` with the given fp32 ``[B, H, Dh]`` scales (``quantize_v``)."""
+def quantize_rows_launch(x: torch.Tensor, qk: str, per_channel: bool = False):
+    """``run(x, None) -> (codes, scales)``: the row pre-pass for tensors shaped like ``x`` (bshd, head dim
+    contiguous); codes ``[B, S, H, Dh]`` contiguous, scales fp32 ``[B, S, H]``. ``per_channel`` (v of
+    ``pv="fp8"``, e4m3): ``run(x, scales) -> (codes, scales)`` with the given fp32 ``[B, H, Dh]`` scales
+    (``quantize_v``)."""
     B, S, H, Dh = x.shape
     n_rows = B * S * H
     dtype = torch.int8 if qk == "int8" else torch.float8_e4m3fn
     bits = qk == "fp8" and triton_math.FP8_BITS
     launch = PreparedLaunch(
         _quantize_rows_kernel, (max(1, triton.cdiv(n_rows, quant_rows(Dh))),),
-        {"HEAD_DIM": Dh, "ROWS": quant_rows(Dh), "SMOOTH": smooth, "INT8": qk == "int8", "FNUZ": False, "BITS": bits,
+        {"HEAD_DIM": Dh, "ROWS": quant_rows(Dh), "INT8": qk == "int8", "FNUZ": False, "BITS": bits,
          "PER_CHANNEL": per_channel},
-        n_ptrs=4, options={"num_warps": 4, "num_stages": 1}, device=x.device,
+        n_ptrs=3, options={"num_warps": 4, "num_stages": 1}, device=x.device,
     )
     device = x.device
 
@@ -96,8 +97,76 @@ def quantize_rows_launch(x: torch.Tensor, qk: str, smooth: bool, per_channel: bo
         scales = extra if per_channel else torch.empty((B, S, H), dtype=torch.float32, device=device)
         if n_rows:
             st = x.stride()
-            launch(x, x if extra is None or per_channel else extra, codes.view(torch.uint8) if bits else codes,
-                   scales, n_rows, S, H, st[0], st[1], st[2])
+            launch(x, codes.view(torch.uint8) if bits else codes, scales, n_rows, S, H, st[0], st[1], st[2])
+        return codes, scales
+
+    return run
+
+
+@triton.jit
+def _quantize_key_blocks_kernel(
+    X, MEAN, LENS, C, SC,
+    S, H, n_blocks, x_sb, x_ss, x_sh,
+    HEAD_DIM: tl.constexpr, KB: tl.constexpr, SMOOTH: tl.constexpr, HAS_LENS: tl.constexpr, INT8: tl.constexpr,
+    FNUZ: tl.constexpr, BITS: tl.constexpr,
+):
+    """Codes and the scale of one block of ``KB`` keys of one (sample, head), as
+    ``quantized_attention_torch._key_blocks`` computes them (bit for bit): ``x`` in fp32 (minus the key mean
+    with ``SMOOTH``), keys at or past ``LENS[b]`` zeroed, ``scale = max(amax, 1e-12) / top`` over the block,
+    ``x / scale`` with IEEE divisions; int8 rounded half to even and clamped to ``+-127``; e4m3 clamped to
+    ``+-448`` and converted ties to even."""
+    pid = tl.program_id(0)
+    bh = pid // n_blocks
+    blk = pid - bh * n_blocks
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    s = blk * KB + tl.arange(0, KB)
+    ok = s < S
+    d = tl.arange(0, HEAD_DIM)
+    mask = ok[:, None]
+    x = tl.load(X + b * x_sb + h * x_sh + s[:, None].to(tl.int64) * x_ss + d[None, :], mask=mask,
+                other=0.0).to(tl.float32)
+    if SMOOTH:
+        x = x - tl.load(MEAN + (b * H + h) * HEAD_DIM + d)[None, :]
+    if HAS_LENS:
+        x = tl.where((s < tl.load(LENS + b))[:, None], x, 0.0)
+    x = tl.where(mask, x, 0.0)
+    top: tl.constexpr = 127.0 if INT8 else 448.0
+    scale = tl.math.div_rn(tl.maximum(tl.max(tl.max(tl.abs(x), axis=1), axis=0), 1e-12), top)
+    tl.store(SC + pid, scale)
+    offs = ((b * S + s) * H + h)[:, None] * HEAD_DIM + d[None, :]
+    if INT8:
+        y = tl.math.div_rn(x, scale)
+        y = (y + 12582912.0) - 12582912.0  # round half to even (|y| <= 127: the 1.5 * 2**23 trick)
+        y = tl.minimum(tl.maximum(y, -127.0), 127.0)
+        tl.store(C + offs, y.to(tl.int8), mask=mask)
+    else:
+        triton_math.store_fp8(x, C, offs, mask, scale, 448.0, C.dtype.element_ty, BITS, FNUZ)
+
+
+def quantize_key_blocks_launch(k: torch.Tensor, qk: str, smooth: bool, has_lens: bool):
+    """``run(k, mean, kv_lens) -> (codes, scales)``: the key pre-pass for tensors shaped like ``k`` (bshd, head
+    dim contiguous); codes ``[B, S, H, Dh]`` contiguous, scales fp32 ``[B, H, key_blocks(S)]``; ``mean`` fp32
+    ``[B, 1, H, Dh]`` contiguous with ``smooth``, ``kv_lens`` int32 ``[B]`` with ``has_lens``."""
+    B, S, H, Dh = k.shape
+    n = key_blocks(S)
+    dtype = torch.int8 if qk == "int8" else torch.float8_e4m3fn
+    bits = qk == "fp8" and triton_math.FP8_BITS
+    launch = PreparedLaunch(
+        _quantize_key_blocks_kernel, (max(1, B * H * n),),
+        {"HEAD_DIM": Dh, "KB": KEY_BLOCK, "SMOOTH": smooth, "HAS_LENS": has_lens, "INT8": qk == "int8",
+         "FNUZ": False, "BITS": bits},
+        n_ptrs=5, options={"num_warps": 4, "num_stages": 1}, device=k.device,
+    )
+    device = k.device
+
+    def run(k, mean, kv_lens):
+        codes = torch.empty((B, S, H, Dh), dtype=dtype, device=device)
+        scales = torch.empty((B, H, n), dtype=torch.float32, device=device)
+        if B * H * n:
+            st = k.stride()
+            launch(k, k if mean is None else mean, scales if kv_lens is None else kv_lens,
+                   codes.view(torch.uint8) if bits else codes, scales, S, H, n, st[0], st[1], st[2])
         return codes, scales
 
     return run
@@ -123,23 +192,24 @@ def _softmax_pv_fp8(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N: tl.constexpr, W
 
 
 @triton.jit
-def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs_n, k_ss, ks_ss, v_ss, qk_scale,
-               MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr, PV_FP8: tl.constexpr):
+def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptr, v_ptrs, n0, seqlen_k, offs_n, k_ss, v_ss,
+               MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr, PV_FP8: tl.constexpr, KB: tl.constexpr):
+    """One key tile: ``qs`` is the query rows' scales times ``scale * log2(e)``; the tile's keys share the
+    k scale of their block of ``KB``."""
     rows = n0 + offs_n
+    ks = tl.load(ks_ptr + n0 // KB)
     if MASK_N:
         ok = rows < seqlen_k
         k = tl.load(k_ptrs + n0 * k_ss, mask=ok[:, None])  # masked keys' scores become -inf below
-        ks = tl.load(ks_ptrs + n0 * ks_ss, mask=ok, other=0.0)
         v = tl.load(v_ptrs + n0 * v_ss, mask=ok[:, None], other=0.0)
     else:
         k = tl.load(k_ptrs + n0 * k_ss)
-        ks = tl.load(ks_ptrs + n0 * ks_ss)
         v = tl.load(v_ptrs + n0 * v_ss)
     if WIDE_DOT:
         s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)))
     else:
         s = tl.dot(q, tl.trans(k)).to(tl.float32)
-    s = s * (qs[:, None] * ks[None, :]) * qk_scale
+    s = s * (qs * ks)[:, None]
     if PV_FP8:
         return _softmax_pv_fp8(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N, WIDE_DOT)
     return softmax_pv(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N, WIDE_DOT)
@@ -149,9 +219,9 @@ def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs
 def _quantized_attention_kernel(
     Q, QS, K, KS, V, VS, O, LSE, KV_LENS,
     q_sb, q_ss, q_sh, k_sb, k_ss, k_sh, v_sb, v_ss, v_sh, o_sb, o_ss, o_sh,
-    Sq, Sk, Hq, Hk, GROUP, n_m, qk_scale,
+    Sq, Sk, Hq, Hk, GROUP, n_m, n_kb, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_KV_LENS: tl.constexpr,
-    WRITE_LSE: tl.constexpr, WIDE_DOT: tl.constexpr, PV_FP8: tl.constexpr,
+    WRITE_LSE: tl.constexpr, WIDE_DOT: tl.constexpr, PV_FP8: tl.constexpr, KB: tl.constexpr,
 ):
     pid = tl.program_id(0)
     bh = pid // n_m
@@ -173,21 +243,21 @@ def _quantized_attention_kernel(
     q_rows = offs_m < Sq
     Qb = Q + b64 * q_sb + h64 * q_sh
     q = tl.load(Qb + offs_m[:, None] * q_ss + offs_d[None, :], mask=q_rows[:, None])  # rows past Sq: not stored
-    # scales [B, S, H] contiguous: row s of head h at (b * S + s) * H + h
-    qs = tl.load(QS + (b64 * Sq + offs_m) * Hq + h64, mask=q_rows, other=0.0)
+    # q scales [B, S, H] contiguous: row s of head h at (b * S + s) * H + h; k scales [B, Hk, n_kb]
+    qs = tl.load(QS + (b64 * Sq + offs_m) * Hq + h64, mask=q_rows, other=0.0) * qk_scale
     k_ptrs = K + b64 * k_sb + hk64 * k_sh + offs_n[:, None] * k_ss + offs_d[None, :]
-    ks_ptrs = KS + (b64 * Sk + offs_n) * Hk + hk64
+    ks_ptr = KS + (b64 * Hk + hk64) * n_kb
     v_ptrs = V + b64 * v_sb + hk64 * v_sh + offs_n[:, None] * v_ss + offs_d[None, :]
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     n_full = (seqlen_k // BLOCK_N) * BLOCK_N
     for n0 in range(0, n_full, BLOCK_N):
-        acc, l_i, m_i = _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n0, seqlen_k, offs_n, k_ss, Hk,
-                                   v_ss, qk_scale, False, WIDE_DOT, PV_FP8)
+        acc, l_i, m_i = _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptr, v_ptrs, n0, seqlen_k, offs_n, k_ss, v_ss,
+                                   False, WIDE_DOT, PV_FP8, KB)
     if n_full < seqlen_k:
-        acc, l_i, m_i = _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptrs, v_ptrs, n_full, seqlen_k, offs_n, k_ss,
-                                   Hk, v_ss, qk_scale, True, WIDE_DOT, PV_FP8)
+        acc, l_i, m_i = _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptr, v_ptrs, n_full, seqlen_k, offs_n, k_ss,
+                                   v_ss, True, WIDE_DOT, PV_FP8, KB)
     empty = l_i == 0.0
     if PV_FP8:  # v's channel scales and p's 448
         acc = acc * (tl.load(VS + (b64 * Hk + hk64) * HEAD_DIM + offs_d) * (1.0 / 448.0))[None, :]
@@ -201,20 +271,33 @@ def _quantized_attention_kernel(
         tl.store(LSE + (b64 * Hq + h64) * Sq + offs_m, lse, mask=q_rows)
 
 
-def quant_config(platform: str, dh: int, arch: int | str | None, qk: str, pv: str = "bf16") -> AttnConfig:
-    """The dense kernel's tiles (``_attention_triton.config_for``; measured for this kernel at those tiles on
-    one H100: docs/benchmarks/quantized_attention_bench_h100.json), except at head dim 128:
+# CUDA sm_90, head dim 128, bf16 p @ v: 128 x 64 tiles at 4 warps, 3 stages (H100 at Wan's shape with one scale per
+# key tile: 680 TFLOP/s against 601 for the dense kernel's 128 x 128 at 8 warps)
+_SM90_128 = AttnConfig(128, 64, 4, 3)
 
+
+def quant_config(platform: str, dh: int, arch: int | str | None, qk: str, pv: str = "bf16") -> AttnConfig:
+    """The dense kernel's tiles (``_attention_triton.config_for``), except at head dim 128:
+
+    * CUDA sm_90 and later (and AOT builds, ``arch=None``), ``pv="bf16"``: ``_SM90_128``;
     * e4m3 on ROCm: 64 x 32 (64 x 64 needs more than the 512 registers a 4-wave workgroup has on gfx950;
       64 x 32 compiles to 256 VGPRs, no spills);
-    * ``pv="fp8"`` on CUDA sm_90: 128 x 64 (p @ v sums into its own fp32 tile, added to the accumulator
-      after each key tile; beside 128-wide key tiles that spills 12 bytes per thread). Compiled, not
-      measured."""
+    * ``pv="fp8"`` on CUDA sm_90: 128 x 64 at 8 warps (p @ v sums into its own fp32 tile, added to the
+      accumulator after each key tile; beside 128-wide key tiles that spills 12 bytes per thread). Compiled,
+      not measured.
+
+    Every key tile divides ``KEY_BLOCK`` (one k scale per tile)."""
     if platform == "hip" and (qk == "fp8" or pv == "fp8") and dh > 64:
-        return AttnConfig(64, 32, 4, 1)
-    cfg = config_for(platform, dh, arch)
-    if pv == "fp8" and cfg.block_n > 64 and dh > 64:
-        return AttnConfig(cfg.block_m, 64, cfg.num_warps, cfg.num_stages)
+        cfg = AttnConfig(64, 32, 4, 1)
+    else:
+        cfg = config_for(platform, dh, arch)
+        hopper = platform == "cuda" and (arch is None or (isinstance(arch, int) and arch >= 90))
+        if hopper and dh == 128 and pv == "bf16":
+            cfg = _SM90_128
+        elif pv == "fp8" and cfg.block_n > 64 and dh > 64:
+            cfg = AttnConfig(cfg.block_m, 64, cfg.num_warps, cfg.num_stages)
+    if KEY_BLOCK % cfg.block_n:
+        raise AssertionError(f"key tile {cfg.block_n} does not divide KEY_BLOCK {KEY_BLOCK}")
     return cfg
 
 
@@ -226,22 +309,22 @@ def prepare(geom, q, k, v, kv_lens):
     n_m = max(1, triton.cdiv(geom.Sq, cfg.block_m))
     pv8 = geom.pv == "fp8"
     const = {"HEAD_DIM": geom.Dh, "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HAS_KV_LENS": geom.kv_lens,
-             "WRITE_LSE": geom.return_lse, "WIDE_DOT": q.device.type == "cpu", "PV_FP8": pv8}
+             "WRITE_LSE": geom.return_lse, "WIDE_DOT": q.device.type == "cpu", "PV_FP8": pv8, "KB": KEY_BLOCK}
     launch = PreparedLaunch(_quantized_attention_kernel, (n_m * geom.B * geom.Hq,), const, n_ptrs=9,
                             options=cfg.launch_options(), device=q.device)
     B, Sq, Sk, Hq, Hk, Dh = geom.B, geom.Sq, geom.Sk, geom.Hq, geom.Hk, geom.Dh
-    ints = (Sq, Sk, Hq, Hk, Hq // Hk, n_m, geom.scale * LOG2E)
+    ints = (Sq, Sk, Hq, Hk, Hq // Hk, n_m, key_blocks(Sk), geom.scale * LOG2E)
     qk, smooth, want_lse, device = geom.qk, geom.smooth_k, geom.return_lse, q.device
     no_index = torch.zeros(1, dtype=torch.int32, device=device)
     no_lse = torch.empty(1, dtype=torch.float32, device=device)
 
-    quant_q = quantize_rows_launch(q, qk, False)
-    quant_k = quantize_rows_launch(k, qk, smooth)
-    quant_v = quantize_rows_launch(v, "fp8", False, per_channel=True) if pv8 else None
+    quant_q = quantize_rows_launch(q, qk)
+    quant_k = quantize_key_blocks_launch(k, qk, smooth, geom.kv_lens)
+    quant_v = quantize_rows_launch(v, "fp8", per_channel=True) if pv8 else None
 
     def run(q, k, v, kv_lens, *_):
         q8, qs = quant_q(q, None)
-        k8, ks = quant_k(k, key_mean(k, kv_lens).contiguous() if smooth else None)
+        k8, ks = quant_k(k, key_mean(k, kv_lens).contiguous() if smooth else None, kv_lens)
         v_in, v_scales = quant_v(v, channel_scales(v)) if pv8 else (v, no_lse)
         out = torch.empty((B, Sq, Hq, Dh), dtype=q.dtype, device=device)
         lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=device) if want_lse else no_lse
@@ -262,25 +345,42 @@ def aot_variants(platform: str = "cuda"):
     builds += [(qk, 128, quant_config(platform, 128, None, qk, "fp8"), "", True) for qk in ("int8", "fp8")]
     if platform == "cuda":
         builds.append(("int8", 128, RULE_SM8X[128], ",sm8x", False))
-    prepass = [_prepass_variant(qk, dh, smooth) for qk in ("int8", "fp8") for dh in (64, 128)
-               for smooth in (False, True)]
-    prepass += [_prepass_variant("fp8", dh, False, per_channel=True) for dh in (64, 128)]
+    prepass = [_prepass_variant(qk, dh) for qk in ("int8", "fp8") for dh in (64, 128)]
+    prepass += [_key_prepass_variant(qk, dh, smooth) for qk in ("int8", "fp8") for dh in (64, 128)
+                for smooth in (False, True)]
+    prepass += [_prepass_variant("fp8", dh, per_channel=True) for dh in (64, 128)]
     return [_variant(platform, qk, dh, cfg, tag, pv8) for qk, dh, cfg, tag, pv8 in builds] + prepass
 
 
-def _prepass_variant(qk: str, dh: int, smooth: bool, per_channel: bool = False):
+def _prepass_variant(qk: str, dh: int, per_channel: bool = False):
     from sgl_diffusion_core import AotVariant
 
-    sig = {"X": "*bf16", "MEAN": "*fp32", "C": "*i8" if qk == "int8" else "*fp8e4nv", "SC": "*fp32"}
+    sig = {"X": "*bf16", "C": "*i8" if qk == "int8" else "*fp8e4nv", "SC": "*fp32"}
     sig.update({n: "i32" for n in ("n_rows", "S", "H", "x_sb", "x_ss", "x_sh")})
-    const = {"HEAD_DIM": dh, "ROWS": quant_rows(dh), "SMOOTH": smooth, "INT8": qk == "int8", "FNUZ": False,
-             "BITS": False, "PER_CHANNEL": per_channel}
+    const = {"HEAD_DIM": dh, "ROWS": quant_rows(dh), "INT8": qk == "int8", "FNUZ": False, "BITS": False,
+             "PER_CHANNEL": per_channel}
     sig.update({n: "constexpr" for n in const})
-    which = "v per channel" if per_channel else f"smooth={smooth}"
+    which = "v per channel" if per_channel else "q per row"
     return AotVariant(
         name=f"quantized_attention_prepass[{qk},bf16,Dh={dh},{which}]", kernel=_quantize_rows_kernel,
         signature=sig, constexprs=const, num_warps=4, num_stages=1, min_cuda_arch=89 if qk == "fp8" else 80,
         amd_targets=("gfx950",) if qk == "fp8" else ("gfx942", "gfx950"),
+        divisible_by_16=("X", "C", "SC", "x_sb", "x_ss", "x_sh"),
+    )
+
+
+def _key_prepass_variant(qk: str, dh: int, smooth: bool):
+    from sgl_diffusion_core import AotVariant
+
+    sig = {"X": "*bf16", "MEAN": "*fp32", "LENS": "*i32", "C": "*i8" if qk == "int8" else "*fp8e4nv", "SC": "*fp32"}
+    sig.update({n: "i32" for n in ("S", "H", "n_blocks", "x_sb", "x_ss", "x_sh")})
+    const = {"HEAD_DIM": dh, "KB": KEY_BLOCK, "SMOOTH": smooth, "HAS_LENS": True, "INT8": qk == "int8",
+             "FNUZ": False, "BITS": False}
+    sig.update({n: "constexpr" for n in const})
+    return AotVariant(
+        name=f"quantized_attention_key_prepass[{qk},bf16,Dh={dh},smooth={smooth}]",
+        kernel=_quantize_key_blocks_kernel, signature=sig, constexprs=const, num_warps=4, num_stages=1,
+        min_cuda_arch=89 if qk == "fp8" else 80, amd_targets=("gfx950",) if qk == "fp8" else ("gfx942", "gfx950"),
         divisible_by_16=("X", "MEAN", "C", "SC", "x_sb", "x_ss", "x_sh"),
     )
 
@@ -292,10 +392,10 @@ def _variant(platform: str, qk: str, dh: int, cfg: AttnConfig, tag: str, pv8: bo
     sig = {"Q": f"*{code}", "QS": "*fp32", "K": f"*{code}", "KS": "*fp32", "V": "*fp8e4nv" if pv8 else "*bf16",
            "VS": "*fp32", "O": "*bf16", "LSE": "*fp32", "KV_LENS": "*i32"}
     sig.update({n: "i32" for n in ("q_sb", "q_ss", "q_sh", "k_sb", "k_ss", "k_sh", "v_sb", "v_ss", "v_sh",
-                                   "o_sb", "o_ss", "o_sh", "Sq", "Sk", "Hq", "Hk", "GROUP", "n_m")})
+                                   "o_sb", "o_ss", "o_sh", "Sq", "Sk", "Hq", "Hk", "GROUP", "n_m", "n_kb")})
     sig["qk_scale"] = "fp32"
     const = {"HEAD_DIM": dh, "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HAS_KV_LENS": True,
-             "WRITE_LSE": True, "WIDE_DOT": False, "PV_FP8": pv8}
+             "WRITE_LSE": True, "WIDE_DOT": False, "PV_FP8": pv8, "KB": KEY_BLOCK}
     sig.update({n: "constexpr" for n in const})
     fp8 = qk == "fp8" or pv8
     hopper_tiles = platform == "cuda" and dh == 128 and not tag
