@@ -402,23 +402,26 @@ def test_fp8_result_gated_residual_norm_modulate(norm_kind, D):
 
 
 def test_fp8_launch_rule():
-    """FP8 results on a GPU: the row in registers up to 4096 columns (32 values per thread), wider rows in
-    1024-wide chunks with 2 warps, without the bf16 rule's register cap and unrolling (which spill with the
-    three FP8 passes)."""
+    """FP8 results on a GPU: the row in registers up to 4096 columns, on CUDA up to 6144 as a 4096 block and
+    a tail tile; above 2048 columns warps for at most 80 values per thread (at or below, at least 4 warps);
+    wider rows in 1024-wide chunks with 2 warps, without the bf16 rule's register cap and unrolling (which
+    spill with the three FP8 passes)."""
     from sgl_diffusion_core import RowConfig
 
     rule = testing.backend_module(norm.ln_modulate, "triton").fp8_config
     base = RowConfig(block=1024, chunks=5, num_warps=2, max_registers=80, unroll=5)
-    assert rule(5120, base) == RowConfig(block=1024, chunks=5, num_warps=2)
-    assert rule(3072, base) == RowConfig(block=2048, chunks=1, num_warps=4, tail=1024)  # 2048 + 1024
+    assert rule(5120, base) == RowConfig(block=4096, chunks=1, num_warps=2, tail=1024)  # 4096 + 1024
+    assert rule(6144, base) == RowConfig(block=4096, chunks=1, num_warps=4, tail=2048)
+    assert rule(3072, base) == RowConfig(block=2048, chunks=1, num_warps=2, tail=1024)  # 2048 + 1024
     assert rule(3072, base, "hip") == RowConfig(block=4096, chunks=1, num_warps=4)
-    assert rule(2240, base) == RowConfig(block=2048, chunks=1, num_warps=4, tail=256)
-    assert rule(3840, base) == RowConfig(block=4096, chunks=1, num_warps=4)  # the rest needs a 2048 tile
-    assert rule(4096, base) == RowConfig(block=4096, chunks=1, num_warps=4)
+    assert rule(2240, base) == RowConfig(block=2048, chunks=1, num_warps=1, tail=256)
+    assert rule(3840, base) == RowConfig(block=4096, chunks=1, num_warps=2)  # the rest needs a 2048 tile
+    assert rule(4096, base) == RowConfig(block=4096, chunks=1, num_warps=2)
+    assert rule(2048, base) == RowConfig(block=2048, chunks=1, num_warps=4)
     assert rule(1000, base) == RowConfig(block=1024, chunks=1, num_warps=4)
     wide = RowConfig(block=1024, chunks=16, num_warps=2, max_registers=80, unroll=16)
     assert rule(16384, wide) == RowConfig(block=1024, chunks=16, num_warps=2)
-    assert rule(6000, base) == RowConfig(block=1024, chunks=6, num_warps=2)
+    assert rule(6400, base) == RowConfig(block=1024, chunks=7, num_warps=2)
     assert rule(5120, base, "hip") == RowConfig(block=8192, chunks=1, num_warps=8)  # ROCm: held up to 8192
     gated = testing.backend_module(norm.ln_modulate, "triton").gated_fp8_config  # held up to 8192
     assert gated(5120, base) == RowConfig(block=4096, chunks=1, num_warps=8, tail=1024)

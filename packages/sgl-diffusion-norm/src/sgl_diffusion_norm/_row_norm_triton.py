@@ -315,39 +315,53 @@ def gated_config(D: int, elem_bytes: int, platform: str, n_rows: int | None = No
     return RowConfig(block=block, chunks=chunks, num_warps=4, unroll=chunks if block > base.block else None)
 
 
-_FP8_HELD = 4096  # the widest FP8 row held in registers (fp32, 32 values per thread at 4 warps)
+_FP8_HELD = 4096  # the widest FP8 row held in one power-of-two block (fp32, 32 values per thread at 4 warps)
+_FP8_HELD_TAIL = 6144  # CUDA: wider rows held as a 4096 block and a tail tile up to this width
 _FP8_CHUNK = 1024  # wider FP8 rows: chunks of this many columns, 2 warps (16 values per thread)
+_FP8_VALUES = 2560  # CUDA, rows of 2049-6144 columns held with a tail: warps for at most 80 values per thread
 
 
 def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
-    """Launch rule of an FP8 result (``out_dtype``): the row in registers up to 4096 columns (:func:`_fp8_held`:
-    up to 32 values per thread, at least 4 warps), so that it is read once and its codes follow
-    its amax without a second pass; wider rows in 1024-wide chunks with 2 warps, the compiler's unrolling,
-    no register cap (``base``, the bf16 rule, caps chunked rows at 80 registers, and spilled on sm_90 with
-    the FP8 result's three passes: 2120 bytes per thread for ``ln_modulate`` at D = 5120). Measured on one
-    H100 (ln_modulate, bf16 in, FP8 out, % of a same-run copy of its bytes): FLUX (4608 x 3072) 57.7%
-    held (the best of 27 launches); Wan (75600 x 5120) 63.6% against 51.2% held in an 8192 block (best
-    63.8%, one warp); docs/benchmarks/fp8_norm_sweep_h100.json. ROCm keeps :func:`gated_fp8_config`
-    (the chunked launch spills scalar registers on gfx942 / gfx950; neither is measured there)."""
+    """Launch rule of an FP8 result (``out_dtype``): the row in registers (:func:`_fp8_held`), so that it is
+    read once and its codes follow its amax without a second pass: up to 4096 columns as one block, on CUDA
+    up to 6144 as a 4096 block and a tail tile; wider rows in 1024-wide chunks with 2 warps, the compiler's
+    unrolling, no register cap (``base``, the bf16 rule, caps chunked rows at 80 registers, and spilled on
+    sm_90 with the FP8 result's three passes: 2120 bytes per thread for ``ln_modulate`` at D = 5120).
+    ROCm keeps :func:`gated_fp8_config` (the chunked launch spills scalar registers on gfx942 / gfx950;
+    neither is measured there).
+
+    Measured on one H100 (bf16 in, FP8 out, % of a same-run copy of its bytes; ``ln_modulate`` unless
+    named): Wan (75600 x 5120) 4096 + 1024 held at 2 warps 96.8%, 4 warps 88.3-88.6%, the 1024-wide
+    chunks 66.9% (``rms_modulate``: 98.1% at 4 warps against 76.0%); 32760 x 6144: 4096 + 2048 at 4 warps
+    92.1%, 8 warps 74.1%, chunks 64.8%; 4096 x 6144: 4 warps 77.3%, 2 warps 71.6%; 3072 (2048 + 1024) at
+    2 warps against 4: 74.9 / 66.6% at FLUX's 4608 rows (``rms_modulate`` 80.3 / 73.7%), 94.0 / 78.8% at
+    119056 rows; 32760 x 2240 (2048 + 256): 1 warp 91.2%, 2 warps 87.5%. So above 2048 columns, warps for
+    at most 80 values per thread (``_FP8_VALUES``); at 2048 and below the earlier rule (at least 4 warps,
+    not swept again)."""
     if platform == "hip":
         return gated_fp8_config(D, base, platform)
-    if D <= _FP8_HELD:
-        return _fp8_held(D, platform)
+    if D <= _FP8_HELD or (platform == "cuda" and D <= _FP8_HELD_TAIL):
+        return _fp8_held(D, platform, fewer_warps=True)
     return RowConfig(block=_FP8_CHUNK, chunks=-(-D // _FP8_CHUNK), num_warps=2)
 
 
-def _fp8_held(D: int, platform: str) -> RowConfig:
+def _fp8_held(D: int, platform: str, fewer_warps: bool = False) -> RowConfig:
     """The row in registers: one power-of-two block; on CUDA, where the rest of the row past half that block
     fits a smaller power of two, that half and a tail tile (3072 = 2048 + 1024: no quarter of the lanes
     masked; sm_90, FLUX: 1096 -> 928 instructions per thread, 77 -> 70 registers). ROCm keeps the block
-    (its builds with a tail are not compiled in the lanes)."""
+    (its builds with a tail are not compiled in the lanes). Warps: at least 4, one per 1024 columns of the
+    block; ``fewer_warps`` (CUDA, above 2048 columns): enough for at most ``_FP8_VALUES / 32`` values per
+    thread."""
     block = next_pow2(max(D, 1))
+    warps = max(4, block // 1024)
+    if fewer_warps and platform == "cuda" and D > 2048:
+        warps = next_pow2(-(-D // _FP8_VALUES))
     if block > D and platform == "cuda":
         head = block // 2
         tail = next_pow2(D - head)
         if tail < head:
-            return RowConfig(block=head, chunks=1, num_warps=max(4, block // 1024), tail=tail)
-    return RowConfig(block=block, chunks=1, num_warps=max(4, block // 1024))
+            return RowConfig(block=head, chunks=1, num_warps=warps, tail=tail)
+    return RowConfig(block=block, chunks=1, num_warps=warps)
 
 
 def gated_fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
