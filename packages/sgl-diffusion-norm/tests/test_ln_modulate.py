@@ -292,9 +292,10 @@ def test_fp8_result_triton(name, fp8, D, dtype):
     assert_fp8_close(f"norm.{name}", q, s, rq, rs, dtype)
 
 
-@pytest.mark.parametrize("D", [1152, 2240, 3072])
+@pytest.mark.parametrize("D", [1152, 2240, 3072, 5120, 6144])
 def test_held_row_with_a_tail_tile(D):
-    """A row held as a power-of-two block and a tail tile (the CUDA FP8 rule's 3072 = 2048 + 1024), pinned
+    """A row held as a power-of-two block and a tail tile (the CUDA FP8 rule's 3072 = 2048 + 1024, 5120 =
+    4096 + 1024, 6144 = 4096 + 2048), pinned
     under the interpreter: bf16 and FP8 results of both modulated norms and the gated op within their
     contracts, as the one-block launch."""
     if not triton_interpret():
