@@ -335,9 +335,10 @@ def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
     chunks 66.9% (``rms_modulate``: 98.1% at 4 warps against 76.0%); 32760 x 6144: 4096 + 2048 at 4 warps
     92.1%, 8 warps 74.1%, chunks 64.8%; 4096 x 6144: 4 warps 77.3%, 2 warps 71.6%; 3072 (2048 + 1024) at
     2 warps against 4: 74.9 / 66.6% at FLUX's 4608 rows (``rms_modulate`` 80.3 / 73.7%), 94.0 / 78.8% at
-    119056 rows; 32760 x 2240 (2048 + 256): 1 warp 91.2%, 2 warps 87.5%. So above 2048 columns, warps for
-    at most 80 values per thread (``_FP8_VALUES``); at 2048 and below the earlier rule (at least 4 warps,
-    not swept again)."""
+    119056 rows; 32760 x 2240 (2048 + 256): 1 warp 91.2%, 2 warps 87.5%, the earlier 4 warps 68.9%
+    (docs/benchmarks/fp8_norm_sweep_h100.json). So above 2048 columns, warps for at most 80 values per
+    thread (``_FP8_VALUES``); at 2048 and below the earlier rule (at least 4 warps, not swept again). Not
+    measured: 3840 and 4096 columns at 2 warps, ``rms_modulate`` at 5120 with 2 warps, H200."""
     if platform == "hip":
         return gated_fp8_config(D, base, platform)
     if D <= _FP8_HELD or (platform == "cuda" and D <= _FP8_HELD_TAIL):
