@@ -1,7 +1,7 @@
 """Compare the benchmark suite of two git revisions on one GPU: processes alternate (before, after,
 before, after, ...), so drift of clocks and temperature falls on both sides.
 
-    python tools/bench_ab.py --before 252c800 --after HEAD                       # every op with bench cases
+    python tools/bench_ab.py --before 252c800 --after HEAD                # every op both trees benchmark
     python tools/bench_ab.py --before v0.1.0 --after HEAD --ops norm.ln_modulate,modulate.scale_shift
     python tools/bench_ab.py ... --suite op_definition_ab --out docs/benchmarks/op_definition_ab_h200.json
     python tools/bench_ab.py ... --rounds=1 --out X.json --append             # one more round into X.json
@@ -79,6 +79,43 @@ def _copy_us(nbytes: int, dev, rep: int) -> float:
     return timer().time_gpu(lambda: dst.copy_(src), dev, rep=rep).median_ms * 1e3
 
 
+def _import_domains():
+    """Every domain of this process's tree (their ops register on import); core's ``REGISTRY``. A domain the
+    tree lacks is not imported from elsewhere (an editable install of another checkout)."""
+    from sgl_diffusion_core import REGISTRY
+
+    tree = [str(Path(p).resolve()) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for d in DOMAINS:
+        spec = importlib.util.find_spec(f"sgl_diffusion_{d}")
+        if spec is None or (tree and not any(str(Path(spec.origin or "").resolve()).startswith(t) for t in tree)):
+            continue
+        importlib.import_module(f"sgl_diffusion_{d}")
+    return REGISTRY
+
+
+def list_worker(out: str) -> None:
+    """One process of one tree: writes the ids of its ops with benchmark cases to ``out`` (JSON list)."""
+    registry = _import_domains()
+    Path(out).write_text(json.dumps([o for o in registry.ops() if getattr(registry.op(o), "bench", None)]))
+
+
+def common_ops(paths: dict[str, Path], tmp: Path) -> list[str]:
+    """The ops both trees benchmark, in the tree before's order: an op only one tree has cannot be compared,
+    and with a deadline both processes must spend it on the same ops."""
+    listed = {}
+    for tag, path in paths.items():
+        out = tmp / f"ops_{tag}.json"
+        env = {**os.environ, "PYTHONPATH": str(path), "PYTHONUNBUFFERED": "1"}
+        env.pop("TRITON_INTERPRET", None)
+        subprocess.run([sys.executable, __file__, "--list-ops", str(out)], env=env, check=True)
+        listed[tag] = json.loads(out.read_text())
+    after = set(listed["after"])
+    only = sorted(set(listed["before"]) ^ after)
+    if only:
+        print(f"measured in one tree only, so not compared: {', '.join(only)}", flush=True)
+    return [o for o in listed["before"] if o in after]
+
+
 def worker(tag: str, out: str, ops: list[str] | None, rep: int, deadline: float | None = None) -> None:
     """One process of one tree: writes ``{"speed": [...], "host": [...], "skipped": [...]}`` to ``out``. Past
     ``deadline`` (``time.time()``) it starts no further op (they are listed as skipped); the host times
@@ -86,11 +123,9 @@ def worker(tag: str, out: str, ops: list[str] | None, rep: int, deadline: float 
     import torch
 
     import sgl_diffusion_core as core
-    from sgl_diffusion_core import REGISTRY, bench
+    from sgl_diffusion_core import bench
 
-    for d in DOMAINS:
-        if importlib.util.find_spec(f"sgl_diffusion_{d}") is not None:
-            importlib.import_module(f"sgl_diffusion_{d}")
+    REGISTRY = _import_domains()
     dev = torch.device("cuda")
     speed, host, skipped = [], [], []
     for op_id in ops or REGISTRY.ops():
@@ -189,6 +224,7 @@ def run_rounds(
     todo = 2 * len(rounds)
     with tempfile.TemporaryDirectory() as tmp:
         paths = {tag: export_tree(getattr(args, tag), Path(tmp) / tag) for tag in ("before", "after")}
+        ops = args.ops or ",".join(common_ops(paths, Path(tmp)))
         for rnd in rounds:
             for tag in ("before", "after"):
                 share = None if end is None else time.time() + (end - time.time()) / todo
@@ -199,7 +235,7 @@ def run_rounds(
                 env.pop("TRITON_INTERPRET", None)
                 cmd = [sys.executable, __file__, "--worker", tag, str(out), "--rep", str(args.rep)]
                 cmd += [] if share is None else ["--deadline", str(share)]
-                subprocess.run(cmd + (["--ops", args.ops] if args.ops else []), env=env, check=True)
+                subprocess.run(cmd + ["--ops", ops], env=env, check=True)
                 got = json.loads(out.read_text())
                 speed += [{**r, "round": rnd} for r in got["speed"]]
                 host += [{**r, "round": rnd} for r in got["host"]]
@@ -232,7 +268,11 @@ def main() -> int:
     )
     ap.add_argument("--worker", nargs=2, metavar=("TAG", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--list-ops", metavar="OUT", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.list_ops:
+        list_worker(args.list_ops)
+        return 0
     ops = args.ops.split(",") if args.ops else None
     if args.worker:
         worker(*args.worker, ops, args.rep, args.deadline)
