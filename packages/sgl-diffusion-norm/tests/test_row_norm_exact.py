@@ -547,3 +547,12 @@ def test_tuning_is_checked():
             K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"FULL": bad})
     with pytest.raises(ValueError, match="FULL"):  # RMSNorm reads every chunk masked
         K.prepare_kernel(geom, x, None, None, None, None, tuning={"FULL": 1})
+    for bad in (3, 8, 0):  # a LayerNorm program's physical warps: 1, 2 or 4 (its lanes stay 4 x 32)
+        with pytest.raises(ValueError, match="WARPS"):
+            K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"WARPS": bad})
+    with pytest.raises(ValueError, match="WARPS"):  # RMSNorm's warps follow its lanes and rows
+        K.prepare_kernel(geom, x, None, None, None, None, tuning={"WARPS": 1})
+    if triton_interpret():  # the launch option reaches the launch; the interpreter computes the same bits
+        tensors = (xl, None, None, None, None)
+        want = K.prepare_kernel(lgeom, *tensors)(*tensors, 1e-6, 1.0)
+        testing.assert_exact(K.prepare_kernel(lgeom, *tensors, tuning={"WARPS": 2})(*tensors, 1e-6, 1.0), want)

@@ -251,7 +251,7 @@ _HOLD_BYTES = {2: 384, 4: 320}
 _HOLD_MAXNREG = 128
 _MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT; LayerNorm's HOLD)
 # what tuning may override (GPU sweeps, tests pinning a path at small sizes): values the rules choose elsewhere
-TUNABLE = ("UNROLL", "UNROLL_OUT", "ROWS", "REVERSE_OUT", "VEC", "FULL", "HOLD", "MOD_AHEAD", "MAXNREG")
+TUNABLE = ("UNROLL", "UNROLL_OUT", "ROWS", "REVERSE_OUT", "VEC", "FULL", "HOLD", "MOD_AHEAD", "MAXNREG", "WARPS")
 
 
 def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = None,
@@ -279,6 +279,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
       partial last chunk keeps them): without them the kernel was bound by instructions.
     * ``HOLD`` / ``MAXNREG`` / ``MOD_AHEAD``: :func:`_hold_rule`; ``OUT_AHEAD``: LayerNorm rows read
       twice load the output pass's next chunk ahead (HunyuanVideo ln_modulate 87.9 -> 89.3%).
+    * ``WARPS`` (tuning only; a launch option, not a constexpr): the warps a LayerNorm program runs on,
+      1, 2 or 4. The kernel's lanes stay eager's 4 x 32 (its order and bits), so with fewer warps each
+      thread carries 4 / WARPS lanes and more rows are in flight per SM. Default 4; not yet timed.
     """
     tuning = dict(tuning or {})
     unknown = set(tuning) - set(TUNABLE)
@@ -307,6 +310,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "VEC": geom.norm == "layer" and chunks <= 16,
         **{k: v for k, v in tuning.items() if k not in ("HOLD", "MOD_AHEAD", "MAXNREG")},
     }
+    if "WARPS" in tuning and (out["NORM"] != 0 or tuning["WARPS"] not in (1, 2, 4)):
+        raise ValueError(f"WARPS (a LayerNorm program's warps) must be 1, 2 or 4, not {tuning['WARPS']!r} for "
+                         f"{geom.norm}")
     # LayerNorm's full chunks (the layout after any override) drop their masks (Welford selects, loads,
     # stores); unmasked RMSNorm builds measured slower (rms_modulate at Wan 59.9 against 79.8%)
     full = min(out["CHUNKS"], g.D // (4 * out["WARP"] * out["NWARP"])) if out["NORM"] == 0 else 0
@@ -385,7 +391,8 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     """The kernel's constexprs and its Triton launch options (warps, stages, the register cap)."""
     const = dict(const)
     maxnreg = const.pop("MAXNREG", None)
-    options = {"num_warps": _num_warps(const), "num_stages": 1}
+    warps = const.pop("WARPS", None)
+    options = {"num_warps": warps or _num_warps(const), "num_stages": 1}
     if maxnreg:
         options["maxnreg"] = maxnreg
     return const, options
@@ -540,7 +547,7 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
                                    "sh_L")})
     sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})
     const, options = _split_options(const)
-    options.pop("num_warps")
+    warps = options.pop("num_warps")
     options.pop("num_stages")
     sig.update({n: "constexpr" for n in const})
     hold = const["HOLD1"] + const["HOLD2"] + const["HOLD3"]
@@ -551,6 +558,6 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
             f"{',out_ahead=' + str(const['OUT_AHEAD']) if const['OUT_AHEAD'] else ''}"
             f"{',maxnreg=' + str(options['maxnreg']) if 'maxnreg' in options else ''}]")
     return [AotVariant(name=name, kernel=_row_norm_exact_kernel, signature=sig, constexprs=const,
-                       num_warps=_num_warps(const), options={"enable_fp_fusion": False, **options},
+                       num_warps=warps, options={"enable_fp_fusion": False, **options},
                        explicit_fma=const["NORM"] == 0, divisible_by_16=_ALIGNED,
                        narrow_loads="" if dt == "fp32" else _NARROW)]
