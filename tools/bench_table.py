@@ -46,6 +46,7 @@ RULES = {
     "ln_modulate_tune": "the row rule of the one-pass row norms (`sgl_diffusion_core.launch.RowConfig`)",
     "modulate_tile_sweep": "the elementwise tile rule (`sgl_diffusion_core.launch.TileConfig`)",
     "nccl_ulysses_check": "`ulysses_all_to_all` over NCCL, 2 GPUs (`tools/gpu/nccl_ulysses_check.py`)",
+    "quantized_attention_sweep": "`quantized_attention`'s Triton tiles (`quantized_attention_triton._SM90_128`)",
     "row_norm_width_sweep": "the row norms' launch rules across DiT widths (`_row_norm_triton.width_config`, "
     "`_row_norm_exact_triton._hold_rule`)",
     "sites_e2e": "`sgl_diffusion_sites.optimize` end to end (`tools/gpu/sites_e2e.py`)",

@@ -271,8 +271,9 @@ def _quantized_attention_kernel(
         tl.store(LSE + (b64 * Hq + h64) * Sq + offs_m, lse, mask=q_rows)
 
 
-# CUDA sm_90, head dim 128, bf16 p @ v: 128 x 64 tiles at 4 warps, 3 stages (H100 at Wan's shape with one scale per
-# key tile: 680 TFLOP/s against 601 for the dense kernel's 128 x 128 at 8 warps)
+# CUDA sm_90, head dim 128, bf16 p @ v: 128 x 64 tiles at 4 warps, 3 stages. H200, the kernel alone at 18,900 tokens x
+# 40 heads: 575 TFLOP/s (int8; e4m3 576) against 531 at 8 warps, 531 at 2 stages and 494 at 64 x 64; at FLUX's 4,608
+# tokens 64 x 64 ran 5% faster (525 against 497), not taken (docs/benchmarks/quantized_attention_sweep_h200.json)
 _SM90_128 = AttnConfig(128, 64, 4, 3)
 
 

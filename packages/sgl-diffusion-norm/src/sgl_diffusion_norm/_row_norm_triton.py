@@ -322,23 +322,16 @@ _FP8_VALUES = 2560  # CUDA, rows of 2049-6144 columns held with a tail: warps fo
 
 
 def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
-    """Launch rule of an FP8 result (``out_dtype``): the row in registers (:func:`_fp8_held`), so that it is
-    read once and its codes follow its amax without a second pass: up to 4096 columns as one block, on CUDA
-    up to 6144 as a 4096 block and a tail tile; wider rows in 1024-wide chunks with 2 warps, the compiler's
-    unrolling, no register cap (``base``, the bf16 rule, caps chunked rows at 80 registers, and spilled on
-    sm_90 with the FP8 result's three passes: 2120 bytes per thread for ``ln_modulate`` at D = 5120).
-    ROCm keeps :func:`gated_fp8_config` (the chunked launch spills scalar registers on gfx942 / gfx950;
-    neither is measured there).
-
-    Measured on one H100 (bf16 in, FP8 out, % of a same-run copy of its bytes; ``ln_modulate`` unless
-    named): Wan (75600 x 5120) 4096 + 1024 held at 2 warps 96.8%, 4 warps 88.3-88.6%, the 1024-wide
-    chunks 66.9% (``rms_modulate``: 98.1% at 4 warps against 76.0%); 32760 x 6144: 4096 + 2048 at 4 warps
-    92.1%, 8 warps 74.1%, chunks 64.8%; 4096 x 6144: 4 warps 77.3%, 2 warps 71.6%; 3072 (2048 + 1024) at
-    2 warps against 4: 74.9 / 66.6% at FLUX's 4608 rows (``rms_modulate`` 80.3 / 73.7%), 94.0 / 78.8% at
-    119056 rows; 32760 x 2240 (2048 + 256): 1 warp 91.2%, 2 warps 87.5%, the earlier 4 warps 68.9%
-    (docs/benchmarks/fp8_norm_sweep_h100.json). So above 2048 columns, warps for at most 80 values per
-    thread (``_FP8_VALUES``); at 2048 and below the earlier rule (at least 4 warps, not swept again). Not
-    measured: 3840 and 4096 columns at 2 warps, ``rms_modulate`` at 5120 with 2 warps, H200."""
+    """Launch rule of an FP8 result (``out_dtype``): the row in registers (:func:`_fp8_held`; read once, its
+    codes following its amax): one block up to 4096 columns, on CUDA a 4096 block and a tail up to 6144;
+    wider rows in 1024-wide chunks, 2 warps, no register cap (``base``'s 80-register cap spilled 2120
+    bytes per thread on sm_90 at D = 5120). ROCm keeps :func:`gated_fp8_config` (not measured there).
+    One H100, ``ln_modulate``, % of copy (docs/benchmarks/fp8_norm_sweep_h100.json): 75600 x 5120 held at
+    2 / 4 warps 96.8 / 88.6%, chunks 66.9%; 32760 x 6144 at 4 / 8 warps 92.1 / 74.1%, chunks 64.8%; 3072 at
+    2 / 4 warps 74.9 / 66.6% (4608 rows), 94.0 / 78.8% (119056); 32760 x 2240 at 1 / 2 / 4 warps 91.2 /
+    87.5 / 68.9%. Hence above 2048 columns at most 80 values per thread (``_FP8_VALUES``); at or below,
+    at least 4 warps (not swept again). Not measured: 3840 / 4096 at 2 warps, ``rms_modulate`` at 5120
+    with 2 warps, H200."""
     if platform == "hip":
         return gated_fp8_config(D, base, platform)
     if D <= _FP8_HELD or (platform == "cuda" and D <= _FP8_HELD_TAIL):
