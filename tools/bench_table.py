@@ -46,6 +46,8 @@ RULES = {
     "ln_modulate_tune": "the row rule of the one-pass row norms (`sgl_diffusion_core.launch.RowConfig`)",
     "modulate_tile_sweep": "the elementwise tile rule (`sgl_diffusion_core.launch.TileConfig`)",
     "nccl_ulysses_check": "`ulysses_all_to_all` over NCCL, 2 GPUs (`tools/gpu/nccl_ulysses_check.py`)",
+    "quantized_attention_scale_probe": "`quantized_attention`'s k scales per block of 64 keys "
+    "(`quantized_attention_torch.KEY_BLOCK`)",
     "quantized_attention_sweep": "`quantized_attention`'s Triton tiles (`quantized_attention_triton._SM90_128`)",
     "row_norm_width_sweep": "the row norms' launch rules across DiT widths (`_row_norm_triton.width_config`, "
     "`_row_norm_exact_triton._hold_rule`)",
@@ -57,7 +59,7 @@ DOMAINS = ("norm", "modulate", "rope", "activation", "layout", "attention")
 _NOT_CONFIG = {
     "op", "case", "default", "median_us", "p20_us", "p80_us", "frac_of_copy", "gbps", "note", "equal_to_default",
     "shape", "bytes", "copy_gbps", "copy_us", "channels_last", "groups", "process", "date", "label", "config",
-    "tflops", "max_abs_err", "ms", "max_dequant_diff",
+    "tflops", "max_abs_err", "ms", "max_dequant_diff", "cosine",
 }  # fmt: skip
 _REPEAT = re.compile(r"\s*#\d+$")
 
