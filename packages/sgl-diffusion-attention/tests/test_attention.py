@@ -295,3 +295,48 @@ def test_opcheck(device):
                                                                      None, "torch"))
     torch.library.opcheck(torch.ops.sgl_diffusion.attention_lse.default, (q, k, v, None, None, None, "bshd", None,
                                                                          None, 0.5, "torch"))
+
+
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+@pytest.mark.parametrize("return_lse", [False, True])
+@pytest.mark.parametrize("which", ["sdpa_cudnn", "sdpa_flash", "sdpa_efficient"])
+def test_sdpa_runners_pass_the_kernels_their_arguments(monkeypatch, which, return_lse, layout):
+    """The SDPA backends call their kernel's ATen op (CUDA only): here each op is stood in for by an fp64
+    evaluation that checks the arguments an inference call passes (no mask, no dropout, not causal, the
+    lse asked for only with return_lse) and returns the op's own output shapes (cuDNN's lse with a trailing
+    dim, the memory-efficient kernel's padded to a multiple of 32), so the runner's transposes, lse rows and
+    ``out`` handling are checked on the CPU."""
+    sdpa = testing.backend_module(OP, which)
+    seen = []
+
+    def fake(pad, trailing):
+        def op(q, k, v, *args, scale=None):
+            o, lse = oracle(q, k, v, layout="bhsd", scale=scale)
+            seen.append(args)
+            if pad:
+                lse = torch.nn.functional.pad(lse, (0, -lse.shape[-1] % 32), value=123.0)
+            return o.to(q.dtype), (lse[..., None] if trailing else lse).float()
+
+        return op
+
+    monkeypatch.setattr(sdpa, "_CUDNN", fake(False, True))
+    monkeypatch.setattr(sdpa, "_FLASH", fake(False, False))
+    monkeypatch.setattr(sdpa, "_EFFICIENT", fake(True, False))
+    q, k, v = qkv(2, 20, 20, 2, 2, 32, torch.bfloat16, layout=layout)
+    geom = testing.geometry(OP, q, k, v, layout=layout, return_lse=return_lse)
+    runner = getattr(sdpa, "prepare_" + which.removeprefix("sdpa_"))(geom, q, k, v)
+    res = runner(q, k, v, None, None, None, None)
+    o, lse = res if return_lse else (res, None)
+    ref, ref_lse = oracle(q, k, v, layout=layout)
+    close(o, ref, torch.bfloat16)
+    assert o.shape == q.shape and o.is_contiguous()
+    if return_lse:
+        assert lse.shape == (2, 2, 20)
+        close_lse(lse, ref_lse)
+    want = {"sdpa_cudnn": (None, return_lse, 0.0, False, False), "sdpa_flash": (0.0, False, False),
+            "sdpa_efficient": (None, return_lse, 0.0, False)}[which]
+    assert seen == [want]
+    out = torch.empty_like(q)
+    res = runner(q, k, v, None, None, None, out)
+    assert (res[0] if return_lse else res) is out
+    close(out, ref, torch.bfloat16)

@@ -77,9 +77,9 @@ MERGE_TORCH_CAPS = TORCH_CAPS
 TRITON_NOTE = ("flash-attention forward: online softmax in fp32 (exp2, log2(e) folded into the scale), "
                "K/V loop bounded by the sample's kv_len or varlen segment, GQA by head index, any strides")
 TORCH_NOTE = "the definition: fp32 scores, masked keys -inf, fp32 softmax, one rounding; query chunks bound memory"
-SDPA_NOTE = ("torch.nn.functional.scaled_dot_product_attention under sdpa_kernel({}) (return_lse: the "
-             "kernel's ATen op); bshd inputs as transposed views (no copy); kv_lens, varlen and GQA go to the "
-             "triton backend")
+SDPA_NOTE = ("the {} kernel's own ATen op, as scaled_dot_product_attention dispatches to it for an inference call "
+             "(the lse kept with return_lse); bshd inputs as transposed views (no copy); kv_lens, varlen and GQA go "
+             "to the triton backend")
 MERGE_TRITON_NOTE = "one program per (sample, head, token block): weights from the two lse, fp32, one rounding"
 MERGE_TORCH_NOTE = "the definition: logaddexp and exp(lse_i - lse) weights in fp32, one rounding"
 EXECUTED_TRITON = ("cpu-interpreter",)
