@@ -99,15 +99,20 @@ def list_worker(out: str) -> None:
     Path(out).write_text(json.dumps([o for o in registry.ops() if getattr(registry.op(o), "bench", None)]))
 
 
+def _tree_env(path: Path) -> dict[str, str]:
+    """The environment of a process that imports only the tree at ``path`` (compiling for the GPU)."""
+    env = {**os.environ, "PYTHONPATH": str(path), "PYTHONUNBUFFERED": "1"}
+    env.pop("TRITON_INTERPRET", None)
+    return env
+
+
 def common_ops(paths: dict[str, Path], tmp: Path) -> list[str]:
     """The ops both trees benchmark, in the tree before's order: an op only one tree has cannot be compared,
     and with a deadline both processes must spend it on the same ops."""
     listed = {}
     for tag, path in paths.items():
         out = tmp / f"ops_{tag}.json"
-        env = {**os.environ, "PYTHONPATH": str(path), "PYTHONUNBUFFERED": "1"}
-        env.pop("TRITON_INTERPRET", None)
-        subprocess.run([sys.executable, __file__, "--list-ops", str(out)], env=env, check=True)
+        subprocess.run([sys.executable, __file__, "--list-ops", str(out)], env=_tree_env(path), check=True)
         listed[tag] = json.loads(out.read_text())
     after = set(listed["after"])
     only = sorted(set(listed["before"]) ^ after)
@@ -231,11 +236,9 @@ def run_rounds(
                 todo -= 1
                 print(f"round {rnd} (up to {rounds[-1]}): {tag} ({getattr(args, tag)})", flush=True)
                 out = Path(tmp) / f"{tag}_{rnd}.json"
-                env = {**os.environ, "PYTHONPATH": str(paths[tag]), "PYTHONUNBUFFERED": "1"}
-                env.pop("TRITON_INTERPRET", None)
                 cmd = [sys.executable, __file__, "--worker", tag, str(out), "--rep", str(args.rep)]
                 cmd += [] if share is None else ["--deadline", str(share)]
-                subprocess.run(cmd + ["--ops", ops], env=env, check=True)
+                subprocess.run(cmd + ["--ops", ops], env=_tree_env(paths[tag]), check=True)
                 got = json.loads(out.read_text())
                 speed += [{**r, "round": rnd} for r in got["speed"]]
                 host += [{**r, "round": rnd} for r in got["host"]]

@@ -91,8 +91,7 @@ def _key_blocks(k: torch.Tensor, kv_lens: torch.Tensor | None, fmt: str) -> tupl
     padded = torch.nn.functional.pad(kf.abs(), (0, 0, 0, 0, 0, n * KEY_BLOCK - S))
     amax = padded.view(B, n, KEY_BLOCK, H, Dh).amax(dim=(2, 4)) if S else kf.new_zeros((B, 0, H))
     scale = (amax.clamp_min(1e-12) / amax.new_full((), top)).transpose(1, 2).contiguous()  # [B, H, n]
-    per_key = scale.repeat_interleave(KEY_BLOCK, dim=2)[:, :, :S].transpose(1, 2)[..., None]  # [B, S, H, 1]
-    x = kf / per_key  # IEEE division (a tensor divisor)
+    x = kf / key_scales_per_key(scale, S)[..., None]  # IEEE division (a tensor divisor)
     codes = torch.round(x).clamp(-top, top) if fmt == "int8" else x.clamp(-top, top)
     return codes.to(dtype).contiguous(), scale
 
