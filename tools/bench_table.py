@@ -38,6 +38,7 @@ RULES = {
     "channel_hint_probe": "`channel_rms_norm`'s L2 policy on the cluster kernel's loads",
     "channel_rms_norm_sweep": "`channel_rms_norm`'s v1 launch rule",
     "exact_norm_sweep": "the exact row-norm kernel's build choices (`_row_norm_exact_triton.launch_constants`)",
+    "exact_warps_sweep": "the exact LayerNorm kernel's warps per program (`_row_norm_exact_triton.launch_constants`)",
     "flush_mode_probe": "the benchmarks' L2 flush (`sgl_diffusion_core.bench.FLUSH`)",
     "fp8_norm_sweep": "the FP8-result launch rule of the row norms (`_row_norm_triton.fp8_config`)",
     "gn_order_probe": "`group_norm_silu`'s L2 policy and apply order",

@@ -353,6 +353,33 @@ def test_wide_layer_norm_rows_keep_the_loop():
         assert launch_constants(geom, None, None, "cuda")["VEC"] is vec, D
 
 
+def test_layer_norm_warps_rule():
+    """CUDA LayerNorm rows of up to 3 chunks run on 1 warp, of 4-5 chunks on 1 from 16384 rows and 2
+    below, longer rows on eager's 4; ROCm, the CPU lane, RMSNorm and a tuning override keep theirs."""
+    from types import SimpleNamespace
+
+    from sgl_diffusion_core import RowGeometry
+    from sgl_diffusion_norm._row_norm import chain_dtypes
+
+    dt = torch.bfloat16
+
+    def warps(norm, D, rows, platform="cuda", tuning=None):
+        ch = chain_dtypes(norm, dt, None, None, torch.empty(0, dtype=dt), None)
+        geom = SimpleNamespace(x=RowGeometry(1, rows, D, rows * D, D, (1, rows, D), False), chain=ch, norm=norm,
+                               scale=None, shift=None)
+        return K._split_options(K.launch_constants(geom, None, None, platform, tuning, x_dtype=dt))[1]["num_warps"]
+
+    for D, rows, want in ((1152, 4096, 1), (1536, 32760, 1), (2240, 4096, 2), (2240, 32760, 1), (2560, 8192, 2),
+                          (2432, 16384, 1), (3072, 4096, 4), (5120, 75600, 4)):
+        assert warps("layer", D, rows) == want, (D, rows)
+    assert warps("layer", 1152, 4096, "hip") == 4 and warps("layer", 1152, 4096, "cpu") == 4
+    assert warps("layer", 2240, 32760, tuning={"WARPS": 4}) == 4
+    ch = chain_dtypes("rms", dt, None, None, torch.empty(0, dtype=dt), None)
+    rms = SimpleNamespace(x=RowGeometry(1, 4096, 1152, 4096 * 1152, 1152, (1, 4096, 1152), False), norm="rms",
+                          chain=ch, scale=None, shift=None)
+    assert "WARPS" not in K.launch_constants(rms, None, None, "cuda", None, dt)  # its warps follow its lanes and rows
+
+
 def _aten_rms_norm_order(x: torch.Tensor, eps: float, lanes: int = 32) -> torch.Tensor:
     """An independent model of CUDA eager's RMSNorm statistics order (one warp-row of ``lanes``
     threads, 4 fp32 accumulators per thread over ``4 * lanes``-wide chunks, added chunk after

@@ -250,6 +250,7 @@ def mean_factor(rows: int, D: int) -> float:
 _HOLD_BYTES = {2: 384, 4: 320}
 _HOLD_MAXNREG = 128
 _MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT; LayerNorm's HOLD)
+_FEW_WARPS_CHUNKS = 5  # CUDA LayerNorm rows of up to this many chunks run on fewer than 4 warps (WARPS)
 # what tuning may override (GPU sweeps, tests pinning a path at small sizes): values the rules choose elsewhere
 TUNABLE = ("UNROLL", "UNROLL_OUT", "ROWS", "REVERSE_OUT", "VEC", "FULL", "HOLD", "MOD_AHEAD", "MAXNREG", "WARPS")
 
@@ -279,9 +280,13 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
       partial last chunk keeps them): without them the kernel was bound by instructions.
     * ``HOLD`` / ``MAXNREG`` / ``MOD_AHEAD``: :func:`_hold_rule`; ``OUT_AHEAD``: LayerNorm rows read
       twice load the output pass's next chunk ahead (HunyuanVideo ln_modulate 87.9 -> 89.3%).
-    * ``WARPS`` (tuning only; a launch option, not a constexpr): the warps a LayerNorm program runs on,
-      1, 2 or 4. The kernel's lanes stay eager's 4 x 32 (its order and bits), so with fewer warps each
-      thread carries 4 / WARPS lanes and more rows are in flight per SM. Default 4; not yet timed.
+    * ``WARPS`` (a launch option, not a constexpr): the warps a LayerNorm program runs on, 1, 2 or 4.
+      The kernel's lanes stay eager's 4 x 32 (its order and bits), so with fewer warps each thread
+      carries 4 / WARPS lanes and more rows are in flight per SM. CUDA rows of up to 3 chunks (1536
+      columns) take 1 warp, of 4-5 chunks (2560) 1 from 16384 rows and 2 below, longer rows 4: one
+      H100, bf16 ln_modulate, 4096 / 32760 rows, % of copy at 4 warps -> at the rule: 1152 46 / 42 ->
+      53 / 68, 1536 75 / 80 -> 83 / 95, 2240 57 / 72 -> 59 / 90, 2432 60 / 77 -> 62 / 88; at 3072
+      fewer warps lost 2-10 points (docs/benchmarks/exact_warps_sweep_h100.json). ROCm keeps 4.
     """
     tuning = dict(tuning or {})
     unknown = set(tuning) - set(TUNABLE)
@@ -321,6 +326,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         raise ValueError(f"FULL (chunks read without masks) must be an int from 0 to {full} here, not {out['FULL']!r}")
     if out["NORM"] == 0 and out["ROWS"] != 1:
         raise ValueError("the exact LayerNorm kernel reduces one row per program (ROWS=1)")
+    if out["NORM"] == 0 and "WARPS" not in tuning and platform == "cuda" and out["CHUNKS"] <= _FEW_WARPS_CHUNKS:
+        out["WARPS"] = 1 if out["CHUNKS"] <= 3 or g.rows >= _MANY_ROWS else 2
     _hold_rule(out, g.rows, x_dtype, platform, tuning)
     out["OUT_AHEAD"] = 1 if out["NORM"] == 0 and not out["HOLD1"] else 0
     return out
