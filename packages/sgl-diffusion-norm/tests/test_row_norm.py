@@ -301,18 +301,18 @@ def test_compile_fullgraph_no_graph_break(backend, device):
 
 def test_layer_norm_serves_eager_where_faster():
     """layer_norm's backend=None under the exact contract on CUDA (descriptions of sm_90 inputs, no GPU
-    needed): eager F.layer_norm (the torch backend) where D is below 3584 and not a multiple of 512, the exact
-    kernel at multiples and from 3584, the close kernel with exact=False; explain says why; ln_modulate keeps
-    its exact kernel."""
+    needed): eager F.layer_norm (the torch backend) below 8192 rows where D is below 3584 and not a multiple of
+    512, the exact kernel at multiples, from 3584 and from 8192 rows, the close kernel with exact=False; explain
+    says why; ln_modulate keeps its exact kernel."""
     import dataclasses
 
     from sgl_diffusion_core import eligible, explain
     from sgl_diffusion_norm.layer_norm import LAYER_NORM as op
 
     chooser = op.chooser
-    for D, want in ((2240, "torch"), (1152, "torch"), (2432, "torch"), (3840, None), (4000, None), (3072, None),
-                    (1536, None)):
-        x = torch.randn(2, 8, D, dtype=torch.bfloat16)
+    for D, rows, want in ((2240, 16, "torch"), (1152, 16, "torch"), (2432, 8191, "torch"), (2432, 8192, None),
+                          (1152, 32760, None), (3840, 16, None), (4000, 16, None), (3072, 16, None), (1536, 16, None)):
+        x = torch.empty(1, rows, D, dtype=torch.bfloat16)
         desc = dataclasses.replace(op.describe(x), platform="cuda", arch=90)
         assert eligible(op.id, desc)[0].backend == "triton_exact"
         got = chooser.choose(op.id, desc, (x,), None)

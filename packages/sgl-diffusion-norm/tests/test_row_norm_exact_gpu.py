@@ -47,10 +47,11 @@ def _mods(D, layout, dtype=torch.bfloat16):
 
 
 def _eager_chosen(name, x):
-    """Whether ``backend=None`` serves eager itself here: layer_norm on CUDA at a width below 3584 that is
-    not a multiple of 512 (the layer_norm chooser); the kernel is then asked for by name."""
+    """Whether ``backend=None`` serves eager itself here: layer_norm on CUDA below 8192 rows at a width below
+    3584 that is not a multiple of 512 (the layer_norm chooser); the kernel is then asked for by name."""
     D = x.shape[-1]
-    return name == "layer_norm" and torch.version.hip is None and D % 512 != 0 and D < 3584
+    return (name == "layer_norm" and torch.version.hip is None and D % 512 != 0 and D < 3584
+            and x.numel() // D < 8192)
 
 
 def _call(name, x, sc, sh, w, b, reference=False):

@@ -26,21 +26,24 @@ def describe_layer_norm(x, weight=None, bias=None, **_) -> InputDesc:
 _FULL_CHUNKS = 512
 # from this width the exact kernel beat eager on rows whose last chunk is partial
 _KERNEL_FROM = 3584
+# from this many rows the exact kernel beat eager at every width (its programs run on fewer warps there)
+_KERNEL_FROM_ROWS = 8192
 
 # ``backend=None`` under the exact contract on CUDA: ``F.layer_norm`` itself (the ``torch`` backend, the
-# exact contract's definition) where the row leaves the exact kernel's last 512-column chunk partial and is
-# narrower than 3584 columns. Measured on one H200, bf16, 4096 and 32760 tokens at batch 1 and 2
-# (docs/benchmarks/layer_norm_widths_h200.json, the exact kernel alone against eager): at D = 1152, 1920,
-# 2240, 2304 and 2432 the kernel ran at 34-62% of copy against eager's 48-63%; at 3840 (7.5 chunks) it ran
-# at 63-82% against eager's 60-69%, and at the multiples of 512 (1536-6144) at 80-102% against 54-70%.
+# exact contract's definition) below 8192 rows where the row leaves the exact kernel's last 512-column chunk
+# partial and is narrower than 3584 columns. Measured on one H100, bf16, 4096 and 32760 tokens at batch 1
+# and 2, the kernel alone at its warps rule against eager (docs/benchmarks/layer_norm_widths_h100.json):
+# at D = 1152, 1920, 2240, 2304 and 2432 the kernel took 0.99-1.08x eager's time at 4096 rows, 0.93-0.99x at
+# 8192 and 0.83-0.91x at 32760 and 65520; at the multiples of 512 (1536-2560) 0.66-0.89x at every count.
 # ``ln_modulate`` keeps the kernel at every width: its eager chain is three kernels (13-18% of copy).
 _EAGER_WHERE_FASTER = RuleChooser(
     "triton_exact", "torch",
     rule=lambda desc: (desc.platform == "cuda" and desc.last_dim is not None
-                       and desc.last_dim % _FULL_CHUNKS != 0 and desc.last_dim < _KERNEL_FROM),
-    note=lambda desc: (f"last dim {desc.last_dim} is not a multiple of {_FULL_CHUNKS} and below {_KERNEL_FROM}: "
-                       "eager F.layer_norm (the exact contract's definition) measured faster than the exact "
-                       "kernel at such widths"),
+                       and desc.last_dim % _FULL_CHUNKS != 0 and desc.last_dim < _KERNEL_FROM
+                       and desc.info["geom"].x.rows < _KERNEL_FROM_ROWS),
+    note=lambda desc: (f"last dim {desc.last_dim} is not a multiple of {_FULL_CHUNKS} and below {_KERNEL_FROM}, "
+                       f"with {desc.info['geom'].x.rows} rows (below {_KERNEL_FROM_ROWS}): eager F.layer_norm (the "
+                       "exact contract's definition) measured as fast as the exact kernel or faster there"),
 )
 
 
@@ -75,7 +78,8 @@ def layer_norm(
     weight, bias: optional contiguous ``[D]``, any float dtype (the eager chain casts them to x's dtype).
     exact: ``None``/``True``: ``torch.equal`` to ``F.layer_norm`` on the same device (an exact
         kernel verified per call signature by a ``BitExactFusionGate``, else eager itself; on CUDA
-        eager itself where D is below 3584 and not a multiple of 512, where it measured faster);
+        eager itself below 8192 rows where D is below 3584 and not a multiple of 512, where it measured
+        as fast or faster);
         ``False``: fp32 statistics and one rounding (contract ``close``), the fastest path.
     backend: ``None`` (best for the inputs and ``exact``), ``"triton"``, ``"triton_exact"`` or ``"torch"``.
 
