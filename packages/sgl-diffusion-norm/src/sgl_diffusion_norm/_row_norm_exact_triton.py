@@ -559,7 +559,7 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
     sig.update({n: "constexpr" for n in const})
     hold = const["HOLD1"] + const["HOLD2"] + const["HOLD3"]
     name = (f"row_norm_exact[{dt},{norm},D={D},modulated={modulated},lanes={const['LANES']}x{const['NWARP']},"
-            f"chunks={const['CHUNKS']},rows={const['ROWS']},hold={'on' if hold else 'off'}"
+            f"chunks={const['CHUNKS']},rows={const['ROWS']},warps={warps},hold={'on' if hold else 'off'}"
             f"{',reverse_out' if const['REVERSE_OUT'] else ''}"
             f"{',mod_ahead=' + str(const['MOD_AHEAD']) if const['MOD_AHEAD'] else ''}"
             f"{',out_ahead=' + str(const['OUT_AHEAD']) if const['OUT_AHEAD'] else ''}"
