@@ -1,5 +1,6 @@
 """GPU lane for layer_norm, rms_norm, rms_modulate, gated_residual_norm_modulate (close kernels):
-production shapes (docs/design.md), CUDA graphs, inductor, > 2^31 elements.
+production shapes (docs/design.md), every DiT width at batch 1 and 2, CUDA graphs, inductor, > 2^31
+elements.
 
 Shapes: FLUX [1, 4608, 3072], Wan-720p [1, 75600, 5120], HunyuanVideo [1, 118800, 3072], per sample;
 Wan per token (a strided chunk of a [1, S, 6*D] projection) and per frame (21 frames).
@@ -67,6 +68,34 @@ def test_rms_modulate_and_gated_production(B, S, D, layout):
         atol, rtol = _tol("norm.gated_residual_norm_modulate", x.dtype)
         testing.assert_close(out, ref_out, atol=atol, rtol=rtol)
         del out, new, ref_out, ref_new
+
+
+# every DiT width the launch rules serve (PixArt / Sana-0.6B to 6144), at classifier-free guidance's batch 2 too
+DIT_WIDTHS = [1152, 1536, 1920, 2048, 2240, 2304, 2432, 2560, 3072, 3840, 4096, 5120, 6144]
+
+
+@pytest.mark.parametrize("B", [1, 2])
+@pytest.mark.parametrize("D", DIT_WIDTHS)
+def test_every_dit_width_close_and_gated(D, B):
+    """At every DiT width, batch 1 and 2, 4096 tokens, bf16, per-sample modulation: the close kernels of the
+    four norms within their tolerances of eager, and ``gated_residual_norm_modulate`` (both norms): the new
+    residual ``torch.equal`` to eager, the output within its tolerance."""
+    torch.manual_seed(D + B)
+    x = torch.randn(B, 4096, D, device="cuda", dtype=torch.bfloat16)
+    sc, sh, gate = _mods(B, 4096, D, "per-sample")
+    w = 1 + 0.1 * torch.randn(D, device="cuda", dtype=torch.bfloat16)
+    for name, args, kw in (("layer_norm", (x, w), {}), ("rms_norm", (x, w), {}), ("ln_modulate", (x, sc, sh), {}),
+                           ("rms_modulate", (x, sc, sh), {"weight": w})):
+        atol, rtol = _tol(f"norm.{name}", x.dtype)
+        got = getattr(norm, name)(*args, exact=False, **kw)
+        testing.assert_close(got, getattr(norm, f"{name}_reference")(*args, **kw), atol=atol, rtol=rtol)
+    u = torch.randn_like(x)
+    atol, rtol = _tol("norm.gated_residual_norm_modulate", x.dtype)
+    for nrm in ("layer", "rms"):
+        out, new = norm.gated_residual_norm_modulate(x, u, gate, sc, sh, norm=nrm)
+        ref_out, ref_new = norm.gated_residual_norm_modulate_reference(x, u, gate, sc, sh, norm=nrm)
+        testing.assert_exact(new, ref_new)
+        testing.assert_close(out, ref_out, atol=atol, rtol=rtol)
 
 
 def test_close_is_chosen_on_gpu_when_exact_false():
