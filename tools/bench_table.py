@@ -40,6 +40,8 @@ RULES = {
     "exact_norm_sweep": "the exact row-norm kernel's build choices (`_row_norm_exact_triton.launch_constants`)",
     "exact_warps_sweep": "the exact LayerNorm kernel's warps per program (`_row_norm_exact_triton.launch_constants`)",
     "flush_mode_probe": "the benchmarks' L2 flush (`sgl_diffusion_core.bench.FLUSH`)",
+    "fp8_gated_sweep": "the FP8-result launch rules of `gated_residual_norm_modulate` and the norms "
+    "(`_row_norm_triton.gated_fp8_config`, `fp8_config`)",
     "fp8_norm_sweep": "the FP8-result launch rule of the row norms (`_row_norm_triton.fp8_config`)",
     "gn_order_probe": "`group_norm_silu`'s L2 policy and apply order",
     "hint_ab": "the default L2 policy of the layout, modulate and qk_norm kernels",

@@ -425,7 +425,9 @@ def test_fp8_launch_rule():
     assert rule(6400, base) == RowConfig(block=1024, chunks=7, num_warps=2)
     assert rule(5120, base, "hip") == RowConfig(block=8192, chunks=1, num_warps=8)  # ROCm: held up to 8192
     gated = testing.backend_module(norm.ln_modulate, "triton").gated_fp8_config  # held up to 8192
-    assert gated(5120, base) == RowConfig(block=4096, chunks=1, num_warps=8, tail=1024)
+    assert gated(5120, base) == RowConfig(block=4096, chunks=1, num_warps=4, tail=1024)  # 40 values per stream
+    assert gated(6144, base) == RowConfig(block=4096, chunks=1, num_warps=8, tail=2048)
+    assert gated(3072, base) == RowConfig(block=2048, chunks=1, num_warps=4, tail=1024)  # at least 4 warps
     assert gated(5120, base, "hip") == RowConfig(block=8192, chunks=1, num_warps=8)
     assert gated(16384, wide) == RowConfig(block=1024, chunks=16, num_warps=2)
 

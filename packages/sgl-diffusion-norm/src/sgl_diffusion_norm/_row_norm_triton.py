@@ -13,9 +13,8 @@ pivot-shifted sums (no cancellation for rows with a large mean), then an output 
 re-reads the row, which is still in L1/L2. Small chunks with few warps per row beat a
 whole row in registers on the H200 (see ``sgl_diffusion_core.launch``): more programs
 per SM keep more loads in flight, and a 5120-wide row needs no masked lanes.
-Modulation rows are found with ``base + b*sb + (s // L)*ss``, so
-per-channel, per-sample, per-token (strided) and per-frame layouts share one kernel and
-a new sequence length never recompiles (``S`` and ``L`` are not specialized).
+Modulation rows are found with ``base + b*sb + (s // L)*ss``, so per-channel, per-sample, per-token
+(strided) and per-frame layouts share one kernel and a new sequence length never recompiles.
 
 The gated residual (``new = residual + gate * update``) is elementwise and bit-exact to eager:
 each op rounded to its eager dtype with ``triton_math.round_to`` and the launch built without
@@ -319,6 +318,7 @@ _FP8_HELD = 4096  # the widest FP8 row held in one power-of-two block (fp32, 32 
 _FP8_HELD_TAIL = 6144  # CUDA: wider rows held as a 4096 block and a tail tile up to this width
 _FP8_CHUNK = 1024  # wider FP8 rows: chunks of this many columns, 2 warps (16 values per thread)
 _FP8_VALUES = 2560  # CUDA, rows of 2049-6144 columns held with a tail: warps for at most 80 values per thread
+_GATED_FP8_VALUES = 1280  # CUDA, the gated op's rows of 4097-8192 columns: 40 values per thread and stream
 
 
 def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
@@ -329,27 +329,26 @@ def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
     One H100, ``ln_modulate``, % of copy (docs/benchmarks/fp8_norm_sweep_h100.json): 75600 x 5120 held at
     2 / 4 warps 96.8 / 88.6%, chunks 66.9%; 32760 x 6144 at 4 / 8 warps 92.1 / 74.1%, chunks 64.8%; 3072 at
     2 / 4 warps 74.9 / 66.6% (4608 rows), 94.0 / 78.8% (119056); 32760 x 2240 at 1 / 2 / 4 warps 91.2 /
-    87.5 / 68.9%. Hence above 2048 columns at most 80 values per thread (``_FP8_VALUES``); at or below,
-    at least 4 warps (not swept again). Not measured: 3840 / 4096 at 2 warps, ``rms_modulate`` at 5120
-    with 2 warps, H200."""
+    87.5 / 68.9%. Hence above 2048 columns at most 80 values per thread; at or below, at least 4 warps. At the
+    rule (fp8_gated_sweep_h100.json): 32760 x 4096 on 2 warps 92.1% (4 / 8: 91.1 / 69.4%), ``rms_modulate``
+    75600 x 5120 99.6% (4 warps 98.1%). Not measured: 3840, H200."""
     if platform == "hip":
         return gated_fp8_config(D, base, platform)
     if D <= _FP8_HELD or (platform == "cuda" and D <= _FP8_HELD_TAIL):
-        return _fp8_held(D, platform, fewer_warps=True)
+        return _fp8_held(D, platform, values=_FP8_VALUES)
     return RowConfig(block=_FP8_CHUNK, chunks=-(-D // _FP8_CHUNK), num_warps=2)
 
 
-def _fp8_held(D: int, platform: str, fewer_warps: bool = False) -> RowConfig:
+def _fp8_held(D: int, platform: str, values: int | None = None) -> RowConfig:
     """The row in registers: one power-of-two block; on CUDA, where the rest of the row past half that block
     fits a smaller power of two, that half and a tail tile (3072 = 2048 + 1024: no quarter of the lanes
     masked; sm_90, FLUX: 1096 -> 928 instructions per thread, 77 -> 70 registers). ROCm keeps the block
     (its builds with a tail are not compiled in the lanes). Warps: at least 4, one per 1024 columns of the
-    block; ``fewer_warps`` (CUDA, above 2048 columns): enough for at most ``_FP8_VALUES / 32`` values per
-    thread."""
+    block; with ``values`` (CUDA, above 2048 columns): enough for at most ``values / 32`` values per thread."""
     block = next_pow2(max(D, 1))
     warps = max(4, block // 1024)
-    if fewer_warps and platform == "cuda" and D > 2048:
-        warps = next_pow2(-(-D // _FP8_VALUES))
+    if values and platform == "cuda" and D > 2048:
+        warps = next_pow2(-(-D // values))
     if block > D and platform == "cuda":
         head = block // 2
         tail = next_pow2(D - head)
@@ -359,12 +358,13 @@ def _fp8_held(D: int, platform: str, fewer_warps: bool = False) -> RowConfig:
 
 
 def gated_fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
-    """Launch rule of ``gated_residual_norm_modulate`` with an FP8 result: the row in registers up to 8192
-    columns (as :func:`fp8_config` below 4096), wider rows ``base``'s chunks without its register cap and
-    unrolling. The gated pass holds residual, update and gate: 1024-wide chunks with 2 warps spill 24 bytes
-    per thread on sm_90 at D = 5120, the held row none. Not measured on a GPU."""
+    """``gated_residual_norm_modulate`` with an FP8 result: the row held up to 8192 columns (1024-wide chunks
+    spill 24 bytes per thread on sm_90 at 5120), above 4096 on CUDA with warps for at most 40 values per
+    thread and stream; wider rows ``base``'s chunks without its register cap and unrolling. One H100, % of copy
+    (fp8_gated_sweep_h100.json): 75600 x 5120 on 8 / 4 / 2 / 1 warps 91.0 / 97.1 / 96.4 / 89.8%; 4608 x
+    3072 at the rule 85.7%, one 4096 block 88.7%. Other widths not measured."""
     if D <= 2 * _FP8_HELD:
-        return _fp8_held(D, platform)
+        return _fp8_held(D, platform, values=_GATED_FP8_VALUES if D > _FP8_HELD else None)
     return RowConfig(block=base.block, chunks=base.chunks, num_warps=base.num_warps)
 
 
