@@ -3,7 +3,7 @@ before, after, ...), so drift of clocks and temperature falls on both sides.
 
     python tools/bench_ab.py --before 252c800 --after HEAD                # every op both trees benchmark
     python tools/bench_ab.py --before v0.1.0 --after HEAD --ops norm.ln_modulate,modulate.scale_shift
-    python tools/bench_ab.py ... --suite op_definition_ab --out docs/benchmarks/op_definition_ab_h200.json
+    python tools/bench_ab.py ... --suite op_definition_ab --out docs/benchmarks/op_definition_ab_h100.json
     python tools/bench_ab.py ... --rounds=1 --out X.json --append             # one more round into X.json
     python tools/bench_ab.py --before /tmp/old --after /tmp/new ...            # trees exported beforehand
     python tools/bench_ab.py ... --budget 480 --out X.json     # within 8 minutes (ops past it are skipped)

@@ -406,7 +406,8 @@ def test_fp8_launch_rule():
     """FP8 results on a GPU: the row in registers up to 4096 columns, on CUDA up to 6144 as a 4096 block and
     a tail tile; above 2048 columns warps for at most 80 values per thread (at or below, at least 4 warps);
     wider rows in 1024-wide chunks with 2 warps, without the bf16 rule's register cap and unrolling (which
-    spill with the three FP8 passes)."""
+    spill with the three FP8 passes). The gated op holds rows up to 8192 columns, above 4096 on CUDA with warps
+    for at most 40 values per thread and stream."""
     from sgl_diffusion_core import RowConfig
 
     rule = testing.backend_module(norm.ln_modulate, "triton").fp8_config
@@ -426,6 +427,8 @@ def test_fp8_launch_rule():
     assert rule(5120, base, "hip") == RowConfig(block=8192, chunks=1, num_warps=8)  # ROCm: held up to 8192
     gated = testing.backend_module(norm.ln_modulate, "triton").gated_fp8_config  # held up to 8192
     assert gated(5120, base) == RowConfig(block=4096, chunks=1, num_warps=4, tail=1024)  # 40 values per stream
+    assert gated(4097, base) == RowConfig(block=4096, chunks=1, num_warps=4, tail=1)
+    assert gated(5121, base) == RowConfig(block=4096, chunks=1, num_warps=8, tail=2048)
     assert gated(6144, base) == RowConfig(block=4096, chunks=1, num_warps=8, tail=2048)
     assert gated(3072, base) == RowConfig(block=2048, chunks=1, num_warps=4, tail=1024)  # at least 4 warps
     assert gated(5120, base, "hip") == RowConfig(block=8192, chunks=1, num_warps=8)

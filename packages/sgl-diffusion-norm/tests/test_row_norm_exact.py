@@ -369,8 +369,9 @@ def test_layer_norm_warps_rule():
                                scale=None, shift=None)
         return K._split_options(K.launch_constants(geom, None, None, platform, tuning, x_dtype=dt))[1]["num_warps"]
 
-    for D, rows, want in ((1152, 4096, 1), (1536, 32760, 1), (2240, 4096, 2), (2240, 32760, 1), (2560, 8192, 2),
-                          (2432, 16384, 1), (3072, 4096, 4), (5120, 75600, 4)):
+    for D, rows, want in ((1152, 4096, 1), (1536, 32760, 1), (1537, 4096, 2), (2048, 4096, 2), (2240, 4096, 2),
+                          (2240, 32760, 1), (2560, 8192, 2), (2432, 16383, 2), (2432, 16384, 1), (2561, 32760, 4),
+                          (3072, 4096, 4), (5120, 75600, 4)):
         assert warps("layer", D, rows) == want, (D, rows)
     assert warps("layer", 1152, 4096, "hip") == 4 and warps("layer", 1152, 4096, "cpu") == 4
     assert warps("layer", 2240, 32760, tuning={"WARPS": 4}) == 4

@@ -1,4 +1,4 @@
-"""GPU lane for layer_norm, rms_norm, rms_modulate, gated_residual_norm_modulate (close kernels):
+"""GPU lane for layer_norm, rms_norm, ln_modulate, rms_modulate, gated_residual_norm_modulate (close kernels):
 production shapes (docs/design.md), every DiT width at batch 1 and 2, CUDA graphs, inductor, > 2^31
 elements.
 

@@ -362,7 +362,7 @@ def gated_fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConf
     spill 24 bytes per thread on sm_90 at 5120), above 4096 on CUDA with warps for at most 40 values per
     thread and stream; wider rows ``base``'s chunks without its register cap and unrolling. One H100, % of copy
     (fp8_gated_sweep_h100.json): 75600 x 5120 on 8 / 4 / 2 / 1 warps 91.0 / 97.1 / 96.4 / 89.8%; 4608 x
-    3072 at the rule 85.7%, one 4096 block 88.7%. Other widths not measured."""
+    3072 at the rule 85.7%, one 4096 block 88.7% (one row count, not taken). Other widths not measured."""
     if D <= 2 * _FP8_HELD:
         return _fp8_held(D, platform, values=_GATED_FP8_VALUES if D > _FP8_HELD else None)
     return RowConfig(block=base.block, chunks=base.chunks, num_warps=base.num_warps)

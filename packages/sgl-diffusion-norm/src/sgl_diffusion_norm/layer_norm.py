@@ -26,15 +26,16 @@ def describe_layer_norm(x, weight=None, bias=None, **_) -> InputDesc:
 _FULL_CHUNKS = 512
 # from this width the exact kernel beat eager on rows whose last chunk is partial
 _KERNEL_FROM = 3584
-# from this many rows the exact kernel beat eager at every width (its programs run on fewer warps there)
+# from this many rows the exact kernel beat eager at every width measured (1152-2560 columns on fewer warps,
+# 3072-6144); partial widths of 2561-3583 columns were not measured
 _KERNEL_FROM_ROWS = 8192
 
 # ``backend=None`` under the exact contract on CUDA: ``F.layer_norm`` itself (the ``torch`` backend, the
 # exact contract's definition) below 8192 rows where the row leaves the exact kernel's last 512-column chunk
 # partial and is narrower than 3584 columns. Measured on one H100, bf16, 4096 and 32760 tokens at batch 1
 # and 2, the kernel alone at its warps rule against eager (docs/benchmarks/layer_norm_widths_h100.json):
-# at D = 1152, 1920, 2240, 2304 and 2432 the kernel took 0.99-1.08x eager's time at 4096 rows, 0.93-0.99x at
-# 8192 and 0.83-0.91x at 32760 and 65520; at the multiples of 512 (1536-2560) 0.66-0.89x at every count.
+# at D = 1152, 1920, 2240, 2304 and 2432 the kernel took 0.98-1.07x eager's time at 4096 rows, 0.93-0.99x at
+# 8192 and 0.83-0.91x at 32760 and 65520; at the multiples of 512 (1536-2560) 0.67-0.89x at every count.
 # ``ln_modulate`` keeps the kernel at every width: its eager chain is three kernels (13-18% of copy).
 _EAGER_WHERE_FASTER = RuleChooser(
     "triton_exact", "torch",
