@@ -155,7 +155,7 @@ def test_triton_quantization_is_the_definitions(qk, smooth, with_lens):
     q[0, 2, 1] = 0.0
     q[1, 0, 0, :2] = torch.tensor([127.0, 63.5])  # scale 1 (int8): 63.5 rounds to 64 (ties to even)
     q[1, 0, 0, 2:] = 0.5
-    codes, scales = kernel.quantize_rows_launch(q, qk)(q, None)
+    codes, scales = kernel.quantize_rows_launch(q, qk)(q)
     want = definition._rows(q, qk)
     _same_codes(codes, scales, want, qk)
 
@@ -172,12 +172,12 @@ def test_triton_quantization_is_the_definitions(qk, smooth, with_lens):
     want = definition._key_blocks(k.float() - mean if smooth else k, lens, qk)
     assert scales.shape == (B, H, 3)
     _same_codes(codes, scales, want, qk)
-    if qk == "fp8" and not smooth:  # v of pv='fp8': per-channel scales given
-        quant_v = kernel.quantize_rows_launch(k, "fp8", per_channel=True)
-        v_codes, v_scales = quant_v(k, definition.channel_scales(k))
+    if qk == "fp8" and not smooth:  # v of pv='fp8': per-channel scales given, codes [B, H, Dh, S_pad]
+        v_codes, v_scales = kernel.quantize_v_launch(k)(k, definition.channel_scales(k))
         want_v = definition.quantize_v(k)
+        assert v_codes.shape == (B, H, Dh, 192)  # 150 keys rounded up to KEY_BLOCK
         assert torch.equal(v_scales, want_v[1])
-        assert torch.equal(v_codes.view(torch.uint8), want_v[0].view(torch.uint8))
+        assert torch.equal(v_codes[..., :Sk].permute(0, 3, 1, 2).view(torch.uint8), want_v[0].view(torch.uint8))
 
 
 def _same_codes(codes, scales, want, qk):

@@ -4,7 +4,8 @@
 The operands are quantized first by Triton pre-passes, bit for bit the torch definition's quantization
 (the key mean of ``smooth_k`` in torch, ``quantized_attention_torch.key_mean``): q per row
 (:func:`_quantize_rows_kernel`, codes ``[B, S, H, Dh]``, fp32 scales ``[B, S, H]``), k per block of
-``KEY_BLOCK`` keys (:func:`_quantize_key_blocks_kernel`, codes ``[B, S, H, Dh]``, scales ``[B, H, n]``). One
+``KEY_BLOCK`` keys (:func:`_quantize_key_blocks_kernel`, codes ``[B, S, H, Dh]``, scales ``[B, H, n]``); with
+``pv="fp8"`` v per channel (:func:`_quantize_v_kernel`, codes ``[B, H, Dh, S_pad]``, keys contiguous). One
 program per (query block, sample, head), as the dense kernel (``_attention_triton``): each key tile
 (``BLOCK_N`` dividing ``KEY_BLOCK``) takes one k scale, so its scores are the 8-bit dot product (int8:
 int32 accumulation; e4m3: fp32) times one row vector, the query rows' scales times the tile's k scale and
@@ -41,14 +42,11 @@ def _quantize_rows_kernel(
     X, C, SC,
     n_rows, S, H, x_sb, x_ss, x_sh,
     HEAD_DIM: tl.constexpr, ROWS: tl.constexpr, INT8: tl.constexpr, FNUZ: tl.constexpr, BITS: tl.constexpr,
-    PER_CHANNEL: tl.constexpr = False,
 ):
     """Codes and scales of ``ROWS`` (sample, token, head) rows of ``Dh`` values (q), as
     ``quantized_attention_torch._rows`` computes them (bit for bit): ``x`` in fp32,
     ``scale = max(amax, 1e-12) / top`` and ``x / scale`` with IEEE divisions; int8 rounded
-    half to even and clamped to ``+-127``; e4m3 clamped to ``+-448`` and converted ties to even.
-    ``PER_CHANNEL`` (v of ``pv="fp8"``, ``quantize_v``): e4m3 codes with the given scales ``SC`` fp32
-    ``[B, H, Dh]``, one per (sample, head, channel)."""
+    half to even and clamped to ``+-127``; e4m3 clamped to ``+-448`` and converted ties to even."""
     r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     ok = r < n_rows
     rs = tl.where(ok, r, 0).to(tl.int64)
@@ -59,10 +57,7 @@ def _quantize_rows_kernel(
     mask = ok[:, None]
     x = tl.load(X + (b * x_sb + s * x_ss + h * x_sh)[:, None] + d[None, :], mask=mask, other=0.0).to(tl.float32)
     offs = rs[:, None] * HEAD_DIM + d[None, :]
-    if PER_CHANNEL:
-        scale = tl.load(SC + ((b * H + h) * HEAD_DIM)[:, None] + d[None, :], mask=mask, other=1.0)
-        triton_math.store_fp8(x, C, offs, mask, scale, 448.0, C.dtype.element_ty, BITS, FNUZ)
-    elif INT8:
+    if INT8:
         scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-12), 127.0)
         tl.store(SC + rs, scale, mask=ok)
         y = tl.math.div_rn(x, scale[:, None])
@@ -75,26 +70,23 @@ def _quantize_rows_kernel(
         triton_math.store_fp8(x, C, offs, mask, scale[:, None], 448.0, C.dtype.element_ty, BITS, FNUZ)
 
 
-def quantize_rows_launch(x: torch.Tensor, qk: str, per_channel: bool = False):
-    """``run(x, None) -> (codes, scales)``: the row pre-pass for tensors shaped like ``x`` (bshd, head dim
-    contiguous); codes ``[B, S, H, Dh]`` contiguous, scales fp32 ``[B, S, H]``. ``per_channel`` (v of
-    ``pv="fp8"``, e4m3): ``run(x, scales) -> (codes, scales)`` with the given fp32 ``[B, H, Dh]`` scales
-    (``quantize_v``)."""
+def quantize_rows_launch(x: torch.Tensor, qk: str):
+    """``run(x) -> (codes, scales)``: the row pre-pass for tensors shaped like ``x`` (bshd, head dim
+    contiguous); codes ``[B, S, H, Dh]`` contiguous, scales fp32 ``[B, S, H]``."""
     B, S, H, Dh = x.shape
     n_rows = B * S * H
     dtype = torch.int8 if qk == "int8" else torch.float8_e4m3fn
     bits = qk == "fp8" and triton_math.FP8_BITS
     launch = PreparedLaunch(
         _quantize_rows_kernel, (max(1, triton.cdiv(n_rows, quant_rows(Dh))),),
-        {"HEAD_DIM": Dh, "ROWS": quant_rows(Dh), "INT8": qk == "int8", "FNUZ": False, "BITS": bits,
-         "PER_CHANNEL": per_channel},
+        {"HEAD_DIM": Dh, "ROWS": quant_rows(Dh), "INT8": qk == "int8", "FNUZ": False, "BITS": bits},
         n_ptrs=3, options={"num_warps": 4, "num_stages": 1}, device=x.device,
     )
     device = x.device
 
-    def run(x, extra):
+    def run(x):
         codes = torch.empty((B, S, H, Dh), dtype=dtype, device=device)
-        scales = extra if per_channel else torch.empty((B, S, H), dtype=torch.float32, device=device)
+        scales = torch.empty((B, S, H), dtype=torch.float32, device=device)
         if n_rows:
             st = x.stride()
             launch(x, codes.view(torch.uint8) if bits else codes, scales, n_rows, S, H, st[0], st[1], st[2])
@@ -173,6 +165,59 @@ def quantize_key_blocks_launch(k: torch.Tensor, qk: str, smooth: bool, has_lens:
 
 
 @triton.jit
+def _quantize_v_kernel(
+    X, SC, C,
+    S, S_PAD, H, n_blocks, x_sb, x_ss, x_sh,
+    HEAD_DIM: tl.constexpr, KB: tl.constexpr, FNUZ: tl.constexpr, BITS: tl.constexpr,
+):
+    """e4m3 codes of one block of ``KB`` keys of one (sample, head) of v (``pv="fp8"``), as
+    ``quantized_attention_torch.quantize_v`` computes them (bit for bit) with the per-channel scales ``SC``
+    fp32 ``[B, H, Dh]``, written transposed: ``C`` ``[B, H, Dh, S_PAD]``, keys contiguous. The FP8 dot of p
+    and v takes v with its reduction (key) dimension contiguous (sm_90's FP8 MMA reads its second operand
+    k-major only); a tile of v codes stored with the head dim contiguous is transposed through shared memory
+    on every key tile instead."""
+    pid = tl.program_id(0)
+    bh = pid // n_blocks
+    blk = pid - bh * n_blocks
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    s = blk * KB + tl.arange(0, KB)
+    ok = s < S
+    d = tl.arange(0, HEAD_DIM)
+    mask = ok[:, None]
+    x = tl.load(X + b * x_sb + h * x_sh + s[:, None].to(tl.int64) * x_ss + d[None, :], mask=mask,
+                other=0.0).to(tl.float32)
+    scale = tl.load(SC + (b * H + h) * HEAD_DIM + d)
+    offs = ((b * H + h) * HEAD_DIM + d[None, :]) * S_PAD + s[:, None]
+    triton_math.store_fp8(x, C, offs, mask, scale[None, :], 448.0, C.dtype.element_ty, BITS, FNUZ)
+
+
+def quantize_v_launch(v: torch.Tensor):
+    """``run(v, scales) -> (codes, scales)``: v's e4m3 codes for ``pv="fp8"`` (bshd, head dim contiguous) with
+    the given fp32 ``[B, H, Dh]`` scales (``quantized_attention_torch.channel_scales``); codes
+    ``[B, H, Dh, S_pad]`` with ``S_pad`` the keys rounded up to ``KEY_BLOCK`` (the keys past ``S`` unwritten,
+    never read)."""
+    B, S, H, Dh = v.shape
+    n = key_blocks(S)
+    bits = triton_math.FP8_BITS
+    launch = PreparedLaunch(
+        _quantize_v_kernel, (max(1, B * H * n),), {"HEAD_DIM": Dh, "KB": KEY_BLOCK, "FNUZ": False, "BITS": bits},
+        n_ptrs=3, options={"num_warps": 4, "num_stages": 1}, device=v.device,
+    )
+    device = v.device
+
+    def run(v, scales):
+        codes = torch.empty((B, H, Dh, n * KEY_BLOCK), dtype=torch.float8_e4m3fn, device=device)
+        if B * H * n:
+            st = v.stride()
+            launch(v, scales, codes.view(torch.uint8) if bits else codes, S, n * KEY_BLOCK, H, n, st[0], st[1],
+                   st[2])
+        return codes, scales
+
+    return run
+
+
+@triton.jit
 def _softmax_pv_fp8(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N: tl.constexpr, WIDE_DOT: tl.constexpr):
     """The online-softmax step of ``pv="fp8"``: the running maximum rounded up to an integer (base-2
     logits), so ``p`` (in ``(0, 1]``) and every rescale are exact powers of two apart from the definition's
@@ -201,10 +246,16 @@ def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptr, v_ptrs, n0, seqlen_k, offs_
     if MASK_N:
         ok = rows < seqlen_k
         k = tl.load(k_ptrs + n0 * k_ss, mask=ok[:, None])  # masked keys' scores become -inf below
-        v = tl.load(v_ptrs + n0 * v_ss, mask=ok[:, None], other=0.0)
+        if PV_FP8:  # v codes transposed (keys contiguous): a [Dh, BLOCK_N] tile
+            v = tl.trans(tl.load(v_ptrs + n0, mask=ok[None, :], other=0.0))
+        else:
+            v = tl.load(v_ptrs + n0 * v_ss, mask=ok[:, None], other=0.0)
     else:
         k = tl.load(k_ptrs + n0 * k_ss)
-        v = tl.load(v_ptrs + n0 * v_ss)
+        if PV_FP8:
+            v = tl.trans(tl.load(v_ptrs + n0))
+        else:
+            v = tl.load(v_ptrs + n0 * v_ss)
     if WIDE_DOT:
         s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)))
     else:
@@ -247,7 +298,10 @@ def _quantized_attention_kernel(
     qs = tl.load(QS + (b64 * Sq + offs_m) * Hq + h64, mask=q_rows, other=0.0) * qk_scale
     k_ptrs = K + b64 * k_sb + hk64 * k_sh + offs_n[:, None] * k_ss + offs_d[None, :]
     ks_ptr = KS + (b64 * Hk + hk64) * n_kb
-    v_ptrs = V + b64 * v_sb + hk64 * v_sh + offs_n[:, None] * v_ss + offs_d[None, :]
+    if PV_FP8:  # v codes [B, Hk, Dh, S_pad]: v_ss is the stride of a channel, keys contiguous
+        v_ptrs = V + b64 * v_sb + hk64 * v_sh + offs_d[:, None] * v_ss + offs_n[None, :]
+    else:
+        v_ptrs = V + b64 * v_sb + hk64 * v_sh + offs_n[:, None] * v_ss + offs_d[None, :]
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
@@ -321,18 +375,18 @@ def prepare(geom, q, k, v, kv_lens):
 
     quant_q = quantize_rows_launch(q, qk)
     quant_k = quantize_key_blocks_launch(k, qk, smooth, geom.kv_lens)
-    quant_v = quantize_rows_launch(v, "fp8", per_channel=True) if pv8 else None
+    quant_v = quantize_v_launch(v) if pv8 else None
 
     def run(q, k, v, kv_lens, *_):
-        q8, qs = quant_q(q, None)
+        q8, qs = quant_q(q)
         k8, ks = quant_k(k, key_mean(k, kv_lens).contiguous() if smooth else None, kv_lens)
         v_in, v_scales = quant_v(v, channel_scales(v)) if pv8 else (v, no_lse)
         out = torch.empty((B, Sq, Hq, Dh), dtype=q.dtype, device=device)
         lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=device) if want_lse else no_lse
-        vs = v_in.stride()
+        vs = v_in.stride()  # bshd v: (sample, token, head); the fp8 codes [B, Hk, Dh, S_pad]: (sample, channel, head)
+        v_strides = (vs[0], vs[2], vs[1]) if pv8 else (vs[0], vs[1], vs[2])
         launch(q8, qs, k8, ks, v_in, v_scales, out, lse, no_index if kv_lens is None else kv_lens,
-               Sq * Hq * Dh, Hq * Dh, Dh, Sk * Hk * Dh, Hk * Dh, Dh, vs[0], vs[1], vs[2], Sq * Hq * Dh, Hq * Dh, Dh,
-               *ints)
+               Sq * Hq * Dh, Hq * Dh, Dh, Sk * Hk * Dh, Hk * Dh, Dh, *v_strides, Sq * Hq * Dh, Hq * Dh, Dh, *ints)
         return (out, lse) if want_lse else out
 
     return run
@@ -349,24 +403,36 @@ def aot_variants(platform: str = "cuda"):
     prepass = [_prepass_variant(qk, dh) for qk in ("int8", "fp8") for dh in (64, 128)]
     prepass += [_key_prepass_variant(qk, dh, smooth) for qk in ("int8", "fp8") for dh in (64, 128)
                 for smooth in (False, True)]
-    prepass += [_prepass_variant("fp8", dh, per_channel=True) for dh in (64, 128)]
+    prepass += [_v_prepass_variant(dh) for dh in (64, 128)]
     return [_variant(platform, qk, dh, cfg, tag, pv8) for qk, dh, cfg, tag, pv8 in builds] + prepass
 
 
-def _prepass_variant(qk: str, dh: int, per_channel: bool = False):
+def _prepass_variant(qk: str, dh: int):
     from sgl_diffusion_core import AotVariant
 
     sig = {"X": "*bf16", "C": "*i8" if qk == "int8" else "*fp8e4nv", "SC": "*fp32"}
     sig.update({n: "i32" for n in ("n_rows", "S", "H", "x_sb", "x_ss", "x_sh")})
-    const = {"HEAD_DIM": dh, "ROWS": quant_rows(dh), "INT8": qk == "int8", "FNUZ": False, "BITS": False,
-             "PER_CHANNEL": per_channel}
+    const = {"HEAD_DIM": dh, "ROWS": quant_rows(dh), "INT8": qk == "int8", "FNUZ": False, "BITS": False}
     sig.update({n: "constexpr" for n in const})
-    which = "v per channel" if per_channel else "q per row"
     return AotVariant(
-        name=f"quantized_attention_prepass[{qk},bf16,Dh={dh},{which}]", kernel=_quantize_rows_kernel,
+        name=f"quantized_attention_prepass[{qk},bf16,Dh={dh},q per row]", kernel=_quantize_rows_kernel,
         signature=sig, constexprs=const, num_warps=4, num_stages=1, min_cuda_arch=89 if qk == "fp8" else 80,
         amd_targets=("gfx950",) if qk == "fp8" else ("gfx942", "gfx950"),
         divisible_by_16=("X", "C", "SC", "x_sb", "x_ss", "x_sh"),
+    )
+
+
+def _v_prepass_variant(dh: int):
+    from sgl_diffusion_core import AotVariant
+
+    sig = {"X": "*bf16", "SC": "*fp32", "C": "*fp8e4nv"}
+    sig.update({n: "i32" for n in ("S", "S_PAD", "H", "n_blocks", "x_sb", "x_ss", "x_sh")})
+    const = {"HEAD_DIM": dh, "KB": KEY_BLOCK, "FNUZ": False, "BITS": False}
+    sig.update({n: "constexpr" for n in const})
+    return AotVariant(
+        name=f"quantized_attention_v_prepass[fp8,bf16,Dh={dh},transposed]", kernel=_quantize_v_kernel,
+        signature=sig, constexprs=const, num_warps=4, num_stages=1, min_cuda_arch=89, amd_targets=("gfx950",),
+        divisible_by_16=("X", "SC", "C", "S_PAD", "x_sb", "x_ss", "x_sh"),
     )
 
 
