@@ -96,6 +96,23 @@ def quantize_rows_launch(x: torch.Tensor, qk: str):
 
 
 @triton.jit
+def _key_block(X, S, H, n_blocks, x_sb, x_ss, x_sh, HEAD_DIM: tl.constexpr, KB: tl.constexpr):
+    """This program's block of ``KB`` keys of one (sample, head) of a bshd tensor: ``(b, h, s, d, mask, x)``,
+    ``x`` in fp32 ``[KB, HEAD_DIM]`` (keys past ``S`` read as 0)."""
+    pid = tl.program_id(0)
+    bh = pid // n_blocks
+    blk = pid - bh * n_blocks
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    s = blk * KB + tl.arange(0, KB)
+    d = tl.arange(0, HEAD_DIM)
+    mask = (s < S)[:, None]
+    x = tl.load(X + b * x_sb + h * x_sh + s[:, None].to(tl.int64) * x_ss + d[None, :], mask=mask,
+                other=0.0).to(tl.float32)
+    return b, h, s, d, mask, x
+
+
+@triton.jit
 def _quantize_key_blocks_kernel(
     X, MEAN, LENS, C, SC,
     S, H, n_blocks, x_sb, x_ss, x_sh,
@@ -107,17 +124,7 @@ def _quantize_key_blocks_kernel(
     with ``SMOOTH``), keys at or past ``LENS[b]`` zeroed, ``scale = max(amax, 1e-12) / top`` over the block,
     ``x / scale`` with IEEE divisions; int8 rounded half to even and clamped to ``+-127``; e4m3 clamped to
     ``+-448`` and converted ties to even."""
-    pid = tl.program_id(0)
-    bh = pid // n_blocks
-    blk = pid - bh * n_blocks
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
-    s = blk * KB + tl.arange(0, KB)
-    ok = s < S
-    d = tl.arange(0, HEAD_DIM)
-    mask = ok[:, None]
-    x = tl.load(X + b * x_sb + h * x_sh + s[:, None].to(tl.int64) * x_ss + d[None, :], mask=mask,
-                other=0.0).to(tl.float32)
+    b, h, s, d, mask, x = _key_block(X, S, H, n_blocks, x_sb, x_ss, x_sh, HEAD_DIM, KB)
     if SMOOTH:
         x = x - tl.load(MEAN + (b * H + h) * HEAD_DIM + d)[None, :]
     if HAS_LENS:
@@ -125,7 +132,7 @@ def _quantize_key_blocks_kernel(
     x = tl.where(mask, x, 0.0)
     top: tl.constexpr = 127.0 if INT8 else 448.0
     scale = tl.math.div_rn(tl.maximum(tl.max(tl.max(tl.abs(x), axis=1), axis=0), 1e-12), top)
-    tl.store(SC + pid, scale)
+    tl.store(SC + tl.program_id(0), scale)
     offs = ((b * S + s) * H + h)[:, None] * HEAD_DIM + d[None, :]
     if INT8:
         y = tl.math.div_rn(x, scale)
@@ -176,17 +183,7 @@ def _quantize_v_kernel(
     and v takes v with its reduction (key) dimension contiguous (sm_90's FP8 MMA reads its second operand
     k-major only); a tile of v codes stored with the head dim contiguous is transposed through shared memory
     on every key tile instead."""
-    pid = tl.program_id(0)
-    bh = pid // n_blocks
-    blk = pid - bh * n_blocks
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
-    s = blk * KB + tl.arange(0, KB)
-    ok = s < S
-    d = tl.arange(0, HEAD_DIM)
-    mask = ok[:, None]
-    x = tl.load(X + b * x_sb + h * x_sh + s[:, None].to(tl.int64) * x_ss + d[None, :], mask=mask,
-                other=0.0).to(tl.float32)
+    b, h, s, d, mask, x = _key_block(X, S, H, n_blocks, x_sb, x_ss, x_sh, HEAD_DIM, KB)
     scale = tl.load(SC + (b * H + h) * HEAD_DIM + d)
     offs = ((b * H + h) * HEAD_DIM + d[None, :]) * S_PAD + s[:, None]
     triton_math.store_fp8(x, C, offs, mask, scale[None, :], 448.0, C.dtype.element_ty, BITS, FNUZ)
