@@ -37,21 +37,19 @@ RULES = {
     "channel_cluster_sweep": "`channel_rms_norm`'s two-CTA cluster (`ChannelConfig.ctas`)",
     "channel_hint_probe": "`channel_rms_norm`'s L2 policy on the cluster kernel's loads",
     "channel_rms_norm_sweep": "`channel_rms_norm`'s v1 launch rule",
-    "exact_norm_sweep": "the exact row-norm kernel's build choices (`_row_norm_exact_triton.launch_constants`)",
-    "exact_warps_sweep": "the exact LayerNorm kernel's warps per program (`_row_norm_exact_triton.launch_constants`)",
+    "exact_norm_sweep": "the exact row-norm kernel's build choices, its warps per program among them "
+    "(`_row_norm_exact_triton.launch_constants`)",
     "flush_mode_probe": "the benchmarks' L2 flush (`sgl_diffusion_core.bench.FLUSH`)",
-    "fp8_gated_sweep": "the FP8-result launch rules of `gated_residual_norm_modulate` and the norms "
-    "(`_row_norm_triton.gated_fp8_config`, `fp8_config`)",
-    "fp8_norm_sweep": "the FP8-result launch rule of the row norms (`_row_norm_triton.fp8_config`)",
+    "fp8_norm_sweep": "the FP8-result launch rules of the row norms and `gated_residual_norm_modulate` "
+    "(`_row_norm_triton.fp8_config`, `gated_fp8_config`)",
     "gn_order_probe": "`group_norm_silu`'s L2 policy and apply order",
     "hint_ab": "the default L2 policy of the layout, modulate and qk_norm kernels",
     "indexed_order_sweep": "the elementwise tile rule (`sgl_diffusion_core.launch.TileConfig`) on the 1-D grid",
     "ln_modulate_tune": "the row rule of the one-pass row norms (`sgl_diffusion_core.launch.RowConfig`)",
     "modulate_tile_sweep": "the elementwise tile rule (`sgl_diffusion_core.launch.TileConfig`)",
     "nccl_ulysses_check": "`ulysses_all_to_all` over NCCL, 2 GPUs (`tools/gpu/nccl_ulysses_check.py`)",
-    "quantized_attention_scale_probe": "`quantized_attention`'s k scales per block of 64 keys "
-    "(`quantized_attention_torch.KEY_BLOCK`)",
-    "quantized_attention_sweep": "`quantized_attention`'s Triton tiles (`quantized_attention_triton._SM90_128`)",
+    "quantized_attention_sweep": "`quantized_attention`'s Triton tiles (`quantized_attention_triton._SM90_128`) and "
+    "its k scales per block of 64 keys (`quantized_attention_torch.KEY_BLOCK`)",
     "row_norm_width_sweep": "the row norms' launch rules across DiT widths (`_row_norm_triton.width_config`, "
     "`_row_norm_exact_triton._hold_rule`)",
     "sites_e2e": "`sgl_diffusion_sites.optimize` end to end (`tools/gpu/sites_e2e.py`)",
@@ -120,7 +118,12 @@ def env_line(s: Suite) -> str:
     if not env:
         return "environment not recorded in the file"
     sha = str(env.get("git_sha") or "unknown")
-    parts = [env.get("gpu", "GPU not recorded"), "git not recorded" if sha == "unknown" else f"git `{sha[:7]}`"]
+    parts = [
+        env.get("gpu", "GPU not recorded"),
+        "git not recorded"
+        if sha == "unknown"
+        else "git " + " / ".join(f"`{part.strip()[:7]}`" for part in sha.split("/")),
+    ]
     if env.get("before_sha"):
         parts[1] = f"git `{str(env['before_sha'])[:7]}` (before) / {env.get('after_sha')} (after)"
     if env.get("date"):

@@ -286,7 +286,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
       columns) take 1 warp, of 4-5 chunks (2560) 1 from 16384 rows and 2 below, longer rows 4: one
       H100, bf16 ln_modulate, 4096 / 32760 rows, % of copy at 4 warps -> at the rule: 1152 46 / 42 ->
       53 / 68, 1536 75 / 80 -> 83 / 95, 2240 57 / 72 -> 59 / 90, 2432 60 / 77 -> 62 / 88; at 3072
-      1 warp lost 6-11 points, 2 warps 0-9 (docs/benchmarks/exact_warps_sweep_h100.json). At 4096 rows
+      1 warp lost 6-11 points, 2 warps 0-9 (docs/benchmarks/exact_norm_sweep_h100.json). At 4096 rows
       the gains of 2 warps at 4-5 chunks are within the sweep's noise there (repeated configurations
       differed by up to 4 points). fp16 / fp32 rows and ROCm (which keeps 4) were not measured.
     """

@@ -330,7 +330,7 @@ def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
     2 / 4 warps 96.8 / 88.6%, chunks 66.9%; 32760 x 6144 at 4 / 8 warps 92.1 / 74.1%, chunks 64.8%; 3072 at
     2 / 4 warps 74.9 / 66.6% (4608 rows), 94.0 / 78.8% (119056); 32760 x 2240 at 1 / 2 / 4 warps 91.2 /
     87.5 / 68.9%. Hence above 2048 columns at most 80 values per thread; at or below, at least 4 warps. At the
-    rule (fp8_gated_sweep_h100.json): 32760 x 4096 on 2 warps 92.1% (4 / 8: 91.1 / 69.4%), ``rms_modulate``
+    rule (fp8_norm_sweep_h100.json): 32760 x 4096 on 2 warps 92.1% (4 / 8: 91.1 / 69.4%), ``rms_modulate``
     75600 x 5120 99.6% (4 warps 98.1%). Not measured: 3840, H200."""
     if platform == "hip":
         return gated_fp8_config(D, base, platform)
@@ -361,7 +361,7 @@ def gated_fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConf
     """``gated_residual_norm_modulate`` with an FP8 result: the row held up to 8192 columns (1024-wide chunks
     spill 24 bytes per thread on sm_90 at 5120), above 4096 on CUDA with warps for at most 40 values per
     thread and stream; wider rows ``base``'s chunks without its register cap and unrolling. One H100, % of copy
-    (fp8_gated_sweep_h100.json): 75600 x 5120 on 8 / 4 / 2 / 1 warps 91.0 / 97.1 / 96.4 / 89.8%; 4608 x
+    (fp8_norm_sweep_h100.json): 75600 x 5120 on 8 / 4 / 2 / 1 warps 91.0 / 97.1 / 96.4 / 89.8%; 4608 x
     3072 at the rule 85.7%, one 4096 block 88.7% (one row count, not taken). Other widths not measured."""
     if D <= 2 * _FP8_HELD:
         return _fp8_held(D, platform, values=_GATED_FP8_VALUES if D > _FP8_HELD else None)
