@@ -121,8 +121,8 @@ def test_rasterize_1m_faces_both_paths():
     binned = ext.rasterize(pos, tri, 2048, backend="triton_binned")
     perface = ext.rasterize(pos, tri, 2048, backend="triton_perface")
     assert int((binned[0] > 0).sum()) > 2048 * 2048 // 4
-    for a, b in zip(binned, perface):
-        assert torch.equal(a, b)
+    for name, a, b in zip(("face_id", "bary", "depth"), binned, perface):
+        assert torch.equal(a, b), f"{name}: the paths differ at {int((a != b).sum())} elements"
     assert_raster_equal(binned, ext.rasterize_reference(pos, tri, 2048))
 
 

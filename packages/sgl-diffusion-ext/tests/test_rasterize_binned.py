@@ -174,3 +174,29 @@ def test_public_triton_backend_follows_the_rule(mod, monkeypatch):
         check(out, ext.rasterize_reference(pos[0], t, res))
         assert picked == [binned]
         picked.clear()
+
+
+
+# a sliver (its third vertex 1e-6 of the edge length off the line of the other two, perspective w): at 64x64 its
+# box is columns 15-23, rows 47-51, and the fp32 edge values of pixel (column 14, row 50), outside the box but
+# inside the box's 16x16 bins, round to "covered"
+SLIVER = [["-0x1.43fdc8p-1", "0x1.826802p-1", "0x1.54ea04p-1", "0x1.54ea04p+0"],
+          ["-0x1.35de22p-2", "0x1.021b1ep-1", "0x1.db5972p-2", "0x1.db5972p-1"],
+          ["-0x1.81cd5p-2", "0x1.21567cp-1", "0x1.07527p-1", "0x1.07527p+0"]]
+
+
+def test_binned_path_tests_only_pixels_inside_the_face_box(mod):
+    """A bin holds pixels beyond the box of a face listed in it; a sliver's rounded edge values cover one of
+    them. The per-face path and the reference never test it, so the binned path must not either."""
+    pos = torch.tensor([[float.fromhex(e) for e in v] for v in SLIVER], dtype=torch.float32)
+    tri = torch.tensor([[0, 1, 2]], dtype=torch.int32)
+    ref = testing.backend_module(ext.rasterize, "torch")
+    rows, det, sgn, z, valid, box = ref.face_setup(pos[None], tri, 64, 64, False)
+    px, py = ref.pixel_centres(64, 64, False, torch.device("cpu"))
+    # the premise: a valid face whose edge values cover a pixel of its bins outside its box
+    assert bool(valid[0]) and box[0].tolist() == [15, 47, 23, 51]
+    covered, *_ = ref.fragment(rows[0], det[0], sgn[0], z[0], px[14], py[50])
+    assert bool(covered)
+    expected = ext.rasterize_reference(pos, tri, 64)
+    assert int(expected[0][0, 50, 14]) == 0
+    check(run_binned(mod, pos, tri, 64, 64), expected)

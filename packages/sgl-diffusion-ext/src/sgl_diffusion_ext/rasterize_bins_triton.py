@@ -11,9 +11,11 @@ box overlaps) and a ``cumsum`` of those counts, nothing leaves the device:
    buffer, for the marked faces only (no work where nothing overflowed).
 2. ``_bin_raster_kernel``, one program per bin, one lane per pixel: the running minimum key starts from the
    key buffer where the bin overflowed (the overflowed faces' fragments are there) and from "none"
-   elsewhere, then takes ``CHUNK`` listed faces per step (their setups gathered as vectors, the
-   ``[CHUNK, pixels]`` fragment keys reduced with a minimum over the faces), and the winner is resolved in
-   place (``rasterize_triton._resolve_store``).
+   elsewhere, then takes ``CHUNK`` listed faces per step (their setups and pixel boxes gathered as vectors,
+   the ``[CHUNK, pixels]`` fragment keys of the pixels inside each face's box reduced with a minimum over the
+   faces), and the winner is resolved in place (``rasterize_triton._resolve_store``). A bin is wider than the
+   boxes of its small faces; the pixels between are never tested, as on the per-face path and in the
+   reference, where a sliver's rounded edge values could otherwise cover them.
 
 The minimum of the keys ``ordered(z/w) << 32 | face`` is what the per-face path and the reference compute, in
 any order, so the result is the same bit for bit; the fragment arithmetic is ``_edge_values``'s.
@@ -70,7 +72,7 @@ def _bin_kernel(CUM, FI, BCNT, BLIST, OVER, BF, F, NBX, NBY, CAP, steps, P,
 
 
 @triton.jit(do_not_specialize=["F", "H", "W", "NBX", "NBY", "CAP", "pr_sb", "pr_sh", "pr_sw"])
-def _bin_raster_kernel(FS, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPTH, F, H, W, NBX, NBY, CAP,
+def _bin_raster_kernel(FS, FI, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPTH, F, H, W, NBX, NBY, CAP,
                        pr_sb, pr_sh, pr_sw, eps, HAS_PRIOR: tl.constexpr, NV: tl.constexpr,
                        TILE_W: tl.constexpr, TILE_H: tl.constexpr, CHUNK: tl.constexpr):
     """One program per bin (``TILE_W x TILE_H`` pixels), ``CHUNK`` listed faces per step."""
@@ -100,7 +102,14 @@ def _bin_raster_kernel(FS, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPTH, F
     for j in range(0, listed, CHUNK):
         fm = (j + ks) < listed
         face = tl.load(lst + j + ks, mask=fm, other=0)
-        S = FS + (b64 * F + face) * 16
+        g = b64 * F + face
+        S = FS + g * 16
+        # the face's pixel box: a bin also holds pixels beyond it, where the edge values of a sliver can
+        # round to "covered" (the per-face path and the reference never test those pixels)
+        xl = tl.load(FI + g * 4, mask=fm, other=0)[:, None]
+        yl = tl.load(FI + g * 4 + 1, mask=fm, other=0)[:, None]
+        xh = tl.load(FI + g * 4 + 2, mask=fm, other=-1)[:, None]
+        yh = tl.load(FI + g * 4 + 3, mask=fm, other=-1)[:, None]
         a0 = tl.load(S, mask=fm, other=0.0)[:, None]
         b0 = tl.load(S + 1, mask=fm, other=0.0)[:, None]
         c0 = tl.load(S + 2, mask=fm, other=0.0)[:, None]
@@ -117,7 +126,8 @@ def _bin_raster_kernel(FS, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPTH, F
         z2 = tl.load(S + 13, mask=fm, other=0.0)[:, None]
         q0, q1, q2, qs, num = _edge_values(a0, b0, c0, a1, b1, c1, a2, b2, c2, z0, z1, z2, px[None, :],
                                            py[None, :])
-        cov = fm[:, None] & inside[None, :] & (q0 * sgn >= 0) & (q1 * sgn >= 0) & (q2 * sgn >= 0) & (qs != 0)
+        boxed = (col[None, :] >= xl) & (col[None, :] <= xh) & (row[None, :] >= yl) & (row[None, :] <= yh)
+        cov = fm[:, None] & inside[None, :] & boxed & (q0 * sgn >= 0) & (q1 * sgn >= 0) & (q2 * sgn >= 0) & (qs != 0)
         depth = tl.math.div_rn(num, det) + 0.0
         cov = cov & (depth == depth)
         if HAS_PRIOR:

@@ -403,7 +403,7 @@ def make_runner(B, N, F, H, W, flip_y, nv, pos_strides, tri_strides, prior_strid
         bin_raster = PreparedLaunch(_bin_raster_kernel, (max(n_bins, 1),),
                                     {"HAS_PRIOR": has_prior, "NV": bool(nv), "TILE_W": tw, "TILE_H": th,
                                      "CHUNK": BIN_CHUNK},
-                                    n_ptrs=10, options={"num_warps": BIN_WARPS}, fp_fusion=False, device=device)
+                                    n_ptrs=11, options={"num_warps": BIN_WARPS}, fp_fusion=False, device=device)
         bin_ints = (BF, F, nbx, nby, cfg.cap, max(BF, 1).bit_length(), P)
         tile_ints = (F, H, W, nbx, nby, cfg.cap, *(prior_strides or (0, 0, 0)))
 
@@ -436,7 +436,7 @@ def make_runner(B, N, F, H, W, flip_y, nv, pos_strides, tri_strides, prior_strid
             binning(cum, fi, bcnt, blist, over, *bin_ints)
             # the faces of pairs past a bin's capacity, whole, through the per-face path (no work when none)
             raster(fs, fi, torch.cumsum(over, 0), px, py, pr, keys, *raster_ints, float(eps), P)
-            bin_raster(fs, bcnt, blist, px, py, pr, keys, *outs, *tile_ints, float(eps))
+            bin_raster(fs, fi, bcnt, blist, px, py, pr, keys, *outs, *tile_ints, float(eps))
             return result
         fs = torch.zeros(1, NFS, dtype=torch.float32, device=device)
         resolve(keys, fs, px, py, *outs, n_pix, F, H, W)
@@ -541,7 +541,7 @@ def _bin_variants(prior: bool, nv: bool, with_binning: bool):
             constexprs={"TILE_W": TILE_W, "TILE_H": TILE_H, "BLOCK": BIN_BLOCK}, num_warps=4,
             options={"enable_fp_fusion": False}, divisible_by_16=("CUM", "FI", "BCNT", "BLIST", "OVER"),
             narrow_loads=_NARROW))
-    sig = {"FS": "*fp32", "BCNT": "*i32", "BLIST": "*i32", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
+    sig = {"FS": "*fp32", "FI": "*i32", "BCNT": "*i32", "BLIST": "*i32", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
            "KEYS": "*i64", "FID": "*i32" if not nv else "*fp32", "BARY": "*fp32", "DEPTH": "*fp32",
            **{n: "i32" for n in ("F", "H", "W", "NBX", "NBY", "CAP", "pr_sb", "pr_sh", "pr_sw")}, "eps": "fp32",
            "HAS_PRIOR": "constexpr", "NV": "constexpr", "TILE_W": "constexpr", "TILE_H": "constexpr",
@@ -552,7 +552,7 @@ def _bin_variants(prior: bool, nv: bool, with_binning: bool):
         kernel=_bin_raster_kernel, signature=sig,
         constexprs={"HAS_PRIOR": prior, "NV": nv, "TILE_W": TILE_W, "TILE_H": TILE_H, "CHUNK": BIN_CHUNK},
         num_warps=BIN_WARPS, options={"enable_fp_fusion": False},
-        divisible_by_16=("FS", "BCNT", "BLIST", "PX", "PY", "PRIOR", "KEYS", "FID", "BARY", "DEPTH"),
+        divisible_by_16=("FS", "FI", "BCNT", "BLIST", "PX", "PY", "PRIOR", "KEYS", "FID", "BARY", "DEPTH"),
         narrow_loads=_NARROW))
     return out
 
