@@ -40,7 +40,7 @@ RASTERIZE_PERFACE_NOTE = ("per-face setup kernel, a persistent kernel over (face
                           "items writing a 64-bit (depth, face) key per pixel with atomic_min, a resolve kernel")
 RASTERIZE_BINNED_NOTE = ("faces binned into 8x8-pixel screen bins (count, cumsum, scatter into per-bin lists of fixed "
                          "capacity; a face past a full bin takes the per-face path), then one program per bin "
-                         "reduces its faces' (depth, face) keys 16 faces at a time and resolves in place")
+                         "reduces its faces' (depth, face) keys 16 faces at a time (8 on AMD) and resolves in place")
 RASTERIZE_TORCH_NOTE = "the reference: the same setup and keys over (face, 16x16 tile) items, scatter_reduce amin"
 INTERPOLATE_TRITON_NOTE = "one program per block of pixels, the three vertex attributes gathered per channel block"
 INTERPOLATE_TORCH_NOTE = "the reference: gathers and (b0*a0 + b1*a1) + b2*a2 in fp32"

@@ -26,7 +26,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .rasterize_triton import _edge_values, _resolve_store
+from sgl_diffusion_core import AotVariant
+
+from .rasterize_triton import _NARROW, BIN_BLOCK, BIN_WARPS, TILE_H, TILE_W, _edge_values, _resolve_store
 
 
 @triton.jit(do_not_specialize=["BF", "F", "NBX", "NBY", "CAP", "steps", "P"])
@@ -72,7 +74,7 @@ def _bin_kernel(CUM, FI, BCNT, BLIST, OVER, BF, F, NBX, NBY, CAP, steps, P,
 
 
 @triton.jit(do_not_specialize=["F", "H", "W", "NBX", "NBY", "CAP", "pr_sb", "pr_sh", "pr_sw"])
-def _bin_raster_kernel(FS, FI, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPTH, F, H, W, NBX, NBY, CAP,
+def _bin_raster_kernel(FS, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPTH, F, H, W, NBX, NBY, CAP,
                        pr_sb, pr_sh, pr_sw, eps, HAS_PRIOR: tl.constexpr, NV: tl.constexpr,
                        TILE_W: tl.constexpr, TILE_H: tl.constexpr, CHUNK: tl.constexpr):
     """One program per bin (``TILE_W x TILE_H`` pixels), ``CHUNK`` listed faces per step."""
@@ -102,14 +104,16 @@ def _bin_raster_kernel(FS, FI, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPT
     for j in range(0, listed, CHUNK):
         fm = (j + ks) < listed
         face = tl.load(lst + j + ks, mask=fm, other=0)
-        g = b64 * F + face
-        S = FS + g * 16
-        # the face's pixel box: a bin also holds pixels beyond it, where the edge values of a sliver can
-        # round to "covered" (the per-face path and the reference never test those pixels)
-        xl = tl.load(FI + g * 4, mask=fm, other=0)[:, None]
-        yl = tl.load(FI + g * 4 + 1, mask=fm, other=0)[:, None]
-        xh = tl.load(FI + g * 4 + 2, mask=fm, other=-1)[:, None]
-        yh = tl.load(FI + g * 4 + 3, mask=fm, other=-1)[:, None]
+        S = FS + (b64 * F + face) * 16
+        # the pixels of the face's box only (clipped to the image; empty for a masked face): a bin also holds
+        # pixels beyond it, where a sliver's edge values can round to "covered"; the per-face path and the
+        # reference never test those. The box is packed in the setup's last two words (NFS).
+        xs = tl.where(fm, tl.load(S + 14, mask=fm, other=0.0).to(tl.int32, bitcast=True), 1)
+        ys = tl.where(fm, tl.load(S + 15, mask=fm, other=0.0).to(tl.int32, bitcast=True), 1)
+        xl = xs & 0xFFFF
+        yl = ys & 0xFFFF
+        boxed = (((col[None, :] - xl[:, None]).to(tl.uint32) <= ((xs >> 16) - xl).to(tl.uint32)[:, None])
+                 & ((row[None, :] - yl[:, None]).to(tl.uint32) <= ((ys >> 16) - yl).to(tl.uint32)[:, None]))
         a0 = tl.load(S, mask=fm, other=0.0)[:, None]
         b0 = tl.load(S + 1, mask=fm, other=0.0)[:, None]
         c0 = tl.load(S + 2, mask=fm, other=0.0)[:, None]
@@ -126,8 +130,7 @@ def _bin_raster_kernel(FS, FI, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPT
         z2 = tl.load(S + 13, mask=fm, other=0.0)[:, None]
         q0, q1, q2, qs, num = _edge_values(a0, b0, c0, a1, b1, c1, a2, b2, c2, z0, z1, z2, px[None, :],
                                            py[None, :])
-        boxed = (col[None, :] >= xl) & (col[None, :] <= xh) & (row[None, :] >= yl) & (row[None, :] <= yh)
-        cov = fm[:, None] & inside[None, :] & boxed & (q0 * sgn >= 0) & (q1 * sgn >= 0) & (q2 * sgn >= 0) & (qs != 0)
+        cov = boxed & (q0 * sgn >= 0) & (q1 * sgn >= 0) & (q2 * sgn >= 0) & (qs != 0)
         depth = tl.math.div_rn(num, det) + 0.0
         cov = cov & (depth == depth)
         if HAS_PRIOR:
@@ -137,3 +140,32 @@ def _bin_raster_kernel(FS, FI, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPT
         key = tl.where(cov, key, 0x7FFFFFFFFFFFFFFF)
         best = tl.minimum(best, tl.min(key, axis=0))
     _resolve_store(best, pix, inside, b64, row, col, FS, PX, PY, FID, BARY, DEPTH, F, NV)
+
+
+def bin_variants(prior: bool, nv: bool, with_binning: bool, chunk: int):
+    """The AOT builds of the binned path's kernels: the binning kernel (``with_binning``) and the binned raster kernel
+    with / without a depth prior, separate outputs / nvdiffrast layout, ``chunk`` faces per step."""
+    out = []
+    if with_binning:
+        sig = {"CUM": "*i64", "FI": "*i32", "BCNT": "*i32", "BLIST": "*i32", "OVER": "*i64",
+               **{n: "i32" for n in ("BF", "F", "NBX", "NBY", "CAP", "steps", "P")},
+               "TILE_W": "constexpr", "TILE_H": "constexpr", "BLOCK": "constexpr"}
+        out.append(AotVariant(
+            name=f"rasterize_bin[tile={TILE_W}x{TILE_H},block={BIN_BLOCK}]", kernel=_bin_kernel, signature=sig,
+            constexprs={"TILE_W": TILE_W, "TILE_H": TILE_H, "BLOCK": BIN_BLOCK}, num_warps=4,
+            options={"enable_fp_fusion": False}, divisible_by_16=("CUM", "FI", "BCNT", "BLIST", "OVER"),
+            narrow_loads=_NARROW))
+    sig = {"FS": "*fp32", "BCNT": "*i32", "BLIST": "*i32", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
+           "KEYS": "*i64", "FID": "*i32" if not nv else "*fp32", "BARY": "*fp32", "DEPTH": "*fp32",
+           **{n: "i32" for n in ("F", "H", "W", "NBX", "NBY", "CAP", "pr_sb", "pr_sh", "pr_sw")}, "eps": "fp32",
+           "HAS_PRIOR": "constexpr", "NV": "constexpr", "TILE_W": "constexpr", "TILE_H": "constexpr",
+           "CHUNK": "constexpr"}
+    out.append(AotVariant(
+        name=f"rasterize_bin_raster[prior={int(prior)},nv={int(nv)},tile={TILE_W}x{TILE_H},chunk={chunk},"
+             f"w={BIN_WARPS}]",
+        kernel=_bin_raster_kernel, signature=sig,
+        constexprs={"HAS_PRIOR": prior, "NV": nv, "TILE_W": TILE_W, "TILE_H": TILE_H, "CHUNK": chunk},
+        num_warps=BIN_WARPS, options={"enable_fp_fusion": False},
+        divisible_by_16=("FS", "BCNT", "BLIST", "PX", "PY", "PRIOR", "KEYS", "FID", "BARY", "DEPTH"),
+        narrow_loads=_NARROW))
+    return out

@@ -47,14 +47,16 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch
+from sgl_diffusion_core import PreparedLaunch, tensor_platform
 
 from ._mesh import pixel_centres, uv_to_clip
 
 # why the compile lanes see no 128-bit loads here (AotVariant.narrow_loads)
 _NARROW = "records gathered at data-dependent addresses (vertex and face indices, bin lists), at runtime strides"
 KEY_NONE = torch.iinfo(torch.int64).max
-NFS = 16  # floats of one face's setup: A0 B0 C0 A1 B1 C1 A2 B2 C2 det sgn z0 z1 z2 (2 spare)
+# words of one face's setup: fp32 A0 B0 C0 A1 B1 C1 A2 B2 C2 det sgn z0 z1 z2, then the pixel box as two int32 words
+# (bit patterns in the fp32 tensor) x_lo | x_hi << 16 and y_lo | y_hi << 16 (sides at most 16384 pixels)
+NFS = 16
 
 
 @triton.jit(do_not_specialize=["BF", "F", "N", "H", "W", "p_sb", "p_sn", "p_sc", "t_sf", "t_sk"])
@@ -153,6 +155,8 @@ def _setup_kernel(POS, TRI, FS, FI, CNT, BF, F, N, H, W, p_sb, p_sn, p_sc, t_sf,
     tl.store(s + 11, z0, mask=m)
     tl.store(s + 12, z1, mask=m)
     tl.store(s + 13, z2, mask=m)
+    tl.store(s + 14, (xl | (xh << 16)).to(tl.float32, bitcast=True), mask=m)
+    tl.store(s + 15, (yl | (yh << 16)).to(tl.float32, bitcast=True), mask=m)
 
 
 @triton.jit
@@ -299,8 +303,9 @@ RASTER_WARPS = 2
 PROGRAMS_PER_SM = 8
 RESOLVE_BLOCK = 256
 # the binned path (rasterize_bins_triton): 8x8-pixel bins, 16 faces per step over 4 warps (8 fragments per
-# thread), 256 (face, bin) pairs per step of the binning kernel
-BIN_CHUNK = 16
+# thread) on NVIDIA, 8 on AMD (with 16, the builds for gfx942 / gfx950 need more than the 106 scalar registers a
+# wave has and spill them), 256 (face, bin) pairs per step of the binning kernel
+BIN_CHUNK = {"cuda": 16, "hip": 8}
 BIN_WARPS = 4
 BIN_BLOCK = 256
 # under the interpreter (CPU tests) each work item costs host time, so tiles and bins are 16x16 there; the
@@ -325,12 +330,14 @@ class RasterConfig:
     tile: ``(TILE_W, TILE_H)``, the per-face path's tile of a face's box and the binned path's screen bin.
     cap: faces listed per bin (binned path); a bin's further faces take the per-face path.
     programs: persistent programs of ``_raster_kernel`` and ``_bin_kernel``.
+    chunk: faces per step of the binned raster kernel (``BIN_CHUNK``).
     """
 
     binned: bool
     tile: tuple[int, int]
     cap: int
     programs: int
+    chunk: int = BIN_CHUNK["cuda"]
 
     @classmethod
     def from_heuristic(cls, B: int, F: int, H: int, W: int, device: torch.device,
@@ -351,7 +358,8 @@ class RasterConfig:
             binned = path == "binned"
         tile = (TILE_W, TILE_H) if device.type == "cuda" else INTERPRETER_TILE
         n_bins = triton.cdiv(H, tile[1]) * triton.cdiv(W, tile[0])
-        return cls(binned, tile, bin_capacity(F, n_bins, B), persistent_programs(device))
+        chunk = BIN_CHUNK.get(tensor_platform(device), BIN_CHUNK["cuda"])
+        return cls(binned, tile, bin_capacity(F, n_bins, B), persistent_programs(device), chunk)
 
 
 def bin_capacity(F: int, n_bins: int, B: int = 1) -> int:
@@ -402,8 +410,8 @@ def make_runner(B, N, F, H, W, flip_y, nv, pos_strides, tri_strides, prior_strid
                                  options={"num_warps": 4}, fp_fusion=False, device=device)
         bin_raster = PreparedLaunch(_bin_raster_kernel, (max(n_bins, 1),),
                                     {"HAS_PRIOR": has_prior, "NV": bool(nv), "TILE_W": tw, "TILE_H": th,
-                                     "CHUNK": BIN_CHUNK},
-                                    n_ptrs=11, options={"num_warps": BIN_WARPS}, fp_fusion=False, device=device)
+                                     "CHUNK": cfg.chunk},
+                                    n_ptrs=10, options={"num_warps": BIN_WARPS}, fp_fusion=False, device=device)
         bin_ints = (BF, F, nbx, nby, cfg.cap, max(BF, 1).bit_length(), P)
         tile_ints = (F, H, W, nbx, nby, cfg.cap, *(prior_strides or (0, 0, 0)))
 
@@ -436,7 +444,7 @@ def make_runner(B, N, F, H, W, flip_y, nv, pos_strides, tri_strides, prior_strid
             binning(cum, fi, bcnt, blist, over, *bin_ints)
             # the faces of pairs past a bin's capacity, whole, through the per-face path (no work when none)
             raster(fs, fi, torch.cumsum(over, 0), px, py, pr, keys, *raster_ints, float(eps), P)
-            bin_raster(fs, fi, bcnt, blist, px, py, pr, keys, *outs, *tile_ints, float(eps))
+            bin_raster(fs, bcnt, blist, px, py, pr, keys, *outs, *tile_ints, float(eps))
             return result
         fs = torch.zeros(1, NFS, dtype=torch.float32, device=device)
         resolve(keys, fs, px, py, *outs, n_pix, F, H, W)
@@ -526,47 +534,18 @@ def _resolve_variant(nv: bool):
         divisible_by_16=("KEYS", "FS", "PX", "PY", "FID", "BARY", "DEPTH"), narrow_loads=_NARROW)
 
 
-def _bin_variants(prior: bool, nv: bool, with_binning: bool):
-    from sgl_diffusion_core import AotVariant
-
-    from .rasterize_bins_triton import _bin_kernel, _bin_raster_kernel
-
-    out = []
-    if with_binning:
-        sig = {"CUM": "*i64", "FI": "*i32", "BCNT": "*i32", "BLIST": "*i32", "OVER": "*i64",
-               **{n: "i32" for n in ("BF", "F", "NBX", "NBY", "CAP", "steps", "P")},
-               "TILE_W": "constexpr", "TILE_H": "constexpr", "BLOCK": "constexpr"}
-        out.append(AotVariant(
-            name=f"rasterize_bin[tile={TILE_W}x{TILE_H},block={BIN_BLOCK}]", kernel=_bin_kernel, signature=sig,
-            constexprs={"TILE_W": TILE_W, "TILE_H": TILE_H, "BLOCK": BIN_BLOCK}, num_warps=4,
-            options={"enable_fp_fusion": False}, divisible_by_16=("CUM", "FI", "BCNT", "BLIST", "OVER"),
-            narrow_loads=_NARROW))
-    sig = {"FS": "*fp32", "FI": "*i32", "BCNT": "*i32", "BLIST": "*i32", "PX": "*fp32", "PY": "*fp32", "PRIOR": "*fp32",
-           "KEYS": "*i64", "FID": "*i32" if not nv else "*fp32", "BARY": "*fp32", "DEPTH": "*fp32",
-           **{n: "i32" for n in ("F", "H", "W", "NBX", "NBY", "CAP", "pr_sb", "pr_sh", "pr_sw")}, "eps": "fp32",
-           "HAS_PRIOR": "constexpr", "NV": "constexpr", "TILE_W": "constexpr", "TILE_H": "constexpr",
-           "CHUNK": "constexpr"}
-    out.append(AotVariant(
-        name=f"rasterize_bin_raster[prior={int(prior)},nv={int(nv)},tile={TILE_W}x{TILE_H},chunk={BIN_CHUNK},"
-             f"w={BIN_WARPS}]",
-        kernel=_bin_raster_kernel, signature=sig,
-        constexprs={"HAS_PRIOR": prior, "NV": nv, "TILE_W": TILE_W, "TILE_H": TILE_H, "CHUNK": BIN_CHUNK},
-        num_warps=BIN_WARPS, options={"enable_fp_fusion": False},
-        divisible_by_16=("FS", "FI", "BCNT", "BLIST", "PX", "PY", "PRIOR", "KEYS", "FID", "BARY", "DEPTH"),
-        narrow_loads=_NARROW))
-    return out
-
-
 def _perface_variants():
     return [*(_setup_variant(f, False) for f in (False, True)), *(_raster_variant(p) for p in (False, True)),
             *(_resolve_variant(nv) for nv in (False, True))]
 
 
-def _binned_variants():
+def _binned_variants(platform: str):
+    from .rasterize_bins_triton import bin_variants
+
     out = [*(_setup_variant(f, True) for f in (False, True)), *(_raster_variant(p) for p in (False, True))]
     for prior in (False, True):
         for nv in (False, True):
-            out += _bin_variants(prior, nv, with_binning=not prior and not nv)
+            out += bin_variants(prior, nv, with_binning=not prior and not nv, chunk=BIN_CHUNK[platform])
     return out
 
 
@@ -575,7 +554,7 @@ def aot_variants(platform: str = "cuda"):
     raster kernel (with / without a depth prior; the binned path's overflow runs it too), resolve (separate
     outputs / nvdiffrast layout), the binning kernel and the binned raster kernel (prior x layout): 13 builds."""
     seen, out = set(), []
-    for v in _perface_variants() + _binned_variants():
+    for v in _perface_variants() + _binned_variants(platform):
         if v.name not in seen:
             seen.add(v.name)
             out.append(v)
@@ -584,7 +563,7 @@ def aot_variants(platform: str = "cuda"):
 
 def aot_variants_binned(platform: str = "cuda"):
     """The ``triton_binned`` backend's builds (``aot_variants``' binned path) under its own names."""
-    return [replace(v, name="binned_" + v.name) for v in _binned_variants()]
+    return [replace(v, name="binned_" + v.name) for v in _binned_variants(platform)]
 
 
 def aot_variants_perface(platform: str = "cuda"):
