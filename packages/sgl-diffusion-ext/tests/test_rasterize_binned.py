@@ -134,10 +134,8 @@ def test_uv_atlas_on_the_binned_path(mod):
 def test_the_rule(mod):
     cpu = torch.device("cpu")
     rule = mod.RasterConfig.from_heuristic
-    assert not rule(1, mod.BINNED_MIN_FACES - 1, 2048, 2048, cpu).binned
-    assert rule(1, mod.BINNED_MIN_FACES, 2048, 2048, cpu).binned
-    assert rule(2, mod.BINNED_MIN_FACES // 2, 128, 128, cpu).binned  # faces count over the batch
-    assert not rule(1, 1_000_000, 64, 64, cpu).binned  # a small image: the per-face path
+    # the per-face path at every size (the faster one measured); the binned path only when forced
+    assert not any(rule(b, f, r, r, cpu).binned for b, f, r in ((1, 40, 64), (1, 10**6, 2048), (2, 2 * 10**5, 2048)))
     assert rule(1, 10, 8, 8, cpu, "binned").binned and not rule(1, 10**6, 2048, 2048, cpu, "perface").binned
     with pytest.raises(ValueError, match="path"):
         rule(1, 10, 8, 8, cpu, "tiles")
@@ -156,19 +154,17 @@ def test_forced_backends_agree(backend, device):
 
 
 def test_public_triton_backend_follows_the_rule(mod, monkeypatch):
-    """``backend="triton"`` asks the rule once per call signature and runs the path it picks (thresholds lowered
-    so that a small mesh crosses them)."""
+    """``backend="triton"`` asks the rule once per call signature and runs the path it picks (a rule that picks
+    the binned path for some sizes patched in, so that both paths run)."""
     picked = []
     rule = mod.RasterConfig.from_heuristic.__func__
 
-    def spy(cls, *args, **kwargs):
-        cfg = rule(cls, *args, **kwargs)
+    def spy(cls, B, F, H, W, device, path=None):
+        cfg = rule(cls, B, F, H, W, device, path or ("binned" if F >= 50 and H * W >= 32 * 32 else "perface"))
         picked.append(cfg.binned)
         return cfg
 
     monkeypatch.setattr(mod.RasterConfig, "from_heuristic", classmethod(spy))
-    monkeypatch.setattr(mod, "BINNED_MIN_FACES", 50)
-    monkeypatch.setattr(mod, "BINNED_MIN_PIXELS", 32 * 32)
     pos, tri = random_mesh(61, 16)  # sizes no other test uses: each call below builds its plan
     small = tri[:41].contiguous()
     for t, res, binned in ((tri, (33, 41), True), (tri, (25, 23), False), (small, (33, 41), False)):

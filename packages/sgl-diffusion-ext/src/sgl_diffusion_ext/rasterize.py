@@ -153,10 +153,9 @@ def rasterize(
     tri: ``[F, 3]`` int32 vertex indices shared by the samples; values in ``[0, N)`` (checked on CPU
         tensors; on a GPU a face with an index out of range is skipped, never read out of bounds).
     resolution: ``H`` (square) or ``(H, W)``, each in ``[1, 16384]``.
-    backend: ``None`` (``triton`` on CUDA / ROCm, ``torch`` elsewhere), ``"triton"`` (the binned or the
-        per-face path by the rule of ``rasterize_triton.RasterConfig.from_heuristic``: binned from 4096 faces
-        over the batch at 128^2 pixels or more), ``"triton_binned"`` / ``"triton_perface"`` (that path
-        forced; the same results) or ``"torch"``.
+    backend: ``None`` (``triton`` on CUDA / ROCm, ``torch`` elsewhere), ``"triton"`` (the path the rule of
+        ``rasterize_triton.RasterConfig.from_heuristic`` picks: the per-face path, the faster one measured),
+        ``"triton_binned"`` / ``"triton_perface"`` (that path forced; the same results) or ``"torch"``.
 
     Returns ``(face_id [B, H, W] int32 (face index + 1, 0 = background), bary [B, H, W, 3] fp32
     (0 on background), depth [B, H, W] fp32 z/w (+inf on background))``; ``B = 1`` for a 2-D pos.

@@ -1,7 +1,7 @@
 """Triton kernels of ``rasterize`` and ``uv_rasterize`` (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``).
 
-Two paths, picked per call signature by ``RasterConfig.from_heuristic`` (``triton_perface`` and
-``triton_binned`` force one); neither synchronizes with the host.
+Two paths: the per-face path, which ``RasterConfig.from_heuristic`` picks, and the binned path, which only
+``backend="triton_binned"`` runs (``triton_perface`` forces the first); neither synchronizes with the host.
 
 The per-face path, three launches and one ``cumsum``:
 
@@ -30,9 +30,8 @@ walks its items one after another. Cost model at 2048^2 (the H200 targets of 0.5
 40k / 200k / 1M faces): the key buffer is 32 MiB (a fill and one read in the resolve), fragments
 are about H*W times the depth complexity atomics, minus the early rejects; per face the setup reads
 12 floats and writes 22 words. The binned path spends one atomic per (face, bin) pair and evaluates
-every pixel of a bin against each of its faces, 16 faces per step. These figures are a design
-target: the kernels were compiled for the AOT targets and run under the interpreter, not timed
-on a GPU.
+every pixel of a bin against each of its faces, 16 faces per step. Measured on an H100 at 2048^2
+(``docs/benchmarks/rasterize_bench_h100.json``), the per-face path is the faster one at every size there.
 
 Numerics match the reference bit for bit: the same fp32 operations in the same order, built without
 FMA contraction (``enable_fp_fusion=False``) and with correctly rounded divisions (``div_rn``); the
@@ -312,9 +311,6 @@ BIN_BLOCK = 256
 # 8x8 GPU tile runs on CPU only where a test pins it (make_runner's config argument)
 INTERPRETER_TILE = (16, 16)
 INTERPRETER_PROGRAMS = 2
-# the rule's thresholds (RasterConfig.from_heuristic)
-BINNED_MIN_FACES = 4096
-BINNED_MIN_PIXELS = 128 * 128
 # faces listed per bin: 32x the mean (face, bin) pairs a bin would get if faces spread evenly, a power of two
 # in [64, 512], and the whole list at most 2**26 entries (256 MiB); pairs past it take the per-face path
 CAP_PER_MEAN = 32
@@ -342,20 +338,14 @@ class RasterConfig:
     @classmethod
     def from_heuristic(cls, B: int, F: int, H: int, W: int, device: torch.device,
                        path: str | None = None) -> RasterConfig:
-        """The rule: the binned path when there are at least ``BINNED_MIN_FACES`` faces (over the batch) and
-        the image has at least ``BINNED_MIN_PIXELS`` pixels per sample, the per-face path otherwise; ``path``
-        (``"binned"`` / ``"perface"``) forces one. Why: a persistent program of the per-face path walks its
-        (face, tile) items one after another, which many small faces make long, while the binned path takes a
-        bin's faces 16 at a time but pays two more launches that few faces or a small image do not amortize.
-        The thresholds come from the cost model in the module docstrings and are not yet measured: the data
-        will be ``docs/benchmarks/rasterize_bench_<device>.json`` (``benchmarks/ext_bench.py`` times both paths).
-        """
+        """The rule: the per-face path; ``path`` (``"binned"`` / ``"perface"``) forces one. Why: on an H100 at
+        2048^2 the per-face path took 0.54 / 0.99 / 2.6 ms for spheres of 40k / 200k / 1M faces where the
+        binned path took 1.1 / 4.0 / 18.7 ms (``docs/benchmarks/rasterize_bench_h100.json``; its per-bin lists
+        and the evaluation of every pixel of a bin against each listed face cost more than the per-face path's
+        atomics on meshes of small faces)."""
         if path not in (None, "binned", "perface"):
             raise ValueError(f"path must be None, 'binned' or 'perface', got {path!r}")
-        if path is None:
-            binned = B * F >= BINNED_MIN_FACES and H * W >= BINNED_MIN_PIXELS
-        else:
-            binned = path == "binned"
+        binned = path == "binned"
         tile = (TILE_W, TILE_H) if device.type == "cuda" else INTERPRETER_TILE
         n_bins = triton.cdiv(H, tile[1]) * triton.cdiv(W, tile[0])
         chunk = BIN_CHUNK.get(tensor_platform(device), BIN_CHUNK["cuda"])
@@ -550,15 +540,9 @@ def _binned_variants(platform: str):
 
 
 def aot_variants(platform: str = "cuda"):
-    """The GPU launch rule's builds, both paths: setup (flip_y off / on, per-face tiles / bins), the per-face
-    raster kernel (with / without a depth prior; the binned path's overflow runs it too), resolve (separate
-    outputs / nvdiffrast layout), the binning kernel and the binned raster kernel (prior x layout): 13 builds."""
-    seen, out = set(), []
-    for v in _perface_variants() + _binned_variants(platform):
-        if v.name not in seen:
-            seen.add(v.name)
-            out.append(v)
-    return out
+    """The GPU launch rule's builds (the per-face path): setup (flip_y off / on), the raster kernel (with / without
+    a depth prior), resolve (separate outputs / nvdiffrast layout): 6 builds."""
+    return _perface_variants()
 
 
 def aot_variants_binned(platform: str = "cuda"):
@@ -572,8 +556,7 @@ def aot_variants_perface(platform: str = "cuda"):
 
 
 def aot_variants_uv(platform: str = "cuda"):
-    """``uv_rasterize`` launches ``rasterize``'s kernels with flip_y off, no prior and separate outputs, on either
-    path: those builds again under uv_rasterize's names (the compile tool wants distinct names per backend)."""
-    keep = ("rasterize_setup[flip=0", "rasterize_raster[prior=0", "rasterize_resolve[nv=0", "rasterize_bin[",
-            "rasterize_bin_raster[prior=0,nv=0")
+    """``uv_rasterize`` launches ``rasterize``'s kernels with flip_y off, no prior and separate outputs, on the
+    rule's path: those builds again under uv_rasterize's names (the compile tool wants distinct names per backend)."""
+    keep = ("rasterize_setup[flip=0", "rasterize_raster[prior=0", "rasterize_resolve[nv=0")
     return [replace(v, name="uv_" + v.name) for v in aot_variants(platform) if v.name.startswith(keep)]
