@@ -494,7 +494,8 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
             rate = _span([r["flops"] / r["median_us"] / 1e6 for r in ours], "{:.0f}", " TFLOP/s")
         elif all(r.get("target_us") for r in ours):  # ops with a time target per case (ext): time, not bandwidth
             met = sum(r["median_us"] <= r["target_us"] for r in ours)
-            rate = f"{_span([r['median_us'] / 1e3 for r in ours], '{:.2f}', ' ms')}, {met} of {len(ours)} within the H200 target"
+            times = _span([r["median_us"] / 1e3 for r in ours], "{:.2f}", " ms")
+            rate = f"{times}, {met} of {len(ours)} within the H200 target"
         else:
             rate = _span([100 * r["frac_of_copy"] for r in ours], "{:.1f}", "%")
         out.append(
