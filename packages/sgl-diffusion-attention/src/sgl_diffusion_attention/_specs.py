@@ -19,6 +19,7 @@ BSHD = "bshd"
 BHSD = "bhsd"
 VARLEN = "varlen (layout='thd' with cu_seqlens)"
 KV_LENS = "kv_lens (padded keys)"
+DENSE = "every key valid (no kv_lens)"
 LSE = "return_lse"
 GQA = "GQA (k/v with fewer heads than q)"
 LONG_ROWS = "a sample spanning 2**31 elements or more"
@@ -47,7 +48,7 @@ TRITON_CAPS = Capabilities(
     platforms=("cuda", "hip"),
     dtypes=_HALF,
     min_arch=_ARCH,
-    layouts=(BSHD, BHSD, VARLEN, KV_LENS, LSE, GQA, *TORCH_REFUSES.values(),
+    layouts=(BSHD, BHSD, VARLEN, KV_LENS, DENSE, LSE, GQA, *TORCH_REFUSES.values(),
              *(head_dim_tag(d) for d in TRITON_HEAD_DIMS)),
     interpretable=True,
     requires=("triton",),
@@ -60,7 +61,13 @@ def sdpa_caps(name: str) -> Capabilities:
     heads, on CUDA."""
     others = tuple(v for k, v in TORCH_REFUSES.items() if k != name)
     return Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
-                        layouts=(BSHD, BHSD, LONG_ROWS, LSE, *others, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
+                        layouts=(BSHD, BHSD, DENSE, LONG_ROWS, LSE, *others,
+                                 *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
+
+
+# sdpa_valid_keys: kv_lens calls only (bshd / bhsd, no lse, as many k/v heads as q heads), on CUDA
+VALID_KEYS_CAPS = Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
+                               layouts=(BSHD, BHSD, KV_LENS, LONG_ROWS, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
 # Output tolerances of the close backends, per output dtype: fp32 math, the probabilities rounded to the
@@ -80,6 +87,9 @@ TORCH_NOTE = "the definition: fp32 scores, masked keys -inf, fp32 softmax, one r
 SDPA_NOTE = ("the {} kernel's own ATen op, as scaled_dot_product_attention dispatches to it for an inference call "
              "(the lse kept with return_lse); bshd inputs as transposed views (no copy); kv_lens, varlen and GQA go "
              "to the triton backend")
+VALID_KEYS_NOTE = ("kv_lens read on the host (one device-to-host copy per call), then PyTorch's SDPA over each run of "
+                   "samples with one length, on their valid keys only (views: no copy of k or v); during CUDA-graph "
+                   "capture, where the host cannot read kv_lens, the triton kernel")
 MERGE_TRITON_NOTE = "one program per (sample, head, token block): weights from the two lse, fp32, one rounding"
 MERGE_TORCH_NOTE = "the definition: logaddexp and exp(lse_i - lse) weights in fp32, one rounding"
 EXECUTED_TRITON = ("cpu-interpreter",)

@@ -11,6 +11,13 @@ log-sum-exp are kept (cuDNN adds a trailing dim, the memory-efficient kernel pad
 They serve dense calls only: ``kv_lens``, varlen and GQA are refused with that reason (the ``triton``
 backend serves them), and so is any input torch's own check (``torch.backends.cuda.can_use_*_attention``)
 refuses; the selection sees both as tags.
+
+``sdpa_valid_keys`` serves the kv_lens calls the others refuse (bshd / bhsd, no lse, no GQA): it reads
+kv_lens on the host and runs ``scaled_dot_product_attention`` over each run of consecutive samples that
+share a length, on views of their valid keys, which is dense attention over fewer keys (PyTorch picks the
+kernel). The read is a device-to-host copy that waits for the GPU, so it is not possible during CUDA-graph
+capture: there the runner launches the triton kernel instead. A length outside ``[1, Sk]`` gives NaN rows,
+as the definition does.
 """
 
 from __future__ import annotations
@@ -67,3 +74,54 @@ def prepare_flash(geom, *tensors):
 def prepare_efficient(geom, *tensors):
     """The ``sdpa_efficient`` backend's runner."""
     return _prepare(_efficient, geom)
+
+
+def _runs(lens: list[int]) -> list[tuple[int, int, int]]:
+    """``(first, end, length)`` of each run of consecutive samples with one kv length."""
+    runs, b = [], 0
+    while b < len(lens):
+        e = b + 1
+        while e < len(lens) and lens[e] == lens[b]:
+            e += 1
+        runs.append((b, e, lens[b]))
+        b = e
+    return runs
+
+
+def prepare_valid_keys(geom, q, k, v, kv_lens, cu_q, cu_k, out):
+    """The ``sdpa_valid_keys`` backend's runner (see the module docstring)."""
+    from . import _attention_triton
+
+    capturing_runner = _attention_triton.prepare(geom, q, k, v, kv_lens, cu_q, cu_k, out)
+    bshd = geom.layout == "bshd"
+    scale, Sk, shape, dtype = geom.scale, geom.Sk, geom.out_shape, geom.dtype
+
+    def run(q, k, v, kv_lens, cu_q, cu_k, out, *rest):
+        if _capturing(q):
+            return capturing_runner(q, k, v, kv_lens, cu_q, cu_k, out, *rest)
+        runs = _runs(kv_lens.tolist())
+        if out is None and len(runs) == 1 and 1 <= runs[0][2] <= Sk:
+            return _valid_keys(q, k, v, runs[0][2], bshd, scale).contiguous()
+        o = out if out is not None else torch.empty(shape, dtype=dtype, device=q.device)
+        for b, e, n in runs:
+            if 1 <= n <= Sk:
+                o[b:e].copy_(_valid_keys(q[b:e], k[b:e], v[b:e], n, bshd, scale))
+            else:
+                o[b:e].fill_(float("nan"))
+        return o
+
+    return run
+
+
+def _capturing(q: torch.Tensor) -> bool:
+    return q.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
+def _valid_keys(q, k, v, n: int, bshd: bool, scale: float) -> torch.Tensor:
+    """SDPA of q over the first n keys of k / v, in q's layout (a view of SDPA's result)."""
+    if bshd:
+        q, k, v = q.transpose(1, 2), k[:, :n].transpose(1, 2), v[:, :n].transpose(1, 2)
+    else:
+        k, v = k[:, :, :n], v[:, :, :n]
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale)
+    return o.transpose(1, 2) if bshd else o

@@ -1,0 +1,72 @@
+"""The ``sdpa_valid_keys`` backend's runner on the CPU (its platform is CUDA; the runner itself is plain PyTorch):
+runs of samples with one kv length, out given or not, both layouts, lengths outside ``[1, Sk]``, and the
+triton kernel during CUDA-graph capture. Results against the fp64 oracle of ``test_attention``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_attention import close, oracle, qkv
+
+import sgl_diffusion_attention as attn
+from sgl_diffusion_core import explain, testing
+
+SDPA = testing.backend_module(attn.attention, "sdpa_valid_keys")
+
+
+def _runner(q, k, v, kv_lens, layout, out=None):
+    geom = testing.geometry(attn.attention, q, k, v, kv_lens, None, None, out, layout=layout)
+    return SDPA.prepare_valid_keys(geom, q, k, v, kv_lens, None, None, out)
+
+
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+@pytest.mark.parametrize("lens, given_out", [([30, 30, 45, 12], False), ([45, 45], False), ([7, 7, 7], True)])
+def test_runs_of_lengths_match_the_oracle(layout, lens, given_out):
+    q, k, v = qkv(len(lens), 33, 45, 2, 2, 32, torch.bfloat16, layout)
+    kv_lens = torch.tensor(lens, dtype=torch.int32)
+    out = torch.full_like(q, 7.0) if given_out else None
+    o = _runner(q, k, v, kv_lens, layout, out)(q, k, v, kv_lens, None, None, out)
+    assert o.shape == q.shape and o.dtype == q.dtype and o.is_contiguous()
+    assert out is None or o is out
+    close(o, oracle(q, k, v, layout=layout, kv_lens=kv_lens)[0], torch.bfloat16)
+
+
+def test_lengths_outside_the_keys_give_nan_rows():
+    q, k, v = qkv(4, 16, 20, 2, 2, 32, torch.bfloat16)
+    kv_lens = torch.tensor([20, 0, 21, 5], dtype=torch.int32)
+    run = _runner(q, k, v, torch.tensor([20, 1, 20, 5], dtype=torch.int32), "bshd")  # valid when planned
+    o = run(q, k, v, kv_lens, None, None, None)
+    assert o[1].isnan().all() and o[2].isnan().all()
+    ok = torch.tensor([0, 3])
+    close(o[ok], oracle(q[ok], k[ok], v[ok], kv_lens=kv_lens[ok])[0], torch.bfloat16)
+
+
+def test_capture_runs_the_triton_kernel(monkeypatch):
+    """During CUDA-graph capture the host cannot read kv_lens: the runner built beside it (triton) runs."""
+    q, k, v = qkv(2, 8, 8, 2, 2, 32, torch.bfloat16)
+    kv_lens = torch.tensor([8, 4], dtype=torch.int32)
+    calls = []
+
+    def fake_prepare(geom, *tensors):
+        return lambda *args: calls.append(len(args)) or "triton result"
+
+    monkeypatch.setattr(testing.backend_module(attn.attention, "triton"), "prepare", fake_prepare)
+    run = _runner(q, k, v, kv_lens, "bshd")
+    monkeypatch.setattr(SDPA, "_capturing", lambda q: True)
+    assert run(q, k, v, kv_lens, None, None, None, "bshd") == "triton result" and calls == [8]
+    monkeypatch.setattr(SDPA, "_capturing", lambda q: False)
+    close(run(q, k, v, kv_lens, None, None, None), oracle(q, k, v, kv_lens=kv_lens)[0], torch.bfloat16)
+    assert calls == [8]
+
+
+def test_selection_sees_it_for_kv_lens_calls_only():
+    q, k, v = qkv(1, 8, 8, 2, 2, 32, torch.bfloat16)
+    kv_lens = torch.tensor([4], dtype=torch.int32)
+
+    def reason(**kw):
+        e = explain(attn.attention, q, k, v, **kw)
+        return " ".join(next(vd for vd in e.verdicts if vd.backend == "sdpa_valid_keys").reasons)
+
+    assert "every key valid (no kv_lens)" in reason()
+    assert reason(kv_lens=kv_lens) == "tensors on cpu; this backend runs on cuda"
+    assert "return_lse" in reason(kv_lens=kv_lens, return_lse=True)
