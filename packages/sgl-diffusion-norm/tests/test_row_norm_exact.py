@@ -449,11 +449,10 @@ def _exact_case(op, D):
 
 # RMSNorm's build choices spread over its widths (each one at one width: they do not depend on it)
 HELD_CASES = [("rms_modulate", 2432, ({"ROWS": 2}, {"MOD_AHEAD": 0})), ("rms_norm", 640, ({"ROWS": 1}, {"ROWS": 4})),
-              ("rms_modulate", 2440, ({}, {"MOD_AHEAD": 2})), ("ln_modulate", 2432, ({}, {"MOD_AHEAD": 1})),
-              ("layer_norm", 1536, ({}, {"MOD_AHEAD": 2})), ("ln_modulate", 3100, ({}, {"MOD_AHEAD": 4})),
-              ("layer_norm", 3584, ({},)),
-              ("ln_modulate", 4096, ({}, {"MOD_AHEAD": 4})), ("rms_modulate", 1920, ({}, {"MOD_AHEAD": 0})),
-              ("layer_norm", 7680, ({}, {"MOD_AHEAD": 2}))]
+              ("rms_modulate", 2440, ({}, {"MOD_AHEAD": 2})), ("ln_modulate", 2432, ({},)),
+              ("layer_norm", 1536, ({},)), ("ln_modulate", 3100, ({},)), ("layer_norm", 3584, ({},)),
+              ("ln_modulate", 4096, ({},)), ("rms_modulate", 1920, ({}, {"MOD_AHEAD": 0})),
+              ("layer_norm", 7680, ({},))]
 
 
 @pytest.mark.parametrize("op,D,builds", HELD_CASES, ids=[f"{op}-{D}" for op, D, _ in HELD_CASES])
@@ -466,9 +465,7 @@ def test_held_row_keeps_the_bits(op, D, builds):
     that reads x twice (RMSNorm: the loop; LayerNorm: its loads a chunk ahead, the rule), in bf16,
     RMSNorm with 1, 2 and 4 rows per program (a last program with fewer rows) and with the output
     chain's operands loaded ahead (``MOD_AHEAD``: RMSNorm's rule, groups of 4 chunks at 2440 = 20
-    chunks, halved to 1 where the chunk count is odd; LayerNorm's held rows when tuned, at 2432 with a
-    partial last chunk, 1536 and 3100 one chunk ahead, 4096 = 8 chunks four ahead, 7680 held as 16 two
-    ahead) or not, each choice at one of the widths."""
+    chunks, halved to 1 where the chunk count is odd) or not, each choice at one of the widths."""
     prepare = K.prepare_kernel
     geom, tensors = _exact_case(op, D)
     ref = prepare(geom, *tensors, tuning={"HOLD": False})(*tensors, 1e-6, 1.0)
@@ -476,9 +473,6 @@ def test_held_row_keeps_the_bits(op, D, builds):
     for extra in builds:
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
         testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
-        if extra.get("MOD_AHEAD"):  # the build asked for really loads ahead
-            const = K.launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True, **extra}, torch.bfloat16)
-            assert const["MOD_AHEAD"] > 0, (op, D, extra)
 
 
 @pytest.mark.parametrize("op,D", [("rms_modulate", 2440), ("layer_norm", 3100), ("ln_modulate", 4096)])

@@ -170,15 +170,15 @@ def _row_norm_exact_kernel(
                     r_val = tl.sum(tl.reshape(pick, [ROWS]), axis=0)
                     rb = tl.where(tl.arange(0, ROWS)[:, None] == r, r_val, rb)
                 rstd = rb
-        if MOD_AHEAD > 0:  # RMSNorm's rule; LayerNorm only when tuned
-            first = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, MOD_AHEAD, NORM == 0, FULL, HAS_SCALE,
-                             HAS_SHIFT, HAS_W, HAS_BIAS)
+        if MOD_AHEAD > 0:  # RMSNorm
+            first = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, MOD_AHEAD, False, False, HAS_SCALE, HAS_SHIFT,
+                             HAS_W, HAS_BIAS)
             if HOLD2 == 0:
                 t2 = t1
             if HOLD3 == 0:
                 t3 = t1
             emit_ahead(t1, t2, t3, first, t1, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row,
-                        scale_offset, CH, CHUNKS, HOLD1, HOLD2, HOLD3, MOD_AHEAD, False, NORM == 0, FULL, HAS_SCALE,
+                        scale_offset, CH, CHUNKS, HOLD1, HOLD2, HOLD3, MOD_AHEAD, False, False, False, HAS_SCALE,
                         HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
         else:
             hold_emit(t1, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CH, HOLD1,
@@ -352,8 +352,8 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
     4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
     load, so the compiler never hoists them itself: rms_modulate FLUX 80 -> 104%, Wan 87 -> 92% at
-    1); LayerNorm none (within 1.3 points at FLUX / Wan / HunyuanVideo; a tuning option for its held rows at
-    other widths and row counts). Measurements: docs/benchmarks/rms_modulate_bench_h200.json,
+    1); LayerNorm none (within 1.3 points at FLUX / Wan / HunyuanVideo, within the noise at 1152-2432
+    columns: exact_norm_sweep_h100.json). Measurements: docs/benchmarks/rms_modulate_bench_h200.json,
     ln_modulate_bench_h200.json (the ops at these rules).
     """
     chunks = out["CHUNKS"]
@@ -390,8 +390,7 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
         raise ValueError(f"MOD_AHEAD (chunks per group of prefetched operands) must be 0 or a power of two, "
                          f"not {ahead!r}")
-    if (out["NORM"] == 0 and "MOD_AHEAD" not in tuning) or not held or not (out["HAS_W"] or out["HAS_BIAS"]
-                                                                            or out["HAS_SCALE"]):
+    if out["NORM"] == 0 or not held or not (out["HAS_W"] or out["HAS_BIAS"] or out["HAS_SCALE"]):
         ahead = 0
     while ahead > 1 and out["CHUNKS"] % ahead:
         ahead //= 2
