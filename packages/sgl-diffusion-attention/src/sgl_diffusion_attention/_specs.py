@@ -65,9 +65,11 @@ def sdpa_caps(name: str) -> Capabilities:
                                  *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
-# sdpa_valid_keys: kv_lens calls only (bshd / bhsd, no lse, as many k/v heads as q heads), on CUDA
+# sdpa_valid_keys: kv_lens calls only (bshd / bhsd, no lse, as many k/v heads as q heads), on CUDA; Triton for
+# the calls made during CUDA-graph capture
 VALID_KEYS_CAPS = Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
-                               layouts=(BSHD, BHSD, KV_LENS, LONG_ROWS, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
+                               layouts=(BSHD, BHSD, KV_LENS, LONG_ROWS, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)),
+                               requires=("triton",))
 
 
 # Output tolerances of the close backends, per output dtype: fp32 math, the probabilities rounded to the
