@@ -9,7 +9,7 @@ import torch
 from test_attention import close, oracle, qkv
 
 import sgl_diffusion_attention as attn
-from sgl_diffusion_core import explain, testing
+from sgl_diffusion_core import UnsupportedInputError, explain, testing
 
 SDPA = testing.backend_module(attn.attention, "sdpa_valid_keys")
 
@@ -57,6 +57,20 @@ def test_capture_runs_the_triton_kernel(monkeypatch):
     monkeypatch.setattr(SDPA, "_capturing", lambda q: False)
     close(run(q, k, v, kv_lens, None, None, None), oracle(q, k, v, kv_lens=kv_lens)[0], torch.bfloat16)
     assert calls == [8]
+
+
+def test_capture_without_triton_is_refused(monkeypatch):
+    import sys
+
+    q, k, v = qkv(1, 8, 8, 2, 2, 32, torch.bfloat16)
+    kv_lens = torch.tensor([5], dtype=torch.int32)
+    monkeypatch.setitem(sys.modules, "sgl_diffusion_attention._attention_triton", None)  # import fails
+    monkeypatch.delattr(attn, "_attention_triton", raising=False)
+    run = _runner(q, k, v, kv_lens, "bshd")
+    close(run(q, k, v, kv_lens, None, None, None), oracle(q, k, v, kv_lens=kv_lens)[0], torch.bfloat16)
+    monkeypatch.setattr(SDPA, "_capturing", lambda q: True)
+    with pytest.raises(UnsupportedInputError, match="Triton is not installed"):
+        run(q, k, v, kv_lens, None, None, None)
 
 
 def test_selection_sees_it_for_kv_lens_calls_only():

@@ -65,11 +65,10 @@ def sdpa_caps(name: str) -> Capabilities:
                                  *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
-# sdpa_valid_keys: kv_lens calls only (bshd / bhsd, no lse, as many k/v heads as q heads), on CUDA; Triton for
-# the calls made during CUDA-graph capture
+# sdpa_valid_keys: kv_lens calls only (bshd / bhsd, no lse, as many k/v heads as q heads), on CUDA (no kernel of
+# its own: during CUDA-graph capture its runner launches the triton backend's)
 VALID_KEYS_CAPS = Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
-                               layouts=(BSHD, BHSD, KV_LENS, LONG_ROWS, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)),
-                               requires=("triton",))
+                               layouts=(BSHD, BHSD, KV_LENS, LONG_ROWS, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
 # Output tolerances of the close backends, per output dtype: fp32 math, the probabilities rounded to the

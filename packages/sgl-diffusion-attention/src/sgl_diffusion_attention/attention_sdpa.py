@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import torch
 
+from sgl_diffusion_core import UnsupportedInputError
+
 _CUDNN = torch.ops.aten._scaled_dot_product_cudnn_attention.default
 _FLASH = torch.ops.aten._scaled_dot_product_flash_attention.default
 _EFFICIENT = torch.ops.aten._scaled_dot_product_efficient_attention.default
@@ -90,14 +92,21 @@ def _runs(lens: list[int]) -> list[tuple[int, int, int]]:
 
 def prepare_valid_keys(geom, q, k, v, kv_lens, cu_q, cu_k, out):
     """The ``sdpa_valid_keys`` backend's runner (see the module docstring)."""
-    from . import _attention_triton
-
-    capturing_runner = _attention_triton.prepare(geom, q, k, v, kv_lens, cu_q, cu_k, out)
+    try:
+        from . import _attention_triton
+    except ImportError:  # no Triton: nothing to launch during capture (the runner says so there)
+        capturing_runner = None
+    else:
+        capturing_runner = _attention_triton.prepare(geom, q, k, v, kv_lens, cu_q, cu_k, out)
     bshd = geom.layout == "bshd"
     scale, Sk, shape, dtype = geom.scale, geom.Sk, geom.out_shape, geom.dtype
 
     def run(q, k, v, kv_lens, cu_q, cu_k, out, *rest):
         if _capturing(q):
+            if capturing_runner is None:
+                raise UnsupportedInputError(
+                    "attention: backend 'sdpa_valid_keys' reads kv_lens on the host, which CUDA-graph capture "
+                    "forbids, and launches the triton kernel there instead, but Triton is not installed")
             return capturing_runner(q, k, v, kv_lens, cu_q, cu_k, out, *rest)
         runs = _runs(kv_lens.tolist())
         if out is None and len(runs) == 1 and 1 <= runs[0][2] <= Sk:
