@@ -510,8 +510,9 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
     head = (
         f"Measured on {envs}, {', '.join(dtypes)}, at each op's benchmark shapes\n"
         f'(per-case tables, git SHAs and plots: [`docs/benchmarks/`]({link})). "% of copy" is our\n'
-        "bandwidth over a same-run device-to-device copy of the same bytes (compute-bound ops: TFLOP/s);\n"
-        "ranges run over the cases.\n"
+        "bandwidth over a same-run device-to-device copy of the same bytes (compute-bound ops: TFLOP/s; ops\n"
+        "with a time target per case, the ext domain's: their time and how many cases meet the H200 design\n"
+        "target); ranges run over the cases.\n"
     )
     if hosts:
         head += f"Host time per eager call: median {statistics.median(hosts):.0f} us over all cases.\n"

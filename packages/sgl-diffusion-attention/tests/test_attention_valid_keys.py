@@ -9,7 +9,7 @@ import torch
 from test_attention import close, oracle, qkv
 
 import sgl_diffusion_attention as attn
-from sgl_diffusion_core import UnsupportedInputError, explain, testing
+from sgl_diffusion_core import REGISTRY, explain, testing
 
 SDPA = testing.backend_module(attn.attention, "sdpa_valid_keys")
 
@@ -59,7 +59,8 @@ def test_capture_runs_the_triton_kernel(monkeypatch):
     assert calls == [8]
 
 
-def test_capture_without_triton_is_refused(monkeypatch):
+def test_capture_without_triton_runs_the_definition(monkeypatch):
+    """No Triton (or rows too long for its kernel): during capture the torch definition runs (no host read)."""
     import sys
 
     q, k, v = qkv(1, 8, 8, 2, 2, 32, torch.bfloat16)
@@ -67,10 +68,15 @@ def test_capture_without_triton_is_refused(monkeypatch):
     monkeypatch.setitem(sys.modules, "sgl_diffusion_attention._attention_triton", None)  # import fails
     monkeypatch.delattr(attn, "_attention_triton", raising=False)
     run = _runner(q, k, v, kv_lens, "bshd")
-    close(run(q, k, v, kv_lens, None, None, None), oracle(q, k, v, kv_lens=kv_lens)[0], torch.bfloat16)
     monkeypatch.setattr(SDPA, "_capturing", lambda q: True)
-    with pytest.raises(UnsupportedInputError, match="Triton is not installed"):
-        run(q, k, v, kv_lens, None, None, None)
+    definition = attn.attention(q, k, v, kv_lens=kv_lens, backend="torch")
+    testing.assert_exact(run(q, k, v, kv_lens, None, None, None, "bshd", None, None, None), definition)
+
+
+def test_static_priority_never_picks_it():
+    """Below the definition: where the triton backend cannot serve a kv_lens call, the static choice is torch."""
+    names = [s.backend for s in REGISTRY.specs("attention.attention")]
+    assert names.index("sdpa_valid_keys") > names.index("torch")
 
 
 def test_selection_sees_it_for_kv_lens_calls_only():

@@ -208,7 +208,7 @@ ATTENTION = Op(
         Backend("triton", "._attention_triton", S.TRITON_CAPS, S.ATTENTION_CLOSE, priority=10,
                 notes=S.TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
         Backend("sdpa_valid_keys", ".attention_sdpa:prepare_valid_keys", S.VALID_KEYS_CAPS, S.ATTENTION_CLOSE,
-                priority=5, notes=S.VALID_KEYS_NOTE, executed_on=S.EXECUTED_SDPA),
+                priority=-1, notes=S.VALID_KEYS_NOTE, executed_on=S.EXECUTED_SDPA),
         Backend("torch", ".attention_torch", S.TORCH_CAPS, Contract.exact(), notes=S.TORCH_NOTE,
                 executed_on=S.EXECUTED_TORCH),
     ],
@@ -275,10 +275,10 @@ def attention(
         first eager call times every backend that serves it on these inputs, checked against
         the ``torch`` definition, and keeps the winner (``attention_autotune_cache`` keeps it on
         disk); under ``torch.compile`` tracing or CUDA-graph capture, and on the CPU, the static
-        priority: ``sdpa_cudnn`` > ``sdpa_flash`` > ``sdpa_efficient`` > ``triton`` >
-        ``sdpa_valid_keys`` > ``torch`` among those that serve the call. Or one of those names.
-        ``sdpa_valid_keys`` serves kv_lens calls: it reads kv_lens on the host (a device-to-host
-        copy, which waits for the GPU) and runs SDPA over each sample's valid keys.
+        priority: ``sdpa_cudnn`` > ``sdpa_flash`` > ``sdpa_efficient`` > ``triton`` > ``torch``
+        among those that serve the call. Or one of those names, or ``sdpa_valid_keys`` (kv_lens
+        calls; picked only by the measurement or by name): it reads kv_lens on the host (a
+        device-to-host copy, which waits for the GPU) and runs SDPA over each sample's valid keys.
 
     Returns the output (q's shape and dtype, contiguous in q's layout unless ``out`` is given),
     or ``(out, lse)`` with ``return_lse``. Raises ``UnsupportedInputError`` naming every

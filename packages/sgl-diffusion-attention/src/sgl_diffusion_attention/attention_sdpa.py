@@ -16,15 +16,16 @@ refuses; the selection sees both as tags.
 kv_lens on the host and runs ``scaled_dot_product_attention`` over each run of consecutive samples that
 share a length, on views of their valid keys, which is dense attention over fewer keys (PyTorch picks the
 kernel). The read is a device-to-host copy that waits for the GPU, so it is not possible during CUDA-graph
-capture: there the runner launches the triton kernel instead. A length outside ``[1, Sk]`` gives NaN rows,
-as the definition does.
+capture: there the runner launches the triton kernel instead (the torch definition where Triton is missing or
+a sample is too long for the kernel). A length outside ``[1, Sk]`` gives NaN rows, as the definition does.
+Its priority is below the definition's: only ``backend=None``'s measurement or its name picks it.
 """
 
 from __future__ import annotations
 
 import torch
 
-from sgl_diffusion_core import UnsupportedInputError
+from ._geometry import long_rows
 
 _CUDNN = torch.ops.aten._scaled_dot_product_cudnn_attention.default
 _FLASH = torch.ops.aten._scaled_dot_product_flash_attention.default
@@ -92,21 +93,12 @@ def _runs(lens: list[int]) -> list[tuple[int, int, int]]:
 
 def prepare_valid_keys(geom, q, k, v, kv_lens, cu_q, cu_k, out):
     """The ``sdpa_valid_keys`` backend's runner (see the module docstring)."""
-    try:
-        from . import _attention_triton
-    except ImportError:  # no Triton: nothing to launch during capture (the runner says so there)
-        capturing_runner = None
-    else:
-        capturing_runner = _attention_triton.prepare(geom, q, k, v, kv_lens, cu_q, cu_k, out)
+    capturing_runner = _capture_runner(geom, q, k, v, kv_lens, cu_q, cu_k, out)
     bshd = geom.layout == "bshd"
     scale, Sk, shape, dtype = geom.scale, geom.Sk, geom.out_shape, geom.dtype
 
     def run(q, k, v, kv_lens, cu_q, cu_k, out, *rest):
         if _capturing(q):
-            if capturing_runner is None:
-                raise UnsupportedInputError(
-                    "attention: backend 'sdpa_valid_keys' reads kv_lens on the host, which CUDA-graph capture "
-                    "forbids, and launches the triton kernel there instead, but Triton is not installed")
             return capturing_runner(q, k, v, kv_lens, cu_q, cu_k, out, *rest)
         runs = _runs(kv_lens.tolist())
         if out is None and len(runs) == 1 and 1 <= runs[0][2] <= Sk:
@@ -120,6 +112,22 @@ def prepare_valid_keys(geom, q, k, v, kv_lens, cu_q, cu_k, out):
         return o
 
     return run
+
+
+def _capture_runner(geom, *tensors):
+    """What runs during CUDA-graph capture, where kv_lens cannot be read on the host: the triton backend's
+    kernel, or the torch definition (no host read either) where Triton is missing or the rows are too long
+    for the kernel's 32-bit offsets."""
+    if not long_rows(geom.Sq, geom.Sk, geom.Dh, geom.q, geom.k, geom.v, geom.o):
+        try:
+            from . import _attention_triton
+        except ImportError:
+            pass
+        else:
+            return _attention_triton.prepare(geom, *tensors)
+    from . import attention_torch
+
+    return attention_torch.prepare(geom, *tensors)
 
 
 def _capturing(q: torch.Tensor) -> bool:

@@ -108,8 +108,8 @@ def _bin_raster_kernel(FS, BCNT, BLIST, PX, PY, PRIOR, KEYS, FID, BARY, DEPTH, F
         # the pixels of the face's box only (clipped to the image; empty for a masked face): a bin also holds
         # pixels beyond it, where a sliver's edge values can round to "covered"; the per-face path and the
         # reference never test those. The box is packed in the setup's last two words (NFS).
-        xs = tl.where(fm, tl.load(S + 14, mask=fm, other=0.0).to(tl.int32, bitcast=True), 1)
-        ys = tl.where(fm, tl.load(S + 15, mask=fm, other=0.0).to(tl.int32, bitcast=True), 1)
+        xs = tl.where(fm, tl.load(S + 14, mask=fm, other=0.0).to(tl.int32, bitcast=True), -1)  # -1: lo 65535, hi -1
+        ys = tl.where(fm, tl.load(S + 15, mask=fm, other=0.0).to(tl.int32, bitcast=True), -1)
         xl = xs & 0xFFFF
         yl = ys & 0xFFFF
         boxed = (((col[None, :] - xl[:, None]).to(tl.uint32) <= ((xs >> 16) - xl).to(tl.uint32)[:, None])

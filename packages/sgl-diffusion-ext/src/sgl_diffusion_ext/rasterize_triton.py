@@ -30,7 +30,7 @@ walks its items one after another. Cost model at 2048^2 (the H200 targets of 0.5
 40k / 200k / 1M faces): the key buffer is 32 MiB (a fill and one read in the resolve), fragments
 are about H*W times the depth complexity atomics, minus the early rejects; per face the setup reads
 12 floats and writes 22 words. The binned path spends one atomic per (face, bin) pair and evaluates
-every pixel of a bin against each of its faces, 16 faces per step. Measured on an H100 at 2048^2
+every pixel of a bin against each of its faces, 16 faces per step (8 on AMD). Measured on an H100 at 2048^2
 (``docs/benchmarks/rasterize_bench_h100.json``), the per-face path is the faster one at every size there.
 
 Numerics match the reference bit for bit: the same fp32 operations in the same order, built without
@@ -340,7 +340,7 @@ class RasterConfig:
                        path: str | None = None) -> RasterConfig:
         """The rule: the per-face path; ``path`` (``"binned"`` / ``"perface"``) forces one. Why: on an H100 at
         2048^2 the per-face path took 0.54 / 0.99 / 2.6 ms for spheres of 40k / 200k / 1M faces where the
-        binned path took 1.1 / 4.0 / 18.7 ms (``docs/benchmarks/rasterize_bench_h100.json``; its per-bin lists
+        binned path took 1.1 / 4.0 / 18.3 ms (``docs/benchmarks/rasterize_bench_h100.json``; its per-bin lists
         and the evaluation of every pixel of a bin against each listed face cost more than the per-face path's
         atomics on meshes of small faces)."""
         if path not in (None, "binned", "perface"):
