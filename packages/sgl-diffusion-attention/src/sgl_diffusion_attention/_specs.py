@@ -94,9 +94,11 @@ VALID_KEYS_NOTE = ("kv_lens read on the host (one device-to-host copy per call),
                    "Triton or for rows too long for it); measured or named only")
 MERGE_TRITON_NOTE = "one program per (sample, head, token block): weights from the two lse, fp32, one rounding"
 MERGE_TORCH_NOTE = "the definition: logaddexp and exp(lse_i - lse) weights in fp32, one rounding"
-EXECUTED_TRITON = ("cpu-interpreter",)
-EXECUTED_TORCH = ("cpu",)
-EXECUTED_SDPA: tuple[str, ...] = ()
+# where each backend ran against the definition: the CPU lane, and the GPU lane on an H100 (sm_90)
+EXECUTED_TRITON = ("sm_90", "cpu-interpreter")
+EXECUTED_TORCH = ("sm_90", "cpu")
+EXECUTED_SDPA = ("sm_90",)
+EXECUTED_VALID_KEYS: tuple[str, ...] = ()  # its runner on the CPU lane only (PyTorch's CPU SDPA)
 
 # usp_attention: its backends are the local attention's. Outputs: each ring block's partial output is
 # rounded to the input dtype by the local attention, the partials are merged in fp32 and rounded once

@@ -208,7 +208,7 @@ ATTENTION = Op(
         Backend("triton", "._attention_triton", S.TRITON_CAPS, S.ATTENTION_CLOSE, priority=10,
                 notes=S.TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
         Backend("sdpa_valid_keys", ".attention_sdpa:prepare_valid_keys", S.VALID_KEYS_CAPS, S.ATTENTION_CLOSE,
-                priority=-1, notes=S.VALID_KEYS_NOTE, executed_on=S.EXECUTED_SDPA),
+                priority=-1, notes=S.VALID_KEYS_NOTE, executed_on=S.EXECUTED_VALID_KEYS),
         Backend("torch", ".attention_torch", S.TORCH_CAPS, Contract.exact(), notes=S.TORCH_NOTE,
                 executed_on=S.EXECUTED_TORCH),
     ],
