@@ -46,7 +46,7 @@ def _sweep_kernel(COL_IN, PAINT_IN, COL_OUT, PAINT_OUT, ROWPTR, NBR, WT, CNT, V,
         ws = tl.where(pk, ws + w, ws)
     new = todo & (ws > 0.0)
     old = tl.load(COL_IN + (v * C)[:, None] + cols[None, :], mask=m[:, None] & cm, other=0.0)
-    out = tl.where(new[:, None], s / tl.where(new, ws, 1.0)[:, None], old)
+    out = tl.where(new[:, None], tl.math.div_rn(s, tl.where(new, ws, 1.0)[:, None]), old)
     tl.store(COL_OUT + (v * C)[:, None] + cols[None, :], out, mask=m[:, None] & cm)
     tl.store(PAINT_OUT + v, (was | new).to(tl.int8), mask=m)
     tl.atomic_add(CNT + slot, tl.sum(new.to(tl.int32), axis=0))
