@@ -2,10 +2,11 @@
 attention issue (bf16): FLUX, Qwen-Image, Wan 720p, HunyuanVideo 720p, FLUX's tokens at head dims 64
 and 256, and the padded-text cases (kv_lens).
 
-Providers of ``attention``: ``sgl_diffusion`` (the op, static backend priority), ``sgl_diffusion(triton)``
-(our kernel), ``sdpa`` (PyTorch's default SDPA; with kv_lens the boolean key mask ``[B, 1, 1, Sk]``
-diffusers passes), ``sdpa(valid keys)`` (dense SDPA over the valid keys only, batch 1: the bound a
-kv_lens kernel aims at) and ``torch.compile`` of the ``sdpa`` provider. Attention is compute bound: each
+Providers of ``attention``: ``sgl_diffusion`` (the op with ``backend=None``: on a GPU, the backend
+that its first call of the bucket measured fastest), ``sgl_diffusion(triton)`` (our kernel), ``sdpa``
+(PyTorch's default SDPA; with kv_lens the boolean key mask ``[B, 1, 1, Sk]`` diffusers passes),
+``sdpa(valid keys)`` (dense SDPA over the valid keys only, batch 1: the bound a kv_lens kernel aims
+at) and ``torch.compile`` of the ``sdpa`` provider. Attention is compute bound: each
 case carries ``flops = 4 * B * H * Sq * Sk_valid * Dh`` (in ``extra``) besides the bytes of q, k, v and
 the output (the copy reference the runner reports is not its limit). ``merge_attention_states``:
 ``sgl_diffusion``, ``eager`` (its definition) and ``torch.compile`` of it; bytes: two outputs and two

@@ -344,10 +344,10 @@ class RasterConfig:
     def from_heuristic(cls, B: int, F: int, H: int, W: int, device: torch.device,
                        path: str | None = None) -> RasterConfig:
         """The rule: the per-face path; ``path`` (``"binned"`` / ``"perface"``) forces one. Why: on an H100 at
-        2048^2 the per-face path took 0.54 / 0.99 / 2.6 ms for spheres of 40k / 200k / 1M faces where the
-        binned path took 1.1 / 4.0 / 18.3 ms (``docs/benchmarks/rasterize_bench_h100.json``; its per-bin lists
-        and the evaluation of every pixel of a bin against each listed face cost more than the per-face path's
-        atomics on meshes of small faces)."""
+        2048^2 the binned path is 2-16x slower than the per-face path for spheres of 40k / 200k / 1M faces
+        (``docs/benchmarks/rasterize_bench_h100.json``): its per-bin lists and the evaluation of every pixel
+        of a bin against each listed face cost more than the per-face path's atomics on meshes of small
+        faces."""
         if path not in (None, "binned", "perface"):
             raise ValueError(f"path must be None, 'binned' or 'perface', got {path!r}")
         binned = path == "binned"
