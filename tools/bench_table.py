@@ -50,6 +50,8 @@ RULES = {
     "nccl_ulysses_check": "`ulysses_all_to_all` over NCCL, 2 GPUs (`tools/gpu/nccl_ulysses_check.py`)",
     "quantized_attention_sweep": "`quantized_attention`'s Triton tiles (`quantized_attention_triton._SM90_128`) and "
     "its k scales per block of 64 keys (`quantized_attention_torch.KEY_BLOCK`)",
+    "rasterize_sweep": "`rasterize`'s per-face launch rule (`rasterize_triton.PROGRAMS_PER_SM`, `RASTER_WARPS`, "
+    "`TILE_W` x `TILE_H`)",
     "row_norm_width_sweep": "the row norms' launch rules across DiT widths (`_row_norm_triton.width_config`, "
     "`_row_norm_exact_triton._hold_rule`)",
     "sites_e2e": "`sgl_diffusion_sites.optimize` end to end (`tools/gpu/sites_e2e.py`)",
@@ -267,17 +269,21 @@ def _frac(r: dict[str, Any]) -> float | None:
     return f
 
 
-def _measure(rows: list[dict[str, Any]]) -> tuple[Callable[[dict[str, Any]], float | None], str, Callable]:
-    """What a sweep compares: TFLOP/s where its rows carry them (compute-bound kernels), else % of copy."""
-    if any(isinstance(r, dict) and "tflops" in r for r in rows):
-        return (lambda r: r.get("tflops")), "TFLOP/s", (lambda v: f"{v:.0f}")
-    return _frac, "% of copy", _pct
+def _measure(rows: list[dict[str, Any]]) -> tuple[Callable[[dict[str, Any]], float | None], str, Callable, Callable]:
+    """What a sweep compares, and which end is best: TFLOP/s where its rows carry them (compute-bound
+    kernels), % of copy where they carry that, else the time (rows of neither, such as the rasterizer's)."""
+    rows = [r for r in rows if isinstance(r, dict)]
+    if any("tflops" in r for r in rows):
+        return (lambda r: r.get("tflops")), "TFLOP/s", (lambda v: f"{v:.0f}"), max
+    if any("frac_of_copy" in r for r in rows) or not any("median_us" in r for r in rows):
+        return _frac, "% of copy", _pct, max
+    return (lambda r: r.get("median_us")), "us", (lambda v: f"{v:.1f}"), min
 
 
 def sweep_table(rows: list[dict[str, Any]]) -> list[str]:
     """Per case: the rule's configuration (``default`` rows, or the public op's in a probe), the best one, and
     how many configurations ran (repeats of one configuration count once, at their median)."""
-    value, unit, fmt = _measure(rows)
+    value, unit, fmt, best_of = _measure(rows)
     rows = [r for r in rows if isinstance(r, dict) and value(r) is not None]
     out = [f"| case | the rule ({unit}) | best ({unit}) | best configuration | configurations |\n"]
     out.append("|---|---|---|---|---|\n")
@@ -295,7 +301,7 @@ def sweep_table(rows: list[dict[str, Any]]) -> list[str]:
             configs.setdefault(label, []).append(value(r))
             if r.get("default") or label.startswith("public op"):
                 rule.append(value(r))
-        best_label, best = max(((k, statistics.median(v)) for k, v in configs.items()), key=lambda kv: kv[1])
+        best_label, best = best_of(((k, statistics.median(v)) for k, v in configs.items()), key=lambda kv: kv[1])
         out.append(
             f"| {case} | {fmt(statistics.median(rule)) if rule else '—'} | {fmt(best)} | {best_label} "
             f"| {len(configs)} |\n"

@@ -298,8 +298,8 @@ def _resolve_kernel(KEYS, FS, PX, PY, FID, BARY, DEPTH, n_pix, F, H, W, NV: tl.c
 # (face record, pixel keys, atomic), so the kernel is bound by memory latency, not bandwidth, and more programs
 # in flight hide it. Swept on an H100 at 2048^2 over tiles 8x4 / 8x8 / 16x8 / 16x16, 1-4 warps and 8-64 programs
 # per multiprocessor (spheres of 40k / 200k / 1M faces): 8 programs of 8x8 on 2 warps took 544 / 992 / 2616 us,
-# 64 programs of 8x8 on one warp 269 / 461 / 1109 us, within 3% of the fastest setting at each size but one
-# (16x16 tiles on 4 warps: 262 us at 40k, 1617 at 1M).
+# 64 programs of 8x8 on one warp 269 / 461 / 1109 us, within 3% of the fastest setting at each size (16x16 tiles
+# on 4 warps took 262 / 448 us at 40k / 200k but 1617 at 1M; docs/benchmarks/rasterize_sweep_h100.json).
 SETUP_BLOCK = 128
 TILE_W = 8
 TILE_H = 8
