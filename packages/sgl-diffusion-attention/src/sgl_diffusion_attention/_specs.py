@@ -98,7 +98,7 @@ MERGE_TORCH_NOTE = "the definition: logaddexp and exp(lse_i - lse) weights in fp
 EXECUTED_TRITON = ("sm_90", "cpu-interpreter")
 EXECUTED_TORCH = ("sm_90", "cpu")
 EXECUTED_SDPA = ("sm_90",)
-EXECUTED_VALID_KEYS: tuple[str, ...] = ()  # its runner on the CPU lane only (PyTorch's CPU SDPA)
+EXECUTED_VALID_KEYS = ("sm_90", "cpu")  # on the CPU lane with PyTorch's CPU SDPA
 
 # usp_attention: its backends are the local attention's. Outputs: each ring block's partial output is
 # rounded to the input dtype by the local attention, the partials are merged in fp32 and rounded once
