@@ -1,8 +1,8 @@
 """GPU lane: the Triton backends at production sizes against the torch reference on the same GPU (face ids
 equal, floats within the declared tolerance): a 40k-face sphere and 40k random overlapping triangles at 512²,
 both rasterizer paths at 2048² (on 1M faces also against each other), bins
-overflowing at scale, the UV atlas of a 40k-face sphere at 2048², uv_inpaint of a 2048² texture with 56 % holes
-and the whole bake of examples/bake.py at 2048².
+overflowing at scale, the UV atlas of a 40k-face sphere at 2048², uv_inpaint of a 2048² texture with 56 % holes,
+the whole bake of examples/bake.py at 2048², and vertex_inpaint on that atlas against Jacobi sweeps.
 """
 
 from __future__ import annotations

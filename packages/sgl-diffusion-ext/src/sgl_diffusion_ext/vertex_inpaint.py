@@ -77,7 +77,7 @@ VERTEX_INPAINT = Op(
     reference=".vertex_inpaint_torch:vertex_inpaint",
     backends=[
         Backend("triton", ".vertex_inpaint_triton", S.TRITON_CAPS, S.VERTEX_INPAINT_CLOSE, priority=10,
-                notes=S.VERTEX_INPAINT_TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_CPU_TRITON),
+                notes=S.VERTEX_INPAINT_TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
         Backend("torch", ".vertex_inpaint_torch", S.TORCH_CAPS, S.VERTEX_INPAINT_CLOSE,
                 notes=S.VERTEX_INPAINT_TORCH_NOTE, executed_on=S.EXECUTED_CPU_TORCH),
     ],
