@@ -573,6 +573,9 @@ def test_tuning_is_checked():
     for bad in (3, -1, True, 1.0):
         with pytest.raises(ValueError, match="FULL"):
             K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"FULL": bad})
+    with pytest.raises(ValueError, match="MOD_AHEAD loads RMSNorm"):  # LayerNorm has no operands-ahead build
+        K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"HOLD": True, "MOD_AHEAD": 2})
+    K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"HOLD": True, "MOD_AHEAD": 0})
     with pytest.raises(ValueError, match="FULL"):  # RMSNorm reads every chunk masked
         K.prepare_kernel(geom, x, None, None, None, None, tuning={"FULL": 1})
     for bad in (3, 8, 0):  # a LayerNorm program's physical warps: 1, 2 or 4 (its lanes stay 4 x 32)

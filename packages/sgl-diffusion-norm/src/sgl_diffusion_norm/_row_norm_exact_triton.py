@@ -352,7 +352,7 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
     4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
     load, so the compiler never hoists them itself: rms_modulate FLUX 80 -> 104%, Wan 87 -> 92% at
-    1); LayerNorm none (within 1.3 points at FLUX / Wan / HunyuanVideo, within the noise at 1152-2432
+    1); LayerNorm none, and a tuning that asks for it is refused (within 1.3 points at FLUX / Wan / HunyuanVideo, within the noise at 1152-2432
     columns: exact_norm_sweep_h100.json). Measurements: docs/benchmarks/rms_modulate_bench_h200.json,
     ln_modulate_bench_h200.json (the ops at these rules).
     """
@@ -390,6 +390,8 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
         raise ValueError(f"MOD_AHEAD (chunks per group of prefetched operands) must be 0 or a power of two, "
                          f"not {ahead!r}")
+    if out["NORM"] == 0 and tuning.get("MOD_AHEAD"):
+        raise ValueError("MOD_AHEAD loads RMSNorm rows' operands ahead; a LayerNorm row has no such build choice")
     if out["NORM"] == 0 or not held or not (out["HAS_W"] or out["HAS_BIAS"] or out["HAS_SCALE"]):
         ahead = 0
     while ahead > 1 and out["CHUNKS"] % ahead:
