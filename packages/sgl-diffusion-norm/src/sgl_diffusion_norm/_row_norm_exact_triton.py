@@ -352,9 +352,9 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
     4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
     load, so the compiler never hoists them itself: rms_modulate FLUX 80 -> 104%, Wan 87 -> 92% at
-    1); LayerNorm none, and a tuning that asks for it is refused (within 1.3 points at FLUX / Wan / HunyuanVideo, within the noise at 1152-2432
-    columns: exact_norm_sweep_h100.json). Measurements: docs/benchmarks/rms_modulate_bench_h200.json,
-    ln_modulate_bench_h200.json (the ops at these rules).
+    1); LayerNorm none, and a tuning that asks for it is refused (within 1.3 points at FLUX / Wan /
+    HunyuanVideo, within the noise at 1152-2432 columns: exact_norm_sweep_h100.json). Measurements:
+    docs/benchmarks/rms_modulate_bench_h200.json, ln_modulate_bench_h200.json (the ops at these rules).
     """
     chunks = out["CHUNKS"]
     if out["NORM"] == 1 or out["VEC"]:
