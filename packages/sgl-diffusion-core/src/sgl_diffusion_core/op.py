@@ -158,10 +158,6 @@ def _absolute(module: str, package: str) -> str:
     return importlib.util.resolve_name(module, package) if module.startswith(".") else module
 
 
-def _tensor_sig(t: Any) -> tuple | None:
-    return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
-
-
 def verdict_key(args: tuple, kwargs: dict) -> tuple | None:
     """What decides ``can_use``'s verdict on one eager call: each tensor's signature (shape, strides,
     dtype, device, 16-byte alignment) and where it lies against the earlier tensors of the same storage
@@ -284,7 +280,8 @@ class Op:
         if self._generation != REGISTRY.generation:
             self._forget_stale()
         try:
-            key = (*map(_tensor_sig, tensors), backend, exact, options)
+            key = (tuple([None if t is None else (t.shape, t.stride(), t.dtype, t.device) for t in tensors]),
+                   backend, exact, options)
             plan = self._plans.get(key)
         except (AttributeError, TypeError):  # a non-tensor or unhashable argument: describe() names it
             key = plan = None

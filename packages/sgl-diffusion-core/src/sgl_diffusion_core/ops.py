@@ -174,27 +174,19 @@ def check_index_range(index: torch.Tensor, lo: int, hi: int, op: str, *, name: s
         _checked_indices.remember(index, vmin, vmax)
 
 
-class PlanCache:
-    """Per-signature cache of ready-to-call plans, bounded (cleared when it grows past ``limit``)."""
+class PlanCache(dict):
+    """Per-signature cache of ready-to-call plans, bounded (cleared when it grows past ``limit``).
+    A dict, so an eager call's lookup is ``dict.get`` itself."""
 
     def __init__(self, limit: int = 4096) -> None:
-        self._plans: dict[tuple, Callable[..., Any]] = {}
+        super().__init__()
         self._limit = limit
 
-    def get(self, key: tuple) -> Callable[..., Any] | None:
-        return self._plans.get(key)
-
     def put(self, key: tuple, plan: Callable[..., Any]) -> Callable[..., Any]:
-        if len(self._plans) >= self._limit:
-            self._plans.clear()
-        self._plans[key] = plan
+        if len(self) >= self._limit:
+            self.clear()
+        self[key] = plan
         return plan
-
-    def clear(self) -> None:
-        self._plans.clear()
-
-    def __len__(self) -> int:
-        return len(self._plans)
 
 
 class Dispatcher:

@@ -19,6 +19,8 @@ are baked into the compiled kernel); derive them from the plan's shapes and stri
 
 from __future__ import annotations
 
+from functools import reduce
+from operator import or_
 from typing import Any
 
 import torch
@@ -62,46 +64,48 @@ class PreparedLaunch:
             self._device_index = device.index if device.index is not None else torch.cuda.current_device()
 
     def __call__(self, *args: Any) -> None:
-        idx = self._device_index
-        # the current device read directly (torch.cuda.current_device() first checks lazy init,
-        # which the tensors' existence already implies)
-        if idx is not None and torch._C._cuda_getDevice() != idx:
-            with torch.cuda.device(idx):
-                return self._launch(*args)
-        return self._launch(*args)
-
-    def _launch(self, *args: Any) -> None:
         n = self._n_ptrs
         ptrs = [t.data_ptr() for t in args[:n]]
-        misaligned = 0
-        for p in ptrs:
-            misaligned |= p & 15
-        runner = self._runner
-        if runner is not None and not misaligned:
+        raw = self._raw
+        if raw is not None and not reduce(or_, ptrs, 0) & 15:
             # Integer pointers: the launcher takes them as they are (no data_ptr() call and no
             # cuPointerGetAttribute per argument); devices were validated when the plan was made.
-            # The stream is the tensors' device's current one, read directly (the runner would
-            # ask the driver for the current device first).
+            # The stream is the tensors' device's current one, read directly (the runner would ask
+            # the driver for the current device first). The current device is read directly too
+            # (torch.cuda.current_device() first checks lazy init, which the tensors imply).
+            run, gx, gy, gz, function, meta, enter, leave, get_device, get_stream, tail = raw
             idx = self._device_index
+            current = get_device()
+            if (idx is None or current == idx) and not (enter.calls or leave.calls):
+                run(gx, gy, gz, get_stream(current), function, meta, None, None, None, *ptrs, *args[n:], *tail)
+                return
+        self._regular(args, ptrs)
+
+    def _regular(self, args: tuple, ptrs: list[int]) -> None:
+        """Every launch the direct call above does not take: the first one (it compiles), one with a
+        pointer off its 16-byte alignment, one while a launch hook is installed, or one from another
+        current device (Triton launches on the current device: switch to the tensors' one)."""
+        idx = self._device_index
+        if idx is not None and torch._C._cuda_getDevice() != idx:
+            with torch.cuda.device(idx):
+                return self._regular(args, ptrs)
+        misaligned = reduce(or_, ptrs, 0) & 15
+        runner = self._runner
+        if runner is not None and not misaligned:
             stream = _raw_stream(torch._C._cuda_getDevice() if idx is None else idx)
-            raw = self._raw
-            if raw is not None and not (_knobs.runtime.launch_enter_hook.calls
-                                        or _knobs.runtime.launch_exit_hook.calls):
-                run, grid, function, meta = raw
-                run(*grid, stream, function, meta, None, None, None, *ptrs, *args[n:], *self._const_tail)
-            else:
-                runner(*ptrs, *args[n:], *self._const_tail, stream=stream)
+            runner(*ptrs, *args[self._n_ptrs:], *self._const_tail, stream=stream)
             return
         compiled = self.kernel[self.grid](*args, **self.constexprs, **self.options)
         if self._direct and not misaligned and compiled is not None and hasattr(compiled, "__getitem__"):
             self._runner = compiled[self.grid]  # loads the module: function and run exist from here
-            self._raw = _raw_launch(compiled, self.grid)
+            self._raw = _raw_launch(compiled, self.grid, self._const_tail)
 
 
-def _raw_launch(compiled: Any, grid: tuple[int, int, int]) -> tuple | None:
-    """``(run, grid, function, packed_metadata)`` of a loaded compiled kernel, for a launch without
-    Triton's runner wrapper; None where this Triton's compiled kernel lacks one of them or its hooks
-    are not the chains this module reads (the runner is used then)."""
+def _raw_launch(compiled: Any, grid: tuple[int, int, int], tail: tuple) -> tuple | None:
+    """What the direct call needs, read once from a loaded compiled kernel: ``(run, *grid, function,
+    packed_metadata, enter_hooks, exit_hooks, current_device, raw_stream, constexpr_tail)``; None where
+    this Triton's compiled kernel lacks one of them or its hooks are not the chains this module reads
+    (the runner is used then)."""
     global _knobs
     if _knobs is None:
         try:
@@ -109,10 +113,11 @@ def _raw_launch(compiled: Any, grid: tuple[int, int, int]) -> tuple | None:
         except ImportError:  # a Triton without knobs: the runner, hooks included
             return None
     hooks = getattr(_knobs, "runtime", None)
-    if not all(hasattr(getattr(hooks, h, None), "calls") for h in ("launch_enter_hook", "launch_exit_hook")):
+    chains = tuple(getattr(hooks, h, None) for h in ("launch_enter_hook", "launch_exit_hook"))
+    if not all(hasattr(c, "calls") for c in chains):
         return None
     parts = tuple(getattr(compiled, a, None) for a in ("run", "function", "packed_metadata"))
     if any(p is None for p in parts):
         return None
     run, function, meta = parts
-    return run, grid, function, meta
+    return (run, *grid, function, meta, *chains, torch._C._cuda_getDevice, _raw_stream, tail)
