@@ -30,6 +30,28 @@ def test_forward_is_fp8_linear_of_the_quantized_input(epilogue, bias):
     assert F.cosine_similarity(layer(x).float().flatten(), ref.flatten(), dim=0) > 0.998
 
 
+@pytest.mark.parametrize("epilogue", [None, "gelu_tanh"])
+def test_compiled_forward_traces_the_quantization(epilogue):
+    """Under torch.compile the input quantization is traced as its torch definition (no quantize_fp8
+    custom op in the graph) and the layer still equals fp8_linear of the quantized input."""
+    lin = _linear()
+    layer = FP8Linear.from_linear(lin, epilogue=epilogue)
+    x = torch.randn(2, 7, 64).to(torch.bfloat16)
+    xq, xs = quantize_fp8_reference(x, dtype=torch.float8_e4m3fn)
+    want = fp8_linear_reference(xq, xs, layer.weight_fp8, layer.weight_scale, lin.bias, out_dtype=torch.bfloat16,
+                                epilogue=epilogue)
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    testing.assert_exact(torch.compile(layer, fullgraph=True, backend=backend)(x), want)
+    code = "".join(gm.code for gm in graphs)
+    assert "quantize_fp8" not in code and "fp8_linear" in code
+
+
 def test_fp8_input_and_gated_residual():
     lin = _linear()
     layer = FP8Linear.from_linear(lin)

@@ -2,9 +2,10 @@
 
 The weight is quantized per output channel (``quantize_fp8`` row-wise over ``[N, K]``) in the FP8
 format the device computes in (``sgl_diffusion_core.device_fp8_dtype``); each call quantizes its
-input per row (``quantize_fp8``), or takes codes and row scales a fused op already wrote (a norm or
-activation with an FP8 ``out_dtype``: :meth:`FP8Linear.forward_fp8`), and runs ``fp8_linear`` with
-the layer's bias and epilogue. ``to_linear()`` gives back an ``nn.Linear`` whose weight is the
+input per row (``quantize_fp8``; under ``torch.compile`` its torch definition, which inductor fuses),
+or takes codes and row scales a fused op already wrote (a norm or activation with an FP8
+``out_dtype``: :meth:`FP8Linear.forward_fp8`), and runs ``fp8_linear`` with the layer's bias and
+epilogue. ``to_linear()`` gives back an ``nn.Linear`` whose weight is the
 dequantized FP8 weight; exact reversal keeps the original module (as ``sgl_diffusion_sites`` does).
 """
 
@@ -14,7 +15,7 @@ import weakref
 
 import torch
 
-from sgl_diffusion_core import UnsupportedInputError, device_fp8_dtype, is_compiling
+from sgl_diffusion_core import UnsupportedInputError, device_fp8_dtype, is_compiling, quantize_fp8_torch
 
 from . import _specs as S
 
@@ -101,10 +102,16 @@ class FP8Linear(torch.nn.Module):
         return cls(w_fp8, w_scale, linear.bias, epilogue=epilogue, accumulate=accumulate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if is_compiling():
+            # traced as quantize_fp8's torch definition: inductor generates the row reduction and the
+            # conversion itself and merges the quantizations of one input (q / k / v), where the custom
+            # op would cost a call per layer; the codes are within quantize_fp8's contract of its kernel's
+            xq, xs = quantize_fp8_torch(x, self.weight_fp8.dtype)
+            return self.forward_fp8(xq, xs, out_dtype=x.dtype)
         from .quantize_fp8 import quantize_fp8
 
         shared = self.shared_input
-        if shared is not None and not is_compiling():
+        if shared is not None:
             xq, xs = shared.get(x, self.weight_fp8.dtype, quantize_fp8)
         else:
             xq, xs = quantize_fp8(x, dtype=self.weight_fp8.dtype)
