@@ -115,8 +115,9 @@ def mount_fp8_linears(blocks: list[tuple[str, torch.nn.Module]], report: MountRe
                 host_bytes += lin.weight.numel() * lin.weight.element_size()
             mt.apply()
             mounts.append(mt)
-            # compiled as the custom ops whatever under_compile says: the bf16 weights are not on the device
-            site.ops = site.compile_ops = FP8_OPS
+            # whatever under_compile says (the bf16 weights are not on the device), compiled as the
+            # fp8_linear custom op after the input quantization's torch definition (FP8Linear.forward)
+            site.ops, site.compile_ops = FP8_OPS, ("quant.fp8_linear",)
             site.contract, site.status, site.reason = "close", "mounted", ""
     if mounts:
         report.notes.append(
