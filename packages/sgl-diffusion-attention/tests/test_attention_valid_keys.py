@@ -41,19 +41,27 @@ def test_lengths_outside_the_keys_give_nan_rows():
     close(o[ok], oracle(q[ok], k[ok], v[ok], kv_lens=kv_lens[ok])[0], torch.bfloat16)
 
 
-def test_capture_runs_the_triton_kernel(monkeypatch):
-    """During CUDA-graph capture the host cannot read kv_lens: the runner built beside it (triton) runs."""
+def test_capture_runs_the_registrys_next_choice(monkeypatch):
+    """During CUDA-graph capture the host cannot read kv_lens: the runner built beside it is the first backend of
+    the registry's static order that accepts the inputs, this one aside (the triton kernel on CUDA, which the GPU
+    lane captures; on the CPU the torch definition, as triton runs here only when asked for)."""
+    from sgl_diffusion_core import eligible
+    from sgl_diffusion_core.registry import _TARGET_CACHE, describe
+
     q, k, v = qkv(2, 8, 8, 2, 2, 32, torch.bfloat16)
     kv_lens = torch.tensor([8, 4], dtype=torch.int32)
+    desc = describe(attn.attention, q, k, v, kv_lens, None, None, None, layout="bshd")
+    first = next(s for s in eligible("attention.attention", desc) if s.backend != "sdpa_valid_keys")
+    assert first.backend == "torch"
     calls = []
 
     def fake_prepare(geom, *tensors):
-        return lambda *args: calls.append(len(args)) or "triton result"
+        return lambda *args: calls.append(len(args)) or "captured"
 
-    monkeypatch.setattr(testing.backend_module(attn.attention, "triton"), "prepare", fake_prepare)
+    monkeypatch.setitem(_TARGET_CACHE, first.target, fake_prepare)  # what the registry's load() returns
     run = _runner(q, k, v, kv_lens, "bshd")
     monkeypatch.setattr(SDPA, "_capturing", lambda q: True)
-    assert run(q, k, v, kv_lens, None, None, None, "bshd") == "triton result" and calls == [8]
+    assert run(q, k, v, kv_lens, None, None, None, "bshd") == "captured" and calls == [8]
     monkeypatch.setattr(SDPA, "_capturing", lambda q: False)
     close(run(q, k, v, kv_lens, None, None, None), oracle(q, k, v, kv_lens=kv_lens)[0], torch.bfloat16)
     assert calls == [8]

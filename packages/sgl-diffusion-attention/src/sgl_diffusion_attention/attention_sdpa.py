@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from ._geometry import long_rows
+from sgl_diffusion_core import UnsupportedInputError
 
 _CUDNN = torch.ops.aten._scaled_dot_product_cudnn_attention.default
 _FLASH = torch.ops.aten._scaled_dot_product_flash_attention.default
@@ -115,19 +115,23 @@ def prepare_valid_keys(geom, q, k, v, kv_lens, cu_q, cu_k, out):
 
 
 def _capture_runner(geom, *tensors):
-    """What runs during CUDA-graph capture, where kv_lens cannot be read on the host: the triton backend's
-    kernel, or the torch definition (no host read either) where Triton is missing or the rows are too long
-    for the kernel's 32-bit offsets."""
-    if not long_rows(geom.Sq, geom.Sk, geom.Dh, geom.q, geom.k, geom.v, geom.o):
-        try:
-            from . import _attention_triton
-        except ImportError:
-            pass
-        else:
-            return _attention_triton.prepare(geom, *tensors)
-    from . import attention_torch
+    """What runs during CUDA-graph capture, where kv_lens cannot be read on the host: the first backend of the
+    registry's static order that accepts these inputs, this one aside (the only one that reads kv_lens on the
+    host): the triton kernel, or the torch definition where the kernel refuses the inputs (rows too long for
+    its 32-bit offsets) or its module does not import."""
+    from sgl_diffusion_core import eligible
 
-    return attention_torch.prepare(geom, *tensors)
+    from .attention import describe_attention
+
+    desc = describe_attention(*tensors, layout=geom.layout, scale=geom.scale)
+    for spec in eligible("attention.attention", desc):
+        if spec.backend == "sdpa_valid_keys":
+            continue
+        try:
+            return spec.load()(geom, *tensors)
+        except ImportError:
+            continue
+    raise UnsupportedInputError("attention: no backend but sdpa_valid_keys serves these inputs during capture")
 
 
 def _capturing(q: torch.Tensor) -> bool:
