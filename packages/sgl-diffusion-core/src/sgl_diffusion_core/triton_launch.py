@@ -73,10 +73,11 @@ class PreparedLaunch:
             # The stream is the tensors' device's current one, read directly (the runner would ask
             # the driver for the current device first). The current device is read directly too
             # (torch.cuda.current_device() first checks lazy init, which the tensors imply).
-            run, gx, gy, gz, function, meta, enter, leave, get_device, get_stream, tail = raw
+            run, gx, gy, gz, function, meta, hooks, get_device, get_stream, tail = raw
             idx = self._device_index
             current = get_device()
-            if (idx is None or current == idx) and not (enter.calls or leave.calls):
+            if (idx is None or current == idx) and not (hooks.launch_enter_hook.calls
+                                                        or hooks.launch_exit_hook.calls):
                 run(gx, gy, gz, get_stream(current), function, meta, None, None, None, *ptrs, *args[n:], *tail)
                 return
         self._regular(args, ptrs)
@@ -103,9 +104,9 @@ class PreparedLaunch:
 
 def _raw_launch(compiled: Any, grid: tuple[int, int, int], tail: tuple) -> tuple | None:
     """What the direct call needs, read once from a loaded compiled kernel: ``(run, *grid, function,
-    packed_metadata, enter_hooks, exit_hooks, current_device, raw_stream, constexpr_tail)``; None where
-    this Triton's compiled kernel lacks one of them or its hooks are not the chains this module reads
-    (the runner is used then)."""
+    packed_metadata, runtime_knobs, current_device, raw_stream, constexpr_tail)`` (the hook chains are read
+    from the runtime knobs on every call, as Triton does); None where this Triton's compiled kernel lacks one
+    of them or its hooks are not the chains this module reads (the runner is used then)."""
     global _knobs
     if _knobs is None:
         try:
@@ -113,11 +114,10 @@ def _raw_launch(compiled: Any, grid: tuple[int, int, int], tail: tuple) -> tuple
         except ImportError:  # a Triton without knobs: the runner, hooks included
             return None
     hooks = getattr(_knobs, "runtime", None)
-    chains = tuple(getattr(hooks, h, None) for h in ("launch_enter_hook", "launch_exit_hook"))
-    if not all(hasattr(c, "calls") for c in chains):
+    if not all(hasattr(getattr(hooks, h, None), "calls") for h in ("launch_enter_hook", "launch_exit_hook")):
         return None
     parts = tuple(getattr(compiled, a, None) for a in ("run", "function", "packed_metadata"))
     if any(p is None for p in parts):
         return None
     run, function, meta = parts
-    return (run, *grid, function, meta, *chains, torch._C._cuda_getDevice, _raw_stream, tail)
+    return (run, *grid, function, meta, hooks, torch._C._cuda_getDevice, _raw_stream, tail)

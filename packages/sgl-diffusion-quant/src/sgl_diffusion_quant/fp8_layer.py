@@ -5,8 +5,8 @@ format the device computes in (``sgl_diffusion_core.device_fp8_dtype``); each ca
 input per row (``quantize_fp8``; under ``torch.compile`` its torch definition, which inductor fuses),
 or takes codes and row scales a fused op already wrote (a norm or activation with an FP8
 ``out_dtype``: :meth:`FP8Linear.forward_fp8`), and runs ``fp8_linear`` with the layer's bias and
-epilogue. ``to_linear()`` gives back an ``nn.Linear`` whose weight is the
-dequantized FP8 weight; exact reversal keeps the original module (as ``sgl_diffusion_sites`` does).
+epilogue. ``to_linear()`` gives back an ``nn.Linear`` whose weight is the dequantized FP8 weight;
+exact reversal keeps the original module (as ``sgl_diffusion_sites`` does).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class FP8Linear(torch.nn.Module):
         if is_compiling():
             # traced as quantize_fp8's torch definition: inductor generates the row reduction and the
             # conversion itself and merges the quantizations of one input (q / k / v), where the custom
-            # op would cost a call per layer; the codes are within quantize_fp8's contract of its kernel's
+            # op would cost a call per layer; its codes are within quantize_fp8's contract (one FP8 step)
             xq, xs = quantize_fp8_torch(x, self.weight_fp8.dtype)
             return self.forward_fp8(xq, xs, out_dtype=x.dtype)
         from .quantize_fp8 import quantize_fp8
