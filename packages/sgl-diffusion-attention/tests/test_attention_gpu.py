@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import sgl_diffusion_attention as attn
-from sgl_diffusion_core import REGISTRY, explain, testing
+from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing
 
 pytestmark = [
     pytest.mark.gpu,
@@ -152,6 +152,30 @@ def test_compile_and_cuda_graph():
     triton = attn.attention(q, k, v, kv_lens=kv_lens, backend="triton") * 2
     testing.assert_exact(out, triton)
     _close(ref, triton, torch.bfloat16)
+
+
+def test_kv_lens_on_the_host():
+    """kv_lens on the CPU for a GPU call: every backend that serves it gives the bits it gives for kv_lens on the
+    device (sdpa_valid_keys without a device read, triton after a copy); out-of-range values raise; a capture
+    refuses it with a clear error."""
+    q, k, v, _ = _inputs(2, 1024, 8, 128, 0)
+    lens = [1000, 700]
+    dev, host = torch.tensor(lens, dtype=torch.int32, device="cuda"), torch.tensor(lens, dtype=torch.int32)
+    for backend in ("triton", "sdpa_valid_keys", "torch", None):
+        got = attn.attention(q, k, v, kv_lens=host, backend=backend)
+        want = attn.attention(q, k, v, kv_lens=dev, backend=backend or "triton")
+        if backend is None:
+            _close(got, want, torch.bfloat16)
+        else:
+            testing.assert_exact(got, want)
+    with pytest.raises(UnsupportedInputError, match="kv_lens values"):
+        attn.attention(q, k, v, kv_lens=torch.tensor([1000, 1025], dtype=torch.int32))
+    fn = attn.attention
+    fn(q, k, v, kv_lens=host, backend="triton")  # plan built outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(UnsupportedInputError, match="during CUDA-graph capture"):
+        with torch.cuda.graph(graph):
+            fn(q, k, v, kv_lens=host, backend="triton")
 
 
 def test_merge_halves_at_flux():

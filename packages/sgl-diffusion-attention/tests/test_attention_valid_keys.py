@@ -9,6 +9,7 @@ import torch
 from test_attention import close, oracle, qkv
 
 import sgl_diffusion_attention as attn
+from sgl_diffusion_attention import _specs as S
 from sgl_diffusion_core import REGISTRY, explain, testing
 
 SDPA = testing.backend_module(attn.attention, "sdpa_valid_keys")
@@ -98,3 +99,20 @@ def test_selection_sees_it_for_kv_lens_calls_only():
     assert "every key valid (no kv_lens)" in reason()
     assert reason(kv_lens=kv_lens) == "tensors on cpu; this backend runs on cuda"
     assert "return_lse" in reason(kv_lens=kv_lens, return_lse=True)
+
+
+def test_kv_lens_on_the_host_for_a_gpu_call_is_described():
+    """kv_lens on the CPU with q elsewhere (meta stands in for a GPU here): accepted, its values checked on the
+    host, tagged for selection; the triton and sdpa_valid_keys backends declare the tag (the GPU lane runs them)."""
+    from sgl_diffusion_core.registry import describe
+
+    q = torch.empty(2, 64, 2, 32, dtype=torch.bfloat16, device="meta")
+    desc = describe(attn.attention, q, q, q, torch.tensor([64, 10], dtype=torch.int32))
+    assert not desc.problems and S.KV_LENS_HOST in desc.layouts and desc.info["geom"].kv_lens_host
+    bad = describe(attn.attention, q, q, q, torch.tensor([64, 65], dtype=torch.int32))
+    assert any("kv_lens values must lie in [1, Sk=64]" in p for p in bad.problems)
+    on_q = describe(attn.attention, q, q, q, torch.tensor([64, 10], dtype=torch.int32, device="meta"))
+    assert S.KV_LENS_HOST not in on_q.layouts and not on_q.info["geom"].kv_lens_host
+    caps = {s.backend: s.capabilities.layouts for s in REGISTRY.specs("attention.attention")}
+    assert S.KV_LENS_HOST in caps["triton"] and S.KV_LENS_HOST in caps["sdpa_valid_keys"]
+    assert all(S.KV_LENS_HOST not in caps[b] for b in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient"))

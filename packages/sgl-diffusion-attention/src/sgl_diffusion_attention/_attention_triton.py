@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, device_arch, next_pow2, tensor_platform
+from sgl_diffusion_core import PreparedLaunch, UnsupportedInputError, device_arch, next_pow2, tensor_platform
 
 LOG2E = 1.4426950408889634
 
@@ -263,8 +263,14 @@ def prepare(geom, q, k, v, kv_lens, cu_q, cu_k, out, *, config: AttnConfig | Non
     like = q.is_contiguous() and not geom.given_out
     no_index = torch.zeros(1, dtype=torch.int32, device=device)
     no_lse = torch.empty(1, dtype=torch.float32, device=device)
+    host_lens = geom.kv_lens_host
 
     def run(q, k, v, kv_lens, cu_q, cu_k, out, *_):
+        if host_lens:  # lengths known on the host: copied to the device (a pageable copy returns at once)
+            if torch.cuda.is_current_stream_capturing():
+                raise UnsupportedInputError("attention: kv_lens on the CPU cannot be copied to the device during "
+                                            "CUDA-graph capture; pass kv_lens on q's device")
+            kv_lens = kv_lens.to(device, non_blocking=True)
         if out is None:
             out = torch.empty_like(q) if like else torch.empty(shape, dtype=dtype, device=device)
         lse = torch.empty(lse_shape, dtype=torch.float32, device=device) if want_lse else no_lse

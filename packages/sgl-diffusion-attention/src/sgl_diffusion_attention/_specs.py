@@ -19,6 +19,7 @@ BSHD = "bshd"
 BHSD = "bhsd"
 VARLEN = "varlen (layout='thd' with cu_seqlens)"
 KV_LENS = "kv_lens (padded keys)"
+KV_LENS_HOST = "kv_lens on the CPU for a GPU call"
 DENSE = "every key valid (no kv_lens)"
 LSE = "return_lse"
 GQA = "GQA (k/v with fewer heads than q)"
@@ -48,7 +49,7 @@ TRITON_CAPS = Capabilities(
     platforms=("cuda", "hip"),
     dtypes=_HALF,
     min_arch=_ARCH,
-    layouts=(BSHD, BHSD, VARLEN, KV_LENS, DENSE, LSE, GQA, *TORCH_REFUSES.values(),
+    layouts=(BSHD, BHSD, VARLEN, KV_LENS, KV_LENS_HOST, DENSE, LSE, GQA, *TORCH_REFUSES.values(),
              *(head_dim_tag(d) for d in TRITON_HEAD_DIMS)),
     interpretable=True,
     requires=("triton",),
@@ -68,7 +69,8 @@ def sdpa_caps(name: str) -> Capabilities:
 # sdpa_valid_keys: kv_lens calls only (bshd / bhsd, no lse, as many k/v heads as q heads), on CUDA (no kernel of
 # its own: during CUDA-graph capture its runner launches the triton backend's)
 VALID_KEYS_CAPS = Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
-                               layouts=(BSHD, BHSD, KV_LENS, LONG_ROWS, *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
+                               layouts=(BSHD, BHSD, KV_LENS, KV_LENS_HOST, LONG_ROWS,
+                                        *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
 # Output tolerances of the close backends, per output dtype: fp32 math, the probabilities rounded to the
@@ -88,7 +90,8 @@ TORCH_NOTE = "the definition: fp32 scores, masked keys -inf, fp32 softmax, one r
 SDPA_NOTE = ("the {} kernel's own ATen op, as scaled_dot_product_attention dispatches to it for an inference call "
              "(the lse kept with return_lse); bshd inputs as transposed views (no copy); kv_lens, varlen and GQA go "
              "to the triton backend")
-VALID_KEYS_NOTE = ("kv_lens read on the host (one device-to-host copy per call), then PyTorch's SDPA over each run of "
+VALID_KEYS_NOTE = ("kv_lens read on the host (one device-to-host copy per call; none for kv_lens given on the CPU), "
+                   "then PyTorch's SDPA over each run of "
                    "samples with one length, on their valid keys only (views: no copy of k or v); during CUDA-graph "
                    "capture, where the host cannot read kv_lens, the triton kernel (the definition without "
                    "Triton or for rows too long for it); measured or named only")

@@ -32,6 +32,8 @@ ALSO_EXPORTS = ("attention_autotune_cache",)
 def _features(geom: G.Geometry, q, k, v) -> tuple[str, ...]:
     tags = [S.VARLEN if geom.varlen else geom.layout, S.head_dim_tag(geom.Dh)]
     tags.append(S.KV_LENS if geom.kv_lens else S.DENSE)
+    if geom.kv_lens_host:
+        tags.append(S.KV_LENS_HOST)
     if geom.return_lse:
         tags.append(S.LSE)
     if geom.Hk != geom.Hq:
@@ -76,6 +78,7 @@ def _geometry(q, k, v, sizes, layout, kv_lens, cu_q, out, scale, max_seqlen_q, r
         kv_lens=kv_lens is not None, varlen=varlen, return_lse=bool(return_lse),
         scale=1.0 / math.sqrt(Dh) if scale is None else float(scale),
         max_seqlen_q=max_seqlen_q, given_out=out is not None,
+        kv_lens_host=kv_lens is not None and kv_lens.device.type == "cpu" and q.device.type != "cpu",
     )
 
 
@@ -112,8 +115,10 @@ def _mode_problems(layout, kv_lens, cu_q, cu_k) -> list[str]:
 
 
 def _index_problems(q, layout, kv_lens, cu_q, cu_k, B: int, problems: list[str]) -> None:
-    if kv_lens is not None:
-        G.check_index("kv_lens", kv_lens, q.device, (torch.int32, torch.int64), B, problems)
+    if kv_lens is not None:  # on q's device, or on the CPU (values known on the host)
+        host = isinstance(kv_lens, torch.Tensor) and kv_lens.device.type == "cpu"
+        G.check_index("kv_lens", kv_lens, kv_lens.device if host else q.device, (torch.int32, torch.int64), B,
+                      problems)
     if isinstance(cu_q, torch.Tensor) and isinstance(cu_k, torch.Tensor):
         G.check_index("cu_seqlens_q", cu_q, q.device, (torch.int32,), cu_q.shape[0] if cu_q.dim() == 1 else -1,
                       problems)
@@ -166,7 +171,8 @@ def per_call(q, k, v, kv_lens, cu_seqlens_q, cu_seqlens_k, out, *, layout="bshd"
              **_) -> str | None:
     """What the plan key cannot see: index values (CPU tensors only) and out's memory."""
     why = G.overlap_problem(out, q, k, v) if out is not None else None
-    if why is None and (kv_lens is not None or cu_seqlens_q is not None) and q.device.type == "cpu":
+    host_lens = kv_lens is not None and kv_lens.device.type == "cpu"
+    if why is None and (host_lens or (cu_seqlens_q is not None and q.device.type == "cpu")):
         Sq, Sk = G.sizes_of(q, layout)[1], G.sizes_of(k, layout)[1]
         found = G.value_problems(kv_lens, cu_seqlens_q, cu_seqlens_k, Sk, Sq, Sk, max_seqlen_q)
         why = found[0] if found else None
@@ -250,9 +256,12 @@ def attention(
         passed to SDPA as they are.
     scale: default ``1 / sqrt(Dh)``.
     kv_lens: ``[B]`` int32 | int64, keys per sample: sample b attends to keys ``0 .. kv_lens[b]-1``
-        (joint attention with padded text). Values must lie in ``[1, Sk]``: checked (an
-        ``UnsupportedInputError``) when kv_lens is on the CPU; on a GPU they are not read on the
-        host (that would sync), and a sample whose value is out of range gets NaN output rows
+        (joint attention with padded text). On q's device, or on the CPU for a GPU call: lengths the
+        caller knows on the host (a prompt's token counts) spare the ``sdpa_valid_keys`` backend its
+        device-to-host read (a sync per call); the triton backend copies them to the device (not
+        during CUDA-graph capture: there pass them on the device). Values must lie in ``[1, Sk]``:
+        checked (an ``UnsupportedInputError``) when kv_lens is on the CPU; on a GPU they are not read
+        on the host (that would sync), and a sample whose value is out of range gets NaN output rows
         and NaN lse, never a read outside k or v.
     cu_seqlens_q, cu_seqlens_k: ``[B + 1]`` int32 offsets of a packed varlen batch
         (``layout="thd"``: q ``[total_q, Hq, Dh]``, k / v ``[total_k, Hk, Dh]``, as the layout
