@@ -46,8 +46,7 @@ def test_capture_runs_the_registrys_next_choice(monkeypatch):
     """During CUDA-graph capture the host cannot read kv_lens: the runner built beside it is the first backend of
     the registry's static order that accepts the inputs, this one aside (the triton kernel on CUDA, which the GPU
     lane captures; on the CPU the torch definition, as triton runs here only when asked for)."""
-    from sgl_diffusion_core import eligible
-    from sgl_diffusion_core.registry import _TARGET_CACHE, describe
+    from sgl_diffusion_core import KernelSpec, describe, eligible
 
     q, k, v = qkv(2, 8, 8, 2, 2, 32, torch.bfloat16)
     kv_lens = torch.tensor([8, 4], dtype=torch.int32)
@@ -59,7 +58,8 @@ def test_capture_runs_the_registrys_next_choice(monkeypatch):
     def fake_prepare(geom, *tensors):
         return lambda *args: calls.append(len(args)) or "captured"
 
-    monkeypatch.setitem(_TARGET_CACHE, first.target, fake_prepare)  # what the registry's load() returns
+    load = KernelSpec.load
+    monkeypatch.setattr(KernelSpec, "load", lambda spec: fake_prepare if spec == first else load(spec))
     run = _runner(q, k, v, kv_lens, "bshd")
     monkeypatch.setattr(SDPA, "_capturing", lambda q: True)
     assert run(q, k, v, kv_lens, None, None, None, "bshd") == "captured" and calls == [8]
@@ -104,7 +104,7 @@ def test_selection_sees_it_for_kv_lens_calls_only():
 def test_kv_lens_on_the_host_for_a_gpu_call_is_described():
     """kv_lens on the CPU with q elsewhere (meta stands in for a GPU here): accepted, its values checked on the
     host, tagged for selection; the triton and sdpa_valid_keys backends declare the tag (the GPU lane runs them)."""
-    from sgl_diffusion_core.registry import describe
+    from sgl_diffusion_core import describe
 
     q = torch.empty(2, 64, 2, 32, dtype=torch.bfloat16, device="meta")
     desc = describe(attn.attention, q, q, q, torch.tensor([64, 10], dtype=torch.int32))
