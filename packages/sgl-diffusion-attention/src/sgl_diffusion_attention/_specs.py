@@ -91,8 +91,8 @@ SDPA_NOTE = ("the {} kernel's own ATen op, as scaled_dot_product_attention dispa
              "(the lse kept with return_lse); bshd inputs as transposed views (no copy); kv_lens, varlen and GQA go "
              "to the triton backend")
 VALID_KEYS_NOTE = ("kv_lens read on the host (one device-to-host copy per call; none for kv_lens given on the CPU), "
-                   "then PyTorch's SDPA over each run of "
-                   "samples with one length, on their valid keys only (views: no copy of k or v); during CUDA-graph "
+                   "then PyTorch's SDPA over each run of samples with one length, on their valid keys only (views: "
+                   "no copy of k or v); during CUDA-graph "
                    "capture, where the host cannot read kv_lens, the triton kernel (the definition without "
                    "Triton or for rows too long for it); measured or named only")
 MERGE_TRITON_NOTE = "one program per (sample, head, token block): weights from the two lse, fp32, one rounding"
