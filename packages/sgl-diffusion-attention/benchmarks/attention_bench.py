@@ -5,8 +5,9 @@ and 256, and the padded-text cases (kv_lens).
 Providers of ``attention``: ``sgl_diffusion`` (the op with ``backend=None``: on a GPU, the backend
 that its first call of the bucket measured fastest), ``sgl_diffusion(triton)`` (our kernel), ``sdpa``
 (PyTorch's default SDPA; with kv_lens the boolean key mask ``[B, 1, 1, Sk]`` diffusers passes),
-``sdpa(valid keys)`` (dense SDPA over the valid keys only, batch 1: the bound a kv_lens kernel aims
-at) and ``torch.compile`` of the ``sdpa`` provider. Attention is compute bound: each
+``sgl_diffusion(host kv_lens)`` (``backend=None`` with the lengths on the CPU, as a mount that
+knows them passes them), ``sdpa(valid keys)`` (dense SDPA over the valid keys only, batch 1: the
+bound a kv_lens kernel aims at) and ``torch.compile`` of the ``sdpa`` provider. Attention is compute bound: each
 case carries ``flops = 4 * B * H * Sq * Sk_valid * Dh`` (in ``extra``) besides the bytes of q, k, v and
 the output (the copy reference the runner reports is not its limit). ``merge_attention_states``:
 ``sgl_diffusion``, ``eager`` (its definition) and ``torch.compile`` of it; bytes: two outputs and two
@@ -53,6 +54,9 @@ def _providers(q, k, v, kv_lens, S: int, pad: int) -> dict:
         "sdpa": lambda: _sdpa(q, k, v, mask),
         "torch.compile": lambda: compiled(q, k, v, mask),
     }
+    if kv_lens is not None:  # lengths the caller knows on the host (a mount reads them once per mask)
+        host_lens = kv_lens.cpu()
+        providers["sgl_diffusion(host kv_lens)"] = lambda: attention(q, k, v, kv_lens=host_lens)
     if pad and q.shape[0] == 1:
         valid = S - pad
         providers["sdpa(valid keys)"] = lambda: _sdpa(q, k[:, :valid], v[:, :valid])
@@ -73,7 +77,9 @@ def attention_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
 
         def check(providers=providers, dtype=dtype):
             ref = providers["sdpa"]()
-            for which in ("sgl_diffusion", "sgl_diffusion(triton)"):
+            for which in ("sgl_diffusion", "sgl_diffusion(triton)", "sgl_diffusion(host kv_lens)"):
+                if which not in providers:
+                    continue
                 testing.assert_close(providers[which]().float(), ref.float(), atol=2e-2, rtol=2**-6)
 
         yield bench.BenchCase(
