@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from sgl_diffusion_core import Backend, Capabilities, Contract, InputDesc, KernelSpec, Op, dtype_name
-from sgl_diffusion_core.op import verdict_key
+from sgl_diffusion_core.op import INDEX_VALUES_KEYED, verdict_key
 from sgl_diffusion_core.registry import REGISTRY
 
 MOD = __name__
@@ -69,11 +69,18 @@ def test_shared_memory_is_part_of_the_signature():
     assert verdict_key((a[1:5], a[3:7]), {}) != verdict_key((a[0:4], a[2:6]), {})  # another 16-byte alignment
 
 
-def test_index_values_on_the_cpu_are_checked_every_call():
+def test_index_values_on_the_cpu_are_part_of_the_signature():
     x, y = torch.ones(4), torch.ones(4)
     assert PAIR.can_use(x, y, torch.tensor([3]))
-    assert not PAIR.can_use(x, y, torch.tensor([9]))  # same signature, values past x
-    assert len(DESCRIBED) == 2 and PAIR.verdicts_cached() == 0
+    assert not PAIR.can_use(x, y, torch.tensor([9]))  # same signature, values past x: refused
+    assert PAIR.can_use(x, y, torch.tensor([3])) and not PAIR.can_use(x, y, torch.tensor([9]))  # kept per values
+    assert len(DESCRIBED) == 2 and PAIR.verdicts_cached() == 2
+    assert verdict_key((x, y, torch.tensor([3])), {}) != verdict_key((x, y, torch.tensor([4])), {})
+    assert verdict_key((x, y, torch.tensor([[1, 2]])), {}) != verdict_key((x, y, torch.tensor([[1], [2]])), {})
+    many = torch.zeros(INDEX_VALUES_KEYED + 1, dtype=torch.int32)
+    assert verdict_key((x, y, many), {}) is None  # too many values to key on: decided afresh
+    assert PAIR.can_use(x, y, many) and PAIR.can_use(x, y, many)
+    assert len(DESCRIBED) == 4 and PAIR.verdicts_cached() == 2
     assert verdict_key((x, y, [torch.tensor([1])]), {}) is None  # tensors inside a sequence
 
 

@@ -12,6 +12,7 @@ from test_sites import _out, _recording_backend, psnr
 
 import sgl_diffusion_attention
 import sgl_diffusion_sites as sites
+from sgl_diffusion_sites import kernels as kernels_module
 from sgl_diffusion_sites.kernels import Kernels
 
 pytest.importorskip("diffusers", reason="these tests need diffusers (pinned in tools/dev-requirements.txt)")
@@ -150,6 +151,19 @@ def test_key_padding_lens_checks_and_caches_per_mask_object():
         assert k.key_padding_lens(inf, 1).tolist() == [1]
         inf[0, 0] = False
         assert k.key_padding_lens(inf, 1) is False
+
+
+def test_key_padding_lens_on_the_host_comes_from_the_same_read(monkeypatch):
+    """``host=True``: the same lengths on the CPU, from the one cached read of the mask."""
+    k = Kernels("close", None)
+    reads = []
+    real = kernels_module._prefix_lens
+    monkeypatch.setattr(kernels_module, "_prefix_lens", lambda m: reads.append(m) or real(m))
+    m = torch.tensor([[True, True, False], [True, False, False]])
+    dev, host = k.key_padding_lens(m, 2, offset=3), k.key_padding_lens(m, 2, offset=3, host=True)
+    assert host.device.type == "cpu" and host.dtype == dev.dtype == torch.int32 and host.tolist() == [5, 4]
+    assert torch.equal(host, dev.cpu()) and len(reads) == 1
+    assert k.key_padding_lens(m[:1], 3, host=True).tolist() == [2, 2, 2] and len(reads) == 2
 
 
 def test_diffusers_attention_backend_set_after_the_mount_is_respected():

@@ -158,19 +158,26 @@ def _absolute(module: str, package: str) -> str:
     return importlib.util.resolve_name(module, package) if module.startswith(".") else module
 
 
+# the most elements of a CPU index tensor whose values ``verdict_key`` holds (a batch's kv_lens)
+INDEX_VALUES_KEYED = 64
+
+
 def verdict_key(args: tuple, kwargs: dict) -> tuple | None:
     """What decides ``can_use``'s verdict on one eager call: each tensor's signature (shape, strides,
     dtype, device, 16-byte alignment) and where it lies against the earlier tensors of the same storage
     (ops refuse results that overlap their inputs), every other argument as it is, and whether Triton
-    interprets (CPU selection depends on it). None (not cached) for an index tensor on the CPU (ops
-    check its values, such as ``kv_lens``), tensors inside a sequence, or a tensor without storage; an
-    unhashable argument makes the key unhashable (``can_use`` then decides afresh)."""
+    interprets (CPU selection depends on it). An index tensor on the CPU (ops check its values, such
+    as ``kv_lens``) adds its values when it has at most ``INDEX_VALUES_KEYED`` elements (a host read, no
+    sync), else the key is None (not cached); so are tensors inside a sequence and a tensor without
+    storage. An unhashable argument makes the key unhashable (``can_use`` then decides afresh)."""
     parts: list = [triton_interpret()]
     places: list[tuple[int, int]] = []  # (storage base, start address) of each tensor so far
     for name, a in (*enumerate(args), *kwargs.items()):
         if isinstance(a, torch.Tensor):
             if a.is_cpu and not a.is_floating_point():
-                return None
+                if a.numel() > INDEX_VALUES_KEYED:
+                    return None
+                parts.append(tuple(a.reshape(-1).tolist()))
             try:
                 p = a.data_ptr()
             except RuntimeError:  # a tensor without storage (a fake tensor)

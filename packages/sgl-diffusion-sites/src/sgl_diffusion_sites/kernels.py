@@ -284,19 +284,22 @@ class Kernels:
         if not is_compiling():
             self.counts.setdefault(op, [0, 0])[1] += 1
 
-    def key_padding_lens(self, mask: torch.Tensor, batch: int, offset: int = 0) -> torch.Tensor | bool | None:
+    def key_padding_lens(self, mask: torch.Tensor, batch: int, offset: int = 0, *,
+                         host: bool = False) -> torch.Tensor | bool | None:
         """``kv_lens`` (``[batch]`` int32: ``offset`` + the number of leading True entries) when the
         boolean ``mask`` (``[B, S]`` or ``[B, 1, 1, S]``, B 1 or ``batch``) is a pure key-padding mask,
         "the first n keys valid" per sample with n >= 1 and some key masked; None when every key is valid
         (dense attention); False otherwise (the caller runs the model's own attention with the mask:
-        never a wrong answer).
+        never a wrong answer). On the mask's device, or with ``host=True`` on the CPU (the attention op
+        then slices the keys with no device read).
 
         The check reads the mask on the host. On the CPU that costs nothing; on a GPU it is one sync per
-        mask object, not per call: the answer is cached on the mask (a weak reference and its version
-        counter, so an in-place change is seen) and a model passes the same mask to every block of a
-        forward (HunyuanVideo's joint mask, Qwen-Image's text mask). An inference tensor has no version
-        counter: it is checked at every call. While ``torch.compile`` traces or a CUDA graph is captured
-        nothing is read: False (the model's own masked attention is traced / captured).
+        mask object, not per call: the answer (the lengths on both sides) is cached on the mask (a weak
+        reference and its version counter, so an in-place change is seen) and a model passes the same
+        mask to every block of a forward (HunyuanVideo's joint mask, Qwen-Image's text mask). An inference
+        tensor has no version counter: it is checked at every call. While ``torch.compile`` traces or a
+        CUDA graph is captured nothing is read: False (the model's own masked attention is traced /
+        captured).
         """
         if is_compiling() or not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             return False
@@ -317,8 +320,9 @@ class Kernels:
             lens = _prefix_lens(mask)
             if version is not None:
                 self._mask_seen = (weakref.ref(mask), version, lens)
-        if not isinstance(lens, torch.Tensor):
+        if not isinstance(lens, tuple):
             return lens  # False: not a key-padding prefix; None: every key valid
+        lens = lens[1] if host else lens[0]
         return (lens + offset).expand(batch).contiguous() if lens.shape[0] != batch else lens + offset
 
     # ------------------------------------------------------------------ layout
@@ -341,13 +345,15 @@ class Kernels:
         return out[0], out[1], out[2]
 
 
-def _prefix_lens(mask: torch.Tensor) -> torch.Tensor | bool | None:
-    """The per-row count of True (int32) when every row of the boolean ``[B, S]`` mask is n >= 1 True
-    entries then only False, None when every entry is True, else False (one host read of two flags)."""
+def _prefix_lens(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | bool | None:
+    """The per-row count of True (int32; on the mask's device and on the CPU) when every row of the
+    boolean ``[B, S]`` mask is n >= 1 True entries then only False, None when every entry is True, else
+    False (one host read: two flags and the counts)."""
     lens = mask.sum(dim=1, dtype=torch.int32)
     prefix = torch.arange(mask.shape[1], device=mask.device)[None, :] < lens[:, None]
-    ok, full = torch.stack([(prefix == mask).all() & (lens >= 1).all(), mask.all()]).tolist()
-    return False if not ok else None if full else lens
+    flags = torch.stack([(prefix == mask).all() & (lens >= 1).all(), mask.all()]).to(torch.int32)
+    ok, full, *counts = torch.cat([flags, lens]).tolist()
+    return False if not ok else None if full else (lens, torch.tensor(counts, dtype=torch.int32))
 
 
 def _apply(norm: torch.nn.Module | None, x: torch.Tensor) -> torch.Tensor:

@@ -95,6 +95,8 @@ class MountedFluxAttnProcessor:
             out = self._sgl_q8.attend(query, key, value, kv_lens)
             if out is not None:
                 return out
+        if kv_lens is not None:  # the same lengths on the host: the op slices the keys with no device read
+            kv_lens = k.key_padding_lens(kv_mask, query.shape[0], offset, host=True)
         out = k.attention(query, key, value, kv_lens)
         return dispatch() if out is None else out
 
