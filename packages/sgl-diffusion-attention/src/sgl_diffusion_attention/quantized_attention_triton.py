@@ -260,7 +260,7 @@ def _qkey_tile(acc, l_i, m_i, q, qs, k_ptrs, ks_ptr, v_ptrs, n0, seqlen_k, offs_
     s = s * (qs * ks)[:, None]
     if PV_FP8:
         return _softmax_pv_fp8(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N, WIDE_DOT)
-    return softmax_pv(acc, l_i, m_i, s, v, rows, seqlen_k, MASK_N, WIDE_DOT)
+    return softmax_pv(acc, l_i, m_i, s, 1.0, v, rows, seqlen_k, MASK_N, WIDE_DOT)
 
 
 @triton.jit(do_not_specialize=["Sq", "Sk", "n_m"])
