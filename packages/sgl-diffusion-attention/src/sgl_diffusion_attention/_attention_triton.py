@@ -44,7 +44,6 @@ class AttnConfig:
     block_n: int
     num_warps: int
     num_stages: int
-    ahead: bool = False  # the scores of the next key tile before the softmax of this one
 
     def launch_options(self) -> dict[str, int]:
         return {"num_warps": self.num_warps, "num_stages": self.num_stages}
@@ -54,7 +53,9 @@ class AttnConfig:
 # docs/benchmarks/attention_sweep_h200.json): at head dim 128, 128 x 128 tiles with 8 warps and 3
 # stages were the fastest of 8 configurations at FLUX (469 TFLOP/s), Wan 720p (492) and HunyuanVideo
 # 720p with kv_lens (496), 2-3% over 128 x 64; at 64, 64 x 64 with 4 warps (418 at FLUX's tokens);
-# at 256, 128 x 64 with 8 warps and 2 stages (382, 2.7x the 64 x 32 tiles). ROCm: not measured on
+# at 256, 128 x 64 with 8 warps and 2 stages (382, 2.7x the 64 x 32 tiles). The same head-dim-128 order
+# holds on an H100 with the scale in exp2's multiply-add (docs/benchmarks/attention_sweep_h100.json: 463 /
+# 418 / 509 TFLOP/s at FLUX, Qwen-Image with kv_lens and Wan 720p). ROCm: not measured on
 # hardware; tiles the compile lanes build without spills (tools/aot_compile.py reports registers,
 # spills and LDS of every build). The interpreter (cpu) takes 32 x 32 tiles, so that small test
 # shapes cross several tiles.
@@ -107,18 +108,6 @@ def _key_tile(acc, l_i, m_i, q, k_ptrs, v_ptrs, n0, seqlen_k, offs_n, dmask, k_s
         k = k.to(tl.float32)
     s = tl.dot(q, tl.trans(k))
     return softmax_pv(acc, l_i, m_i, s, qk_scale, v, rows, seqlen_k, MASK_N, WIDE_DOT)
-
-
-@triton.jit
-def _full_tile(ptrs, n0, ss, dmask, EVEN_D: tl.constexpr, WIDE: tl.constexpr):
-    """The ``BLOCK_N`` rows from ``n0`` of a key or value tile, all inside the sequence (fp32 with ``WIDE``)."""
-    if EVEN_D:
-        t = tl.load(ptrs + n0 * ss)
-    else:
-        t = tl.load(ptrs + n0 * ss, mask=dmask[None, :], other=0.0)
-    if WIDE:
-        t = t.to(tl.float32)
-    return t
 
 
 @triton.jit
@@ -178,7 +167,7 @@ def _store_rows(acc, l_i, m_i, bad, Ob, Lb, m0, seqlen_q, o_ss, HEAD_DIM: tl.con
 def _query_block(Qb, Kb, Vb, Ob, Lb, m0, seqlen_q, seqlen_k,
                  q_ss, k_ss, v_ss, o_ss, qk_scale, bad,
                  HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 EVEN_D: tl.constexpr, WRITE_LSE: tl.constexpr, WIDE_DOT: tl.constexpr, AHEAD: tl.constexpr):
+                 EVEN_D: tl.constexpr, WRITE_LSE: tl.constexpr, WIDE_DOT: tl.constexpr):
     """Attention of the queries ``m0 .. m0 + BLOCK_M - 1`` of one (sample, head) over its keys
     (``Qb`` .. ``Lb``: the operands at the sample and head's first row)."""
     offs_n = tl.arange(0, BLOCK_N)
@@ -191,20 +180,9 @@ def _query_block(Qb, Kb, Vb, Ob, Lb, m0, seqlen_q, seqlen_k,
     k_ptrs = Kb + offs_n[:, None] * k_ss + offs_d[None, :]
     v_ptrs = Vb + offs_n[:, None] * v_ss + offs_d[None, :]
     n_full = (seqlen_k // BLOCK_N) * BLOCK_N
-    if AHEAD:  # the scores of tile j+1 are computed before the softmax of tile j (their MMA overlaps it)
-        if n_full > 0:
-            s = tl.dot(q, tl.trans(_full_tile(k_ptrs, 0, k_ss, dmask, EVEN_D, WIDE_DOT)))
-            for n0 in range(BLOCK_N, n_full, BLOCK_N):
-                s_next = tl.dot(q, tl.trans(_full_tile(k_ptrs, n0, k_ss, dmask, EVEN_D, WIDE_DOT)))
-                v = _full_tile(v_ptrs, n0 - BLOCK_N, v_ss, dmask, EVEN_D, False)
-                acc, l_i, m_i = softmax_pv(acc, l_i, m_i, s, qk_scale, v, offs_n, seqlen_k, False, WIDE_DOT)
-                s = s_next
-            v = _full_tile(v_ptrs, n_full - BLOCK_N, v_ss, dmask, EVEN_D, False)
-            acc, l_i, m_i = softmax_pv(acc, l_i, m_i, s, qk_scale, v, offs_n, seqlen_k, False, WIDE_DOT)
-    else:
-        for n0 in range(0, n_full, BLOCK_N):
-            acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, k_ptrs, v_ptrs, n0, seqlen_k, offs_n, dmask, k_ss, v_ss,
-                                      qk_scale, False, EVEN_D, WIDE_DOT)
+    for n0 in range(0, n_full, BLOCK_N):
+        acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, k_ptrs, v_ptrs, n0, seqlen_k, offs_n, dmask, k_ss, v_ss,
+                                  qk_scale, False, EVEN_D, WIDE_DOT)
     if n_full < seqlen_k:
         acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, k_ptrs, v_ptrs, n_full, seqlen_k, offs_n, dmask, k_ss, v_ss,
                                   qk_scale, True, EVEN_D, WIDE_DOT)
@@ -218,7 +196,7 @@ def _attention_fwd_kernel(
     Sq, Sk, Hq, GROUP, n_m, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     EVEN_D: tl.constexpr, HAS_KV_LENS: tl.constexpr, VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr,
-    WIDE_DOT: tl.constexpr, AHEAD: tl.constexpr,
+    WIDE_DOT: tl.constexpr,
 ):
     pid = tl.program_id(0)
     bh = pid // n_m
@@ -246,7 +224,7 @@ def _attention_fwd_kernel(
         Lb = LSE + (h64 * l_sh + q0_64)
         if pid_m * BLOCK_M < q1 - q0:  # a query block of this segment
             _query_block(Qb, Kb, Vb, Ob, Lb, pid_m * BLOCK_M, q1 - q0, k1 - k0, q_ss, k_ss, v_ss, o_ss, qk_scale, bad,
-                         HEAD_DIM, BLOCK_D, BLOCK_M, BLOCK_N, EVEN_D, WRITE_LSE, WIDE_DOT, AHEAD)
+                         HEAD_DIM, BLOCK_D, BLOCK_M, BLOCK_N, EVEN_D, WRITE_LSE, WIDE_DOT)
     else:
         b64 = b.to(tl.int64)
         seqlen_k = Sk
@@ -258,7 +236,7 @@ def _attention_fwd_kernel(
         _query_block(Q + (b64 * q_sb + h64 * q_sh), K + (b64 * k_sb + hk64 * k_sh), V + (b64 * v_sb + hk64 * v_sh),
                      O + (b64 * o_sb + h64 * o_sh), LSE + (b64 * l_sb + h64 * l_sh), pid_m * BLOCK_M, Sq, seqlen_k,
                      q_ss, k_ss, v_ss, o_ss, qk_scale, bad, HEAD_DIM, BLOCK_D, BLOCK_M, BLOCK_N, EVEN_D, WRITE_LSE,
-                     WIDE_DOT, AHEAD)
+                     WIDE_DOT)
 
 
 def _grid_m(geom, cfg: AttnConfig) -> int:
@@ -281,7 +259,7 @@ def prepare(geom, q, k, v, kv_lens, cu_q, cu_k, out, *, config: AttnConfig | Non
     block_d = head_dim_tile(geom.Dh)
     const = {"HEAD_DIM": geom.Dh, "BLOCK_D": block_d, "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n,
              "EVEN_D": block_d == geom.Dh, "HAS_KV_LENS": geom.kv_lens, "VARLEN": geom.varlen,
-             "WRITE_LSE": geom.return_lse, "WIDE_DOT": q.device.type == "cpu", "AHEAD": cfg.ahead}
+             "WRITE_LSE": geom.return_lse, "WIDE_DOT": q.device.type == "cpu"}
     launch = PreparedLaunch(_attention_fwd_kernel, (n_m * geom.B * geom.Hq,), const, n_ptrs=8,
                             options=cfg.launch_options(), device=q.device)
     ints = _int_args(geom, n_m)
@@ -327,8 +305,7 @@ def _variant(dt, name: str, dh: int, mode: str, kvl: bool, varlen: bool, lse: bo
     sig.update({n: "i32" for n in _INTS})
     sig["qk_scale"] = "fp32"
     const = {"HEAD_DIM": dh, "BLOCK_D": head_dim_tile(dh), "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n,
-             "EVEN_D": True, "HAS_KV_LENS": kvl, "VARLEN": varlen, "WRITE_LSE": lse, "WIDE_DOT": False,
-             "AHEAD": cfg.ahead}
+             "EVEN_D": True, "HAS_KV_LENS": kvl, "VARLEN": varlen, "WRITE_LSE": lse, "WIDE_DOT": False}
     sig.update({n: "constexpr" for n in const})
     return AotVariant(
         name=f"attention[{name},Dh={dh},{mode},m={cfg.block_m},n={cfg.block_n},w={cfg.num_warps},"
