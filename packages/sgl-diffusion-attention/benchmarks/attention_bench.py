@@ -1,6 +1,6 @@
 """Benchmark cases of ``attention`` and ``merge_attention_states`` at the production shapes of the
 attention issue (bf16): FLUX, Qwen-Image, Wan 720p, HunyuanVideo 720p, FLUX's tokens at head dims 64
-and 256, and the padded-text cases (kv_lens).
+and 256, the padded-text cases (kv_lens) and a packed varlen batch (a FLUX and a Qwen-Image sample).
 
 Providers of ``attention``: ``sgl_diffusion`` (the op with ``backend=None``: on a GPU, the backend
 that its first call of the bucket measured fastest), ``sgl_diffusion(triton)`` (our kernel), ``sdpa``
@@ -63,11 +63,64 @@ def _providers(q, k, v, kv_lens, S: int, pad: int) -> dict:
     return providers
 
 
+# varlen: name -> (segment lengths, H, Dh); packed [total, H, Dh] with cu_seqlens on the device
+VARLEN_SHAPES: dict[str, tuple[tuple[int, ...], int, int]] = {
+    "varlen-flux-qwen": ((4608, 4352), 24, 128),  # a FLUX and a Qwen-Image sample packed
+}
+
+
+def _varlen_case(name: str, device: torch.device, dtype: torch.dtype) -> bench.BenchCase:
+    """Providers: ours (``backend=None``, ``triton``), SDPA over the block-diagonal boolean mask of the packed
+    batch (its ``torch.compile``), and ``sdpa(valid keys)``: dense SDPA per segment, the bound."""
+    from sgl_diffusion_attention import attention
+
+    lens, H, Dh = VARLEN_SHAPES[name]
+    total = sum(lens)
+    g = torch.Generator(device=device).manual_seed(0)
+    q, k, v = (torch.randn(total, H, Dh, device=device, dtype=dtype, generator=g) for _ in range(3))
+    offsets = [0]
+    for n in lens:
+        offsets.append(offsets[-1] + n)
+    cu = torch.tensor(offsets, dtype=torch.int32, device=device)
+    seg = torch.repeat_interleave(torch.arange(len(lens), device=device), torch.tensor(lens, device=device))
+    mask = (seg[:, None] == seg[None, :])[None, None]  # [1, 1, total, total]: a token sees its own segment
+    kw = {"layout": "thd", "cu_seqlens_q": cu, "cu_seqlens_k": cu, "max_seqlen_q": max(lens)}
+    q4, k4, v4 = q[None], k[None], v[None]
+    torch._dynamo.reset()
+    compiled = torch.compile(_sdpa, dynamic=False)
+
+    def per_segment():
+        for a, e in zip(offsets, offsets[1:]):
+            _sdpa(q4[:, a:e], k4[:, a:e], v4[:, a:e])
+
+    providers = {
+        "sgl_diffusion": lambda: attention(q, k, v, **kw),
+        "sgl_diffusion(triton)": lambda: attention(q, k, v, backend="triton", **kw),
+        "sdpa": lambda: _sdpa(q4, k4, v4, mask),
+        "torch.compile": lambda: compiled(q4, k4, v4, mask),
+        "sdpa(valid keys)": per_segment,
+    }
+
+    def check():
+        ref = providers["sdpa"]()[0]
+        for which in ("sgl_diffusion", "sgl_diffusion(triton)"):
+            testing.assert_close(providers[which]().float(), ref.float(), atol=2e-2, rtol=2**-6)
+
+    return bench.BenchCase(
+        name=name, shape=f"[{total}, {H}, {Dh}] segments {list(lens)}", dtype=str(dtype).removeprefix("torch."),
+        bytes=bench.tensor_bytes(q, k, v, q), providers=providers, check=check,
+        extra={"flops": 4 * H * Dh * sum(n * n for n in lens)},
+    )
+
+
 def attention_cases(device: torch.device, dtype: torch.dtype = torch.bfloat16,
                     names: list[str] | None = None) -> Iterator[bench.BenchCase]:
-    for name in names or list(SHAPES):
+    for name in names or [*SHAPES, *VARLEN_SHAPES]:
+        if name in VARLEN_SHAPES:
+            yield _varlen_case(name, device, dtype)
+            continue
         if name not in SHAPES:
-            raise ValueError(f"unknown attention bench case {name!r}; known: {', '.join(SHAPES)}")
+            raise ValueError(f"unknown attention bench case {name!r}; known: {', '.join([*SHAPES, *VARLEN_SHAPES])}")
         B, S, H, Dh, pad = SHAPES[name]
         g = torch.Generator(device=device).manual_seed(0)
         q, k, v = (torch.randn(B, S, H, Dh, device=device, dtype=dtype, generator=g) for _ in range(3))

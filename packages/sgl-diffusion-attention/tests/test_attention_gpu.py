@@ -120,6 +120,25 @@ def test_varlen_matches_dense_per_segment():
         testing.assert_close(lse[:, a:e], dlse[0], atol=1e-3, rtol=0.0)
 
 
+def test_valid_keys_backend_varlen():
+    """sdpa_valid_keys over packed segments: one SDPA call per run of equal lengths (two equal segments, then
+    one), against the triton kernel's varlen; under CUDA-graph capture the triton kernel runs instead."""
+    lens = [2048, 2048, 777]
+    g = torch.Generator(device="cuda").manual_seed(3)
+    q, k, v = (torch.randn(sum(lens), 24, 128, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+    cu = torch.tensor([0, 2048, 4096, 4873], dtype=torch.int32, device="cuda")
+    kw = {"layout": "thd", "cu_seqlens_q": cu, "cu_seqlens_k": cu, "max_seqlen_q": 2048}
+    got = attn.attention(q, k, v, backend="sdpa_valid_keys", **kw)
+    want = attn.attention(q, k, v, backend="triton", **kw)
+    _close(got, want, torch.bfloat16)
+    graph, out = torch.cuda.CUDAGraph(), None
+    attn.attention(q, k, v, backend="sdpa_valid_keys", **kw)  # plan built outside the capture
+    with torch.cuda.graph(graph):
+        out = attn.attention(q, k, v, backend="sdpa_valid_keys", **kw)
+    graph.replay()
+    testing.assert_exact(out, want)
+
+
 def test_fused_qkv_and_gqa():
     g = torch.Generator(device="cuda").manual_seed(2)
     fused = torch.randn(1, 4608, 3, 24, 128, device="cuda", dtype=torch.bfloat16, generator=g)

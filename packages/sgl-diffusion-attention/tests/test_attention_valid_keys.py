@@ -1,16 +1,17 @@
 """The ``sdpa_valid_keys`` backend's runner on the CPU (its platform is CUDA; the runner itself is plain PyTorch):
-runs of samples with one kv length, out given or not, both layouts, lengths outside ``[1, Sk]``, and the
-triton kernel during CUDA-graph capture. Results against the fp64 oracle of ``test_attention``."""
+runs of samples with one kv length, out given or not, both layouts, lengths outside ``[1, Sk]``, varlen
+segments (runs of equal lengths batched, empty segments, bad offsets), and the triton kernel during CUDA-graph
+capture. Results against the fp64 oracle of ``test_attention``."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from test_attention import close, oracle, qkv
+from test_attention import _packed, close, oracle, qkv
 
 import sgl_diffusion_attention as attn
 from sgl_diffusion_attention import _specs as S
-from sgl_diffusion_core import REGISTRY, explain, testing
+from sgl_diffusion_core import REGISTRY, UnsupportedInputError, explain, testing
 
 SDPA = testing.backend_module(attn.attention, "sdpa_valid_keys")
 
@@ -30,6 +31,50 @@ def test_runs_of_lengths_match_the_oracle(layout, lens, given_out):
     assert o.shape == q.shape and o.dtype == q.dtype and o.is_contiguous()
     assert out is None or o is out
     close(o, oracle(q, k, v, layout=layout, kv_lens=kv_lens)[0], torch.bfloat16)
+
+
+def _varlen_runner(q, k, v, cq, ck, out=None):
+    geom = testing.geometry(attn.attention, q, k, v, None, cq, ck, out, layout="thd")
+    return SDPA.prepare_valid_keys(geom, q, k, v, None, cq, ck, out)
+
+
+@pytest.mark.parametrize("lens_q, lens_k", [([5, 70, 20], [7, 41, 1]), ([16, 16, 16, 9], [24, 24, 24, 3]),
+                                            ([0, 9, 6, 6], [5, 0, 8, 8])])
+@pytest.mark.parametrize("given_out", [False, True])
+def test_varlen_segments_match_the_oracle(lens_q, lens_k, given_out, monkeypatch):
+    """One SDPA call per run of segments with equal lengths; an empty key segment gives 0; out given or not."""
+    q, k, v, cq, ck = _packed(lens_q, lens_k, 2, 2, 32, torch.bfloat16, "cpu")
+    calls = []
+    real = SDPA._valid_keys
+    monkeypatch.setattr(SDPA, "_valid_keys", lambda *a: calls.append(a[0].shape[0]) or real(*a))
+    out = torch.full_like(q, 7.0) if given_out else None
+    o = _varlen_runner(q, k, v, cq, ck, out)(q, k, v, None, cq, ck, out)
+    assert o.shape == q.shape and o.dtype == q.dtype and (out is None or o is out)
+    runs = SDPA._segment_runs(cq.tolist(), ck.tolist())
+    assert calls == [n for _, _, n, ql, kl in runs if ql and kl]
+    if lens_q == [16, 16, 16, 9]:
+        assert calls == [3, 1]  # the three equal segments in one call
+    for b in range(len(lens_q)):
+        qs, qe, ks, ke = cq[b].item(), cq[b + 1].item(), ck[b].item(), ck[b + 1].item()
+        if qe == qs:
+            continue
+        if ke == ks:
+            assert torch.equal(o[qs:qe], torch.zeros_like(o[qs:qe]))
+            continue
+        close(o[qs:qe], oracle(q[None, qs:qe], k[None, ks:ke], v[None, ks:ke])[0][0], torch.bfloat16)
+
+
+def test_varlen_bad_offsets_raise_as_the_definition_does():
+    q, k, v, cq, ck = _packed([4, 4], [4, 4], 2, 2, 32, torch.bfloat16, "cpu")
+    run = _varlen_runner(q, k, v, cq, ck)
+    bad = torch.tensor([0, 5, 4], dtype=torch.int32)
+    with pytest.raises(UnsupportedInputError, match="cu_seqlens_q must be non-decreasing"):
+        run(q, k, v, None, bad, ck, None)
+    with pytest.raises(UnsupportedInputError, match="cu_seqlens_k must be non-decreasing"):
+        run(q, k, v, None, cq, torch.tensor([0, 4, 9], dtype=torch.int64), None)
+    with pytest.raises(UnsupportedInputError, match="cu_seqlens_q must be non-decreasing") as definition:
+        attn.attention(q, k, v, layout="thd", cu_seqlens_q=bad, cu_seqlens_k=ck, backend="torch")
+    assert "[0, 5, 4]" in str(definition.value)
 
 
 def test_lengths_outside_the_keys_give_nan_rows():
@@ -88,7 +133,7 @@ def test_static_priority_never_picks_it():
     assert names.index("sdpa_valid_keys") > names.index("torch")
 
 
-def test_selection_sees_it_for_kv_lens_calls_only():
+def test_selection_sees_it_for_kv_lens_and_varlen_calls_only():
     q, k, v = qkv(1, 8, 8, 2, 2, 32, torch.bfloat16)
     kv_lens = torch.tensor([4], dtype=torch.int32)
 
@@ -98,6 +143,12 @@ def test_selection_sees_it_for_kv_lens_calls_only():
 
     assert "every key valid (no kv_lens)" in reason()
     assert reason(kv_lens=kv_lens) == "tensors on cpu; this backend runs on cuda"
+    cu = torch.tensor([0, 3, 8], dtype=torch.int32)
+    packed = (q[0], k[0], v[0])  # [8, H, Dh]: two segments
+    e = explain(attn.attention, *packed, layout="thd", cu_seqlens_q=cu, cu_seqlens_k=cu)
+    assert list(next(vd for vd in e.verdicts if vd.backend == "sdpa_valid_keys").reasons) == [
+        "tensors on cpu; this backend runs on cuda"]  # varlen served (on CUDA)
+    assert any(S.VARLEN in r for vd in e.verdicts if vd.backend == "sdpa_cudnn" for r in vd.reasons)
     assert "return_lse" in reason(kv_lens=kv_lens, return_lse=True)
 
 

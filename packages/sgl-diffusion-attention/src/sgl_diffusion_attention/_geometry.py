@@ -96,6 +96,13 @@ def _readable(t: object) -> bool:
     return isinstance(t, torch.Tensor) and t.device.type == "cpu" and not is_traced(t)
 
 
+def segments_problem(name: str, offsets: list[int], total: int) -> str | None:
+    """Why ``cu_seqlens`` values (read on the host) are not non-decreasing from 0 to the packed length, or None."""
+    if not offsets or offsets[0] != 0 or offsets[-1] != total or any(a > b for a, b in zip(offsets, offsets[1:])):
+        return f"{name} must be non-decreasing from 0 to the packed length {total}; got {offsets}"
+    return None
+
+
 def value_problems(kv_lens, cu_q, cu_k, Sk: int, total_q: int, total_k: int,
                    max_seqlen_q: int | None = None) -> list[str]:
     """Problems of the index values, for the tensors that can be read without a device sync."""
@@ -107,8 +114,9 @@ def value_problems(kv_lens, cu_q, cu_k, Sk: int, total_q: int, total_k: int,
     for name, cu, total in (("cu_seqlens_q", cu_q, total_q), ("cu_seqlens_k", cu_k, total_k)):
         if _readable(cu) and cu.numel():
             vals = cu.tolist()
-            if vals[0] != 0 or vals[-1] != total or any(a > b for a, b in zip(vals, vals[1:])):
-                out.append(f"{name} must be non-decreasing from 0 to the packed length {total}; got {vals}")
+            why = segments_problem(name, vals, total)
+            if why:
+                out.append(why)
             elif cu is cu_q and max_seqlen_q is not None and len(vals) > 1:
                 longest = max(b - a for a, b in zip(vals, vals[1:]))
                 if longest > max_seqlen_q:

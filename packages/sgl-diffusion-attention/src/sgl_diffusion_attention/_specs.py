@@ -66,10 +66,10 @@ def sdpa_caps(name: str) -> Capabilities:
                                  *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
-# sdpa_valid_keys: kv_lens calls only (bshd / bhsd, no lse, as many k/v heads as q heads), on CUDA (no kernel of
-# its own: during CUDA-graph capture its runner launches the triton backend's)
+# sdpa_valid_keys: kv_lens (bshd / bhsd) and varlen calls only (no lse, as many k/v heads as q heads), on CUDA
+# (no kernel of its own: during CUDA-graph capture its runner launches the triton backend's)
 VALID_KEYS_CAPS = Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
-                               layouts=(BSHD, BHSD, KV_LENS, KV_LENS_HOST, LONG_ROWS,
+                               layouts=(BSHD, BHSD, VARLEN, KV_LENS, KV_LENS_HOST, LONG_ROWS,
                                         *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
@@ -90,11 +90,11 @@ TORCH_NOTE = "the definition: fp32 scores, masked keys -inf, fp32 softmax, one r
 SDPA_NOTE = ("the {} kernel's own ATen op, as scaled_dot_product_attention dispatches to it for an inference call "
              "(the lse kept with return_lse); bshd inputs as transposed views (no copy); kv_lens, varlen and GQA go "
              "to the triton backend")
-VALID_KEYS_NOTE = ("kv_lens read on the host (one device-to-host copy per call; none for kv_lens given on the CPU), "
-                   "then PyTorch's SDPA over each run of samples with one length, on their valid keys only (views: "
-                   "no copy of k or v); during CUDA-graph "
-                   "capture, where the host cannot read kv_lens, the triton kernel (the definition without "
-                   "Triton or for rows too long for it); measured or named only")
+VALID_KEYS_NOTE = ("kv_lens (or varlen's cu_seqlens) read on the host (one device-to-host copy per call; none "
+                   "for kv_lens given on the CPU), then PyTorch's SDPA over each run of samples (segments) with one "
+                   "length, on their valid keys only (views: no copy of q, k or v); during CUDA-graph capture, where "
+                   "the host cannot read them, the triton kernel (the definition without Triton or for rows too long "
+                   "for it); measured or named only")
 MERGE_TRITON_NOTE = "one program per (sample, head, token block): weights from the two lse, fp32, one rounding"
 MERGE_TORCH_NOTE = "the definition: logaddexp and exp(lse_i - lse) weights in fp32, one rounding"
 # where each backend ran against the definition: the CPU lane, and the GPU lane on an H100 (sm_90)

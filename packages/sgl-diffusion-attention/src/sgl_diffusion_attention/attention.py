@@ -31,7 +31,8 @@ ALSO_EXPORTS = ("attention_autotune_cache",)
 
 def _features(geom: G.Geometry, q, k, v) -> tuple[str, ...]:
     tags = [S.VARLEN if geom.varlen else geom.layout, S.head_dim_tag(geom.Dh)]
-    tags.append(S.KV_LENS if geom.kv_lens else S.DENSE)
+    if geom.kv_lens or not geom.varlen:  # a varlen call attends within its segments: not every key
+        tags.append(S.KV_LENS if geom.kv_lens else S.DENSE)
     if geom.kv_lens_host:
         tags.append(S.KV_LENS_HOST)
     if geom.return_lse:

@@ -12,13 +12,14 @@ They serve dense calls only: ``kv_lens``, varlen and GQA are refused with that r
 backend serves them), and so is any input torch's own check (``torch.backends.cuda.can_use_*_attention``)
 refuses; the selection sees both as tags.
 
-``sdpa_valid_keys`` serves the kv_lens calls the others refuse (bshd / bhsd, no lse, no GQA): it reads
-kv_lens on the host and runs ``scaled_dot_product_attention`` over each run of consecutive samples that
-share a length, on views of their valid keys, which is dense attention over fewer keys (PyTorch picks the
-kernel). The read is a device-to-host copy that waits for the GPU, so it is not possible during CUDA-graph
-capture: there the runner launches the triton kernel instead (the torch definition where Triton is missing or
-a sample is too long for the kernel). A length outside ``[1, Sk]`` gives NaN rows, as the definition does.
-Its priority is below the definition's: only ``backend=None``'s measurement or its name picks it.
+``sdpa_valid_keys`` serves the kv_lens and varlen calls the others refuse (no lse, no GQA): it reads
+kv_lens (or the ``cu_seqlens``) on the host and runs ``scaled_dot_product_attention`` over each run of
+consecutive samples (segments) that share a length, on views of their valid keys, which is dense attention
+over fewer keys (PyTorch picks the kernel). The read is a device-to-host copy that waits for the GPU (none for
+kv_lens on the CPU), so it is not possible during CUDA-graph capture: there the runner launches the triton
+kernel instead (the torch definition where Triton is missing or a sample is too long for the kernel). A
+length outside ``[1, Sk]`` gives NaN rows, as the definition does. Its priority is below the definition's:
+only ``backend=None``'s measurement or its name picks it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from __future__ import annotations
 import torch
 
 from sgl_diffusion_core import UnsupportedInputError
+
+from ._geometry import segments_problem
 
 _CUDNN = torch.ops.aten._scaled_dot_product_cudnn_attention.default
 _FLASH = torch.ops.aten._scaled_dot_product_flash_attention.default
@@ -94,6 +97,8 @@ def _runs(lens: list[int]) -> list[tuple[int, int, int]]:
 def prepare_valid_keys(geom, q, k, v, kv_lens, cu_q, cu_k, out):
     """The ``sdpa_valid_keys`` backend's runner (see the module docstring)."""
     capturing_runner = _capture_runner(geom, q, k, v, kv_lens, cu_q, cu_k, out)
+    if geom.varlen:
+        return _varlen_runner(geom, capturing_runner)
     bshd = geom.layout == "bshd"
     scale, Sk, shape, dtype = geom.scale, geom.Sk, geom.out_shape, geom.dtype
 
@@ -114,6 +119,52 @@ def prepare_valid_keys(geom, q, k, v, kv_lens, cu_q, cu_k, out):
     return run
 
 
+def _segment_runs(cq: list[int], ck: list[int]) -> list[tuple[int, int, int, int, int]]:
+    """``(q start, k start, segments, q length, k length)`` of each run of consecutive varlen segments that
+    share their query and key lengths (their rows are evenly spaced: one batched call)."""
+    runs: list[tuple[int, int, int, int, int]] = []
+    for b in range(len(cq) - 1):
+        ql, kl = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
+        if runs and runs[-1][3:] == (ql, kl):
+            qs, ks, n, _, _ = runs[-1]
+            runs[-1] = (qs, ks, n + 1, ql, kl)
+        else:
+            runs.append((cq[b], ck[b], 1, ql, kl))
+    return runs
+
+
+def _varlen_runner(geom, capturing_runner):
+    """Varlen (``[total, H, Dh]`` with ``cu_seqlens``): both offset tensors read on the host in one copy, then
+    SDPA per run of segments with one query and one key length, on ``[n, S, H, Dh]`` views of the packed rows.
+    Offsets that are not non-decreasing from 0 to the packed lengths raise, as the definition does; a segment
+    without keys gets output 0."""
+    scale, Sq, Sk, shape, dtype = geom.scale, geom.Sq, geom.Sk, geom.out_shape, geom.dtype
+
+    def run(q, k, v, kv_lens, cu_q, cu_k, out, *rest):
+        if _capturing(q):
+            return capturing_runner(q, k, v, kv_lens, cu_q, cu_k, out, *rest)
+        n_q = cu_q.shape[0]
+        offsets = torch.cat([cu_q, cu_k.to(cu_q.dtype)]).tolist()
+        cq, ck = offsets[:n_q], offsets[n_q:]
+        for name, c, total in (("cu_seqlens_q", cq, Sq), ("cu_seqlens_k", ck, Sk)):
+            why = segments_problem(name, c, total)
+            if why:
+                raise UnsupportedInputError(f"attention.attention: unsupported input:\n  - {why}")
+        o = out if out is not None else torch.empty(shape, dtype=dtype, device=q.device)
+        for qs, ks, n, ql, kl in _segment_runs(cq, ck):
+            rows = o[qs:qs + n * ql]
+            if ql == 0:
+                continue
+            if kl == 0:
+                rows.zero_()
+                continue
+            qv, kv, vv = (t[a:a + n * m].unflatten(0, (n, m)) for t, a, m in ((q, qs, ql), (k, ks, kl), (v, ks, kl)))
+            rows.unflatten(0, (n, ql)).copy_(_valid_keys(qv, kv, vv, kl, True, scale))
+        return o
+
+    return run
+
+
 def _capture_runner(geom, *tensors):
     """What runs during CUDA-graph capture, where kv_lens cannot be read on the host: the first backend of the
     registry's static order that accepts these inputs, this one aside (the only one that reads kv_lens on the
@@ -123,7 +174,7 @@ def _capture_runner(geom, *tensors):
 
     from .attention import describe_attention
 
-    desc = describe_attention(*tensors, layout=geom.layout, scale=geom.scale)
+    desc = describe_attention(*tensors, layout=geom.layout, scale=geom.scale, max_seqlen_q=geom.max_seqlen_q)
     for spec in eligible("attention.attention", desc):
         if spec.backend == "sdpa_valid_keys":
             continue

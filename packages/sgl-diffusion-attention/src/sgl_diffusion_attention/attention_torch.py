@@ -16,6 +16,8 @@ import torch
 
 from sgl_diffusion_core import UnsupportedInputError
 
+from ._geometry import segments_problem
+
 CHUNK_ELEMENTS = 1 << 28  # fp32 scores per query chunk (1 GiB)
 
 
@@ -62,9 +64,9 @@ def _varlen(q, k, v, cu_q: torch.Tensor, cu_k: torch.Tensor, scale: float):
     cq, ck = cu_q.tolist(), cu_k.tolist()
     total_q, total_k = q.shape[0], k.shape[0]
     for name, c, total in (("cu_seqlens_q", cq, total_q), ("cu_seqlens_k", ck, total_k)):
-        if c[0] != 0 or c[-1] != total or any(a > b for a, b in zip(c, c[1:])):
-            raise UnsupportedInputError(f"attention.attention: unsupported input:\n  - {name} must be "
-                                        f"non-decreasing from 0 to the packed length {total}; got {c}")
+        why = segments_problem(name, c, total)
+        if why:
+            raise UnsupportedInputError(f"attention.attention: unsupported input:\n  - {why}")
     Hq = q.shape[1]
     o = torch.zeros(total_q, Hq, v.shape[-1], dtype=torch.float32, device=q.device)
     lse = torch.full((Hq, total_q), float("-inf"), dtype=torch.float32, device=q.device)
