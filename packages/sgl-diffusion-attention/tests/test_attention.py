@@ -244,9 +244,9 @@ def test_explain_names_each_backend(device):
     q, k, v = (t.to(device) for t in qkv(1, 8, 8, 2, 2, 32, torch.float32))
     e = explain(attn.attention, q, k, v, kv_lens=torch.tensor([4], dtype=torch.int32, device=device))
     reasons = {vd.backend: " ".join(vd.reasons) for vd in e.verdicts}
-    assert set(reasons) == {"sdpa_cudnn", "flash_attn3", "sdpa_flash", "flash_attn", "sdpa_efficient", "triton",
-                            "sdpa_valid_keys", "torch"}
-    for name in ("sdpa_cudnn", "flash_attn3", "sdpa_flash", "flash_attn", "sdpa_efficient"):
+    assert set(reasons) == {"sdpa_cudnn", "sdpa_flash", "flash_attn", "sdpa_efficient", "triton", "sdpa_valid_keys",
+                            "torch"}
+    for name in ("sdpa_cudnn", "sdpa_flash", "flash_attn", "sdpa_efficient"):
         assert "kv_lens (padded keys)" in reasons[name] and "dtype float32" in reasons[name]
     assert "dtype float32 is not supported" in reasons["triton"]
     assert e.chosen == "torch" and reasons["torch"] == ""

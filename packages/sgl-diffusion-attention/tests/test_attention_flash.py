@@ -1,7 +1,7 @@
-"""The flash-attn backends (``flash_attn``: FlashAttention-2, ``flash_attn3``: FlashAttention-3) on the CPU, with
-stand-in modules whose functions compute attention with the fp64 oracle of ``test_attention``: what each runner
-passes (layouts, scale, varlen offsets and bounds, the lse request), what it returns, and that a module that is
-not installed makes the backend ineligible with that reason."""
+"""The ``flash_attn`` backend (FlashAttention-2) on the CPU, with a stand-in module whose functions compute attention
+with the fp64 oracle of ``test_attention``: what the runner passes (layouts, scale, varlen offsets and bounds, the
+lse request), what it returns (also from a FlashAttention-3 style function), and that a missing module makes the
+backend ineligible with that reason."""
 
 from __future__ import annotations
 
@@ -56,23 +56,21 @@ def _module(name: str, dense, varlen) -> types.ModuleType:
 def stand_ins(monkeypatch):
     CALLS.clear()
     monkeypatch.setitem(sys.modules, "flash_attn", _module("flash_attn", _dense, _varlen))
-    monkeypatch.setitem(sys.modules, "flash_attn_interface", _module("flash_attn_interface", _fa3_dense, _varlen))
     module_available.cache_clear()  # the answers are cached per process: fresh with the stand-ins, and after them
     yield
     module_available.cache_clear()
 
 
-def _run(backend, q, k, v, *, layout="bshd", cu=(None, None), out=None, **kw):
+def _run(q, k, v, *, layout="bshd", cu=(None, None), out=None, **kw):
     geom = testing.geometry(attn.attention, q, k, v, None, *cu, out, layout=layout, **kw)
-    prepare = FLASH.prepare_flash_attn if backend == "flash_attn" else FLASH.prepare_flash_attn3
-    return prepare(geom, q, k, v, None, *cu, out)(q, k, v, None, *cu, out)
+    return FLASH.prepare_flash_attn(geom, q, k, v, None, *cu, out)(q, k, v, None, *cu, out)
 
 
 @pytest.mark.parametrize("layout", ["bshd", "bhsd"])
 @pytest.mark.parametrize("lse", [False, True])
 def test_dense_layouts_gqa_and_lse(layout, lse):
     q, k, v = qkv(2, 20, 28, 4, 2, 32, torch.bfloat16, layout)
-    got = _run("flash_attn", q, k, v, layout=layout, return_lse=lse, scale=0.3)
+    got = _run(q, k, v, layout=layout, return_lse=lse, scale=0.3)
     o, ref_lse = oracle(q, k, v, layout=layout, scale=0.3)
     out = got[0] if lse else got
     assert out.shape == q.shape and out.is_contiguous()
@@ -85,27 +83,29 @@ def test_dense_layouts_gqa_and_lse(layout, lse):
 def test_out_is_written():
     q, k, v = qkv(1, 9, 9, 2, 2, 32, torch.float16)
     out = torch.full_like(q, 7.0)
-    assert _run("flash_attn", q, k, v, out=out) is out
+    assert _run(q, k, v, out=out) is out
     close(out, oracle(q, k, v)[0], torch.float16)
 
 
 def test_varlen_offsets_bounds_and_lse():
     q, k, v, cq, ck = _packed([5, 12, 3], [6, 10, 3], 2, 2, 32, torch.bfloat16, "cpu")
-    o, lse = _run("flash_attn", q, k, v, layout="thd", cu=(cq, ck), return_lse=True, max_seqlen_q=12)
+    o, lse = _run(q, k, v, layout="thd", cu=(cq, ck), return_lse=True, max_seqlen_q=12)
     assert CALLS == [{"cu": (torch.int32, cq.tolist(), ck.tolist()), "max": (12, 19), "lse": True}]
     for a, e, ka, ke in zip(cq.tolist(), cq.tolist()[1:], ck.tolist(), ck.tolist()[1:]):
         ref, ref_lse = oracle(q[None, a:e], k[None, ka:ke], v[None, ka:ke])
         close(o[a:e], ref[0], torch.bfloat16)
         testing.assert_close(lse[:, a:e], ref_lse[0].float(), atol=1e-5, rtol=0.0)
-    _run("flash_attn", q, k, v, layout="thd", cu=(cq, ck))
+    _run(q, k, v, layout="thd", cu=(cq, ck))
     assert CALLS[-1]["max"] == (20, 19)  # no max_seqlen_q: the packed lengths bound the segments
 
 
-def test_flash_attn3_result_pair_and_signature():
-    """FA3 builds return ``(out, lse)`` with no ``return_attn_probs`` parameter: neither is passed nor needed."""
+def test_a_result_pair_without_return_attn_probs(monkeypatch):
+    """A function that returns ``(out, lse)`` and has no ``return_attn_probs`` parameter (FlashAttention-3's
+    form): the parameter is not passed, the pair is read."""
+    monkeypatch.setattr(sys.modules["flash_attn"], "flash_attn_func", _fa3_dense)
     q, k, v = qkv(1, 16, 16, 2, 2, 64, torch.bfloat16)
-    close(_run("flash_attn3", q, k, v), oracle(q, k, v)[0], torch.bfloat16)
-    o, lse = _run("flash_attn3", q, k, v, return_lse=True)
+    close(_run(q, k, v), oracle(q, k, v)[0], torch.bfloat16)
+    o, lse = _run(q, k, v, return_lse=True)
     testing.assert_close(lse, oracle(q, k, v)[1].float(), atol=1e-5, rtol=0.0)
     assert CALLS == [{"fa3": True}, {"fa3": True}]
 
@@ -119,10 +119,10 @@ def test_an_lse_of_another_shape_raises(monkeypatch):
 
     monkeypatch.setattr(sys.modules["flash_attn"], "flash_attn_func", padded)
     with pytest.raises(UnsupportedInputError, match=r"flash_attn\.padded returned a log-sum-exp of shape \[1, 2, 8, 1"):
-        _run("flash_attn", q, k, v, return_lse=True)
+        _run(q, k, v, return_lse=True)
     monkeypatch.setattr(sys.modules["flash_attn"], "flash_attn_func", lambda q, k, v, **kw: q)
     with pytest.raises(UnsupportedInputError, match=r"returned a log-sum-exp of none; expected \[1, 2, 8\]"):
-        _run("flash_attn", q, k, v, return_lse=True)
+        _run(q, k, v, return_lse=True)
 
 
 def test_eligible_only_where_the_module_is_installed(monkeypatch):
@@ -133,11 +133,8 @@ def test_eligible_only_where_the_module_is_installed(monkeypatch):
 
     assert reasons("flash_attn") == ["tensors on cpu; this backend runs on cuda"]
     monkeypatch.setitem(sys.modules, "flash_attn", None)  # not importable
-    monkeypatch.setitem(sys.modules, "flash_attn_interface", None)
     module_available.cache_clear()
     assert "needs the Python module 'flash_attn', which is not installed" in " ".join(reasons("flash_attn"))
-    fa3 = " ".join(reasons("flash_attn3"))
-    assert "needs the Python module 'flash_attn_interface', which is not installed" in fa3 and "pip" not in fa3
     kv_lens = torch.tensor([5], dtype=torch.int32)
     e = explain(attn.attention, q, k, v, kv_lens=kv_lens)
     assert any("kv_lens" in r for vd in e.verdicts if vd.backend == "flash_attn" for r in vd.reasons)

@@ -66,21 +66,15 @@ def sdpa_caps(name: str) -> Capabilities:
                                  *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
-# flash-attn (FA2: the flash_attn module; FA3: flash_attn_interface): dense and varlen, GQA, the lse, on CUDA, each
-# only where its module is importable
-FLASH_HEAD_DIMS = (32, 64, 96, 128, 256)
-
-
-def flash_caps(module: str, min_arch: int) -> Capabilities:
-    return Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", min_arch),),
-                        layouts=(BSHD, BHSD, VARLEN, DENSE, LSE, GQA, *TORCH_REFUSES.values(),
-                                 *(head_dim_tag(d) for d in FLASH_HEAD_DIMS)),
-                        requires=(module,))
-
-
-FLASH_NOTE = ("an installed {}: bshd as it is (bhsd as transposed views), GQA, varlen, the lse where the function "
-              "returns it as [B, H, S] ([H, total] for varlen); never executed here (no flash-attn in the test "
-              "environments): backend=None times it against the others and rejects a deviating version")
+# flash_attn: an installed FlashAttention-2 (the flash-attn package): dense and varlen, GQA, the lse, on CUDA
+FLASH_CAPS = Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
+                          layouts=(BSHD, BHSD, VARLEN, DENSE, LSE, GQA, *TORCH_REFUSES.values(),
+                                   *(head_dim_tag(d) for d in (32, 64, 96, 128, 256))),
+                          requires=("flash_attn",))
+FLASH_NOTE = ("an installed FlashAttention-2 (flash_attn): bshd as it is (bhsd as transposed views), GQA, varlen, the "
+              "lse where the function returns it as [B, H, S] ([H, total] for varlen); never executed here (no "
+              "flash-attn in the test environments): backend=None times it against the others and rejects a "
+              "deviating version")
 
 
 # sdpa_valid_keys: kv_lens (bshd / bhsd) and varlen calls only (no lse, as many k/v heads as q heads), on CUDA

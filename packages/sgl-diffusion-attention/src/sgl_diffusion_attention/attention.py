@@ -212,10 +212,8 @@ ATTENTION = Op(
         Backend("sdpa_efficient", ".attention_sdpa:prepare_efficient", S.sdpa_caps("sdpa_efficient"),
                 S.ATTENTION_CLOSE, priority=20, notes=S.SDPA_NOTE.format("memory-efficient"),
                 executed_on=S.EXECUTED_SDPA),
-        Backend("flash_attn3", ".attention_flash:prepare_flash_attn3", S.flash_caps("flash_attn_interface", 90),
-                S.ATTENTION_CLOSE, priority=35, notes=S.FLASH_NOTE.format("FlashAttention-3 (flash_attn_interface)")),
-        Backend("flash_attn", ".attention_flash:prepare_flash_attn", S.flash_caps("flash_attn", 80),
-                S.ATTENTION_CLOSE, priority=25, notes=S.FLASH_NOTE.format("FlashAttention-2 (flash_attn)")),
+        Backend("flash_attn", ".attention_flash:prepare_flash_attn", S.FLASH_CAPS, S.ATTENTION_CLOSE, priority=25,
+                notes=S.FLASH_NOTE),
         Backend("triton", "._attention_triton", S.TRITON_CAPS, S.ATTENTION_CLOSE, priority=10,
                 notes=S.TRITON_NOTE, aot="aot_variants", executed_on=S.EXECUTED_TRITON),
         Backend("sdpa_valid_keys", ".attention_sdpa:prepare_valid_keys", S.VALID_KEYS_CAPS, S.ATTENTION_CLOSE,
@@ -289,9 +287,9 @@ def attention(
         first eager call times every backend that serves it on these inputs, checked against
         the ``torch`` definition, and keeps the winner (``attention_autotune_cache`` keeps it on
         disk); under ``torch.compile`` tracing or CUDA-graph capture, and on the CPU, the static
-        priority: ``sdpa_cudnn`` > ``flash_attn3`` > ``sdpa_flash`` > ``flash_attn`` >
-        ``sdpa_efficient`` > ``triton`` > ``torch`` among those that serve the call (the two
-        flash-attn backends only where their module is installed). Or one of those names, or
+        priority: ``sdpa_cudnn`` > ``sdpa_flash`` > ``flash_attn`` > ``sdpa_efficient`` >
+        ``triton`` > ``torch`` among those that serve the call (``flash_attn`` only where
+        flash-attn is installed). Or one of those names, or
         ``sdpa_valid_keys`` (kv_lens and varlen calls; picked only by the measurement or by name):
         it reads kv_lens (the cu_seqlens) on the host (a device-to-host copy, which waits for the
         GPU) and runs SDPA over each sample's (segment's) valid keys.

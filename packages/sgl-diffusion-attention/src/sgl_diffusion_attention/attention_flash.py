@@ -1,16 +1,16 @@
-"""``attention`` on an installed flash-attn: ``flash_attn`` (FlashAttention-2, the ``flash-attn`` package) and
-``flash_attn3`` (FlashAttention-3's ``flash_attn_interface`` module, built from the flash-attn repository's
-``hopper`` folder). Neither is a requirement: a backend is eligible only when its module is importable
-(nothing is installed or downloaded at run time), and ``backend=None`` times it against the others on the
-real inputs, so a version whose results or signature differ from what this module expects is rejected for
-the bucket with one warning, never chosen.
+"""``attention`` on an installed flash-attn: the ``flash_attn`` backend (FlashAttention-2, the ``flash-attn``
+package, extra ``[flash_attn]``). It is not a requirement: the backend is eligible only when the module is
+importable (nothing is installed or downloaded at run time), and ``backend=None`` times it against the others
+on the real inputs, so a version whose results or signature differ from what this module expects is rejected
+for the bucket with one warning, never chosen. The runner also takes a FlashAttention-3 style function that
+returns ``(out, lse)`` without a ``return_attn_probs`` parameter.
 
-Both take bshd ``[B, S, H, Dh]`` directly (a bhsd input is passed as its transposed view, no copy), k / v
-with fewer heads (GQA), and varlen as ``[total, H, Dh]`` with int32 ``cu_seqlens``; neither takes
-``kv_lens``. The call: ``softmax_scale=scale, causal=False`` and, where the function has the parameter,
-``return_attn_probs`` for the log-sum-exp, which must come back as ``[B, H, S]`` (varlen ``[H, total]``)
-or the call raises ``UnsupportedInputError`` naming the shape it got. A varlen call without
-``max_seqlen_q`` passes the packed lengths as the bounds (always correct).
+It takes bshd ``[B, S, H, Dh]`` directly (a bhsd input is passed as its transposed view, no copy), k / v
+with fewer heads (GQA), and varlen as ``[total, H, Dh]`` with int32 ``cu_seqlens``; not ``kv_lens``. The
+call: ``softmax_scale=scale, causal=False`` and, where the function has the parameter, ``return_attn_probs``
+for the log-sum-exp, which must come back as ``[B, H, S]`` (varlen ``[H, total]``) or the call raises
+``UnsupportedInputError`` naming the shape it got. A varlen call without ``max_seqlen_q`` passes the packed
+lengths as the bounds (always correct).
 """
 
 from __future__ import annotations
@@ -22,11 +22,7 @@ import torch
 
 from sgl_diffusion_core import UnsupportedInputError
 
-# backend -> (module, dense function, varlen function)
-MODULES = {
-    "flash_attn": ("flash_attn", "flash_attn_func", "flash_attn_varlen_func"),
-    "flash_attn3": ("flash_attn_interface", "flash_attn_func", "flash_attn_varlen_func"),
-}
+MODULE, DENSE, VARLEN = "flash_attn", "flash_attn_func", "flash_attn_varlen_func"
 
 
 def _keywords(fn, scale: float, want_lse: bool) -> dict:
@@ -48,11 +44,10 @@ def _split(result, name: str, want_lse: bool, lse_shape: tuple[int, ...]):
     return out, lse.float()
 
 
-def _prepare(backend: str, geom):
-    module, dense_name, varlen_name = MODULES[backend]
-    mod = importlib.import_module(module)
-    fn = getattr(mod, varlen_name if geom.varlen else dense_name)
-    name = f"{module}.{fn.__name__}"
+def prepare_flash_attn(geom, *tensors):
+    """The ``flash_attn`` backend's runner (see the module docstring)."""
+    fn = getattr(importlib.import_module(MODULE), VARLEN if geom.varlen else DENSE)
+    name = f"{MODULE}.{fn.__name__}"
     kw = _keywords(fn, geom.scale, geom.return_lse)
     want_lse, lse_shape, bhsd = geom.return_lse, geom.lse_shape, geom.layout == "bhsd"
     bounds = (geom.max_seqlen_q or geom.Sq, geom.Sk)
@@ -71,13 +66,3 @@ def _prepare(backend: str, geom):
         return (o, lse) if want_lse else o
 
     return run
-
-
-def prepare_flash_attn(geom, *tensors):
-    """The ``flash_attn`` backend's runner (FlashAttention-2)."""
-    return _prepare("flash_attn", geom)
-
-
-def prepare_flash_attn3(geom, *tensors):
-    """The ``flash_attn3`` backend's runner (FlashAttention-3)."""
-    return _prepare("flash_attn3", geom)

@@ -60,18 +60,6 @@ def module_available(name: str) -> bool:
         return False
 
 
-@functools.cache
-def declares_extra(distribution: str, extra: str) -> bool:
-    """Whether an installed distribution declares the optional-dependency extra ``extra``."""
-    import importlib.metadata
-
-    try:
-        extras = importlib.metadata.metadata(distribution).get_all("Provides-Extra") or []
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return extra.replace("_", "-") in {e.replace("_", "-") for e in extras}
-
-
 @dataclass(frozen=True)
 class MachineInfo:
     platform: str  # the best accelerator platform of the machine, or "cpu"

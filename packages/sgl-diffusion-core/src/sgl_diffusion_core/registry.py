@@ -20,7 +20,7 @@ from typing import Any, Literal
 import torch
 
 from .errors import UnknownOpError, UnsupportedInputError
-from .platform import declares_extra, module_available, triton_interpret
+from .platform import module_available, triton_interpret
 
 DTYPE_NAMES = {
     torch.bfloat16: "bfloat16",
@@ -163,9 +163,8 @@ class KernelSpec:
                 out.append(f"tensors on {plat}; this backend runs on {'/'.join(caps.platforms)}")
         for mod in caps.requires:
             if not module_available(mod):
-                how = (f" (pip install '{distribution}[{mod}]')" if distribution and declares_extra(distribution, mod)
-                       else "" if distribution else f" (pip install {mod})")
-                out.append(f"needs the Python module {mod!r}, which is not installed{how}")
+                how = f"pip install '{distribution}[{mod}]'" if distribution else f"pip install {mod}"
+                out.append(f"needs the Python module {mod!r}, which is not installed ({how})")
         if plat is not None and desc.arch is not None and plat in caps.platforms:
             mins = [a for p, a in caps.min_arch if p == plat]
             if mins:
