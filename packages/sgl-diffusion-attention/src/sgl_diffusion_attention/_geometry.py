@@ -108,7 +108,8 @@ def value_problems(kv_lens, cu_q, cu_k, Sk: int, total_q: int, total_k: int,
     """Problems of the index values, for the tensors that can be read without a device sync."""
     out: list[str] = []
     if _readable(kv_lens) and kv_lens.numel():
-        lo, hi = int(kv_lens.min()), int(kv_lens.max())
+        vals = kv_lens.tolist()  # a batch's lengths: cheaper read as a list than reduced as a tensor
+        lo, hi = min(vals), max(vals)
         if lo < 1 or hi > Sk:
             out.append(f"kv_lens values must lie in [1, Sk={Sk}] (keys per sample); got values in [{lo}, {hi}]")
     for name, cu, total in (("cu_seqlens_q", cu_q, total_q), ("cu_seqlens_k", cu_k, total_k)):

@@ -170,11 +170,10 @@ def _capture_runner(geom, *tensors):
     registry's static order that accepts these inputs, this one aside (the only one that reads kv_lens on the
     host): the triton kernel, or the torch definition where the kernel refuses the inputs (rows too long for
     its 32-bit offsets) or its module does not import."""
-    from sgl_diffusion_core import eligible
+    from sgl_diffusion_core import describe, eligible
 
-    from .attention import describe_attention
-
-    desc = describe_attention(*tensors, layout=geom.layout, scale=geom.scale, max_seqlen_q=geom.max_seqlen_q)
+    desc = describe("attention.attention", *tensors, layout=geom.layout, scale=geom.scale,
+                    max_seqlen_q=geom.max_seqlen_q)
     for spec in eligible("attention.attention", desc):
         if spec.backend == "sdpa_valid_keys":
             continue

@@ -87,16 +87,19 @@ class MountedFluxAttnProcessor:
             out = self._sgl_tile.attend(query, key, value)
             if out is not None:
                 return out
-        kv_lens = None if kv_mask is None else k.key_padding_lens(kv_mask, query.shape[0], offset)
+        # the attention op takes the lengths on the host (it slices the keys with no device read); the 8-bit
+        # route takes them on the device
+        q8 = self._sgl_q8
+        kv_lens = None if kv_mask is None else k.key_padding_lens(kv_mask, query.shape[0], offset, host=q8 is None)
         if kv_lens is False:  # not a key-padding prefix (or not readable here): the masked attention
             k.count_eager("attention.attention")
             return dispatch()
-        if self._sgl_q8 is not None:
-            out = self._sgl_q8.attend(query, key, value, kv_lens)
+        if q8 is not None:
+            out = q8.attend(query, key, value, kv_lens)
             if out is not None:
                 return out
-        if kv_lens is not None:  # the same lengths on the host: the op slices the keys with no device read
-            kv_lens = k.key_padding_lens(kv_mask, query.shape[0], offset, host=True)
+            if kv_lens is not None:
+                kv_lens = k.key_padding_lens(kv_mask, query.shape[0], offset, host=True)
         out = k.attention(query, key, value, kv_lens)
         return dispatch() if out is None else out
 
