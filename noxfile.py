@@ -2,8 +2,8 @@
 
     bash tools/setup_env.sh                # once: makes .venv (torch, triton, dev tools, packages editable)
     .venv/bin/nox -l                       # list sessions
-    .venv/bin/nox -s ci                    # what CI runs: lint, import surface, cpu tests, AOT compile, build,
-                                           # integration, docs
+    .venv/bin/nox -s ci                    # what CI runs: lint, import surface, cpu tests, build,
+                                           # integration, AOT compile, docs
     .venv/bin/nox -s "tests(package='norm', platform='cpu')"
     .venv/bin/nox -s "tests(package='norm', platform='cuda')"   # skips, saying so, without an NVIDIA GPU
     .venv/bin/nox -s "compile(target='sm_90')" build lint import_surface
@@ -184,9 +184,10 @@ class CompileLanes:
     goes to build/aot/<target>.log; ``finish`` waits for the lanes and prints each one's result.
 
     ``ci`` starts the lanes with one slot before its first step: the cpu test lanes are
-    single-threaded, so on CI's 2 cores one core compiles while the other tests; at the compile
-    step ``ci`` widens to every core and waits. Lanes start longest first (the full lanes, CUDA
-    before ROCm), so the short sampled ones balance the cores at the end."""
+    single-threaded, so on CI's 2 cores one core compiles while the other tests (then builds and
+    runs the integration tests); at the compile step ``ci`` widens to every core and waits. Lanes
+    start longest first (the full lanes, CUDA before ROCm), so the short sampled ones balance the
+    cores at the end."""
 
     ORDER = ("sm_90", "gfx942", "gfx950", "sm_100", "sm_80", *FLYDSL_LANES)  # longest first
 
@@ -484,7 +485,7 @@ def affected_tests(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def ci(session: nox.Session) -> None:
-    """What CI runs, failing fast: lint, import surface, cpu tests, AOT compile, build, integration, docs.
+    """What CI runs, failing fast: lint, import surface, cpu tests, build, integration, AOT compile, docs.
 
     The AOT compile lanes start in the background with the first step, on the core the
     single-threaded steps before them leave idle (see CompileLanes); their step waits for them.
@@ -499,10 +500,11 @@ def ci(session: nox.Session) -> None:
     for p in PACKAGES:
         steps.append((f"tests(package='{p}', platform='cpu')", lambda p=p: run_tests(session, p, "cpu")))
     # The compile lanes run in the background from the first step on, one at a time while the
-    # single-threaded steps before the compile step run; that step gives them every core and waits.
-    steps.append((f"compile(targets={','.join(TARGETS + FLYDSL_LANES)})", lambda: lanes.finish(session)))
+    # steps before the compile step run (the single-threaded test lanes, then the build and the
+    # fresh-venv integration); that step gives them every core and waits.
     steps.append(("build", lambda: run_build(session)))
     steps.append(("integration", lambda: run_integration(session)))
+    steps.append((f"compile(targets={','.join(TARGETS + FLYDSL_LANES)})", lambda: lanes.finish(session)))
     steps.append(("docs", lambda: run_docs(session)))
     keep_going = os.environ.get("SGL_CI_KEEP_GOING", "") not in ("", "0")
 
