@@ -25,9 +25,10 @@ that ATen splits a row across warps, not reproduced). ``rsqrt`` is ``tl.math.rsq
 ``rsqrtf``, as CUDA eager's).
 
 LayerNorm (``F.layer_norm``; ATen ``vectorized_layer_norm_kernel``; ``_welford_triton``): per-thread
-Welford over 4-element slots, the combine tree with coefficients from a host table (fp64
-divisions in the kernel instead hold 136-141 registers on sm_90, three programs per SM; with the
-table, 64); ``var = m2 / D``; ``rstd = rsqrt(var + eps)``; output ``gamma * (rstd * (x - mean)) +
+Welford over 4-element slots, the combine tree with its coefficients as compile-time constants of
+``D`` (``ROW_CHUNKS``, ``ROW_REST``: fp64 divisions in the kernel held 136-141 registers on sm_90,
+three programs per SM; coefficients loaded from a host table cost a dependent load per tree level);
+``var = m2 / D``; ``rstd = rsqrt(var + eps)``; output ``gamma * (rstd * (x - mean)) +
 beta`` in fp32, rounded once to x's dtype. nvcc contracts ``a * b + c`` in that code into FMAs (it
 compiles without ``--use_fast_math`` but with ``--fmad=true``); we assume the contraction LLVM's
 DAG combiner makes (the left product of a sum of two products) and evaluate each such FMA with
@@ -59,7 +60,7 @@ from ._row_hold_triton import (
     sum_squares,
 )
 from ._row_norm_torch import norm_chain
-from ._welford_triton import hold_welford, layer_stats, welford_tree, welford_tree_table
+from ._welford_triton import hold_welford, layer_stats, welford_tree
 
 TL_DTYPES = triton_math.TL_DTYPES
 _MAX_REDUCE_THREADS = 512  # ATen Reduce.cuh: max threads of a reduction block
@@ -76,7 +77,7 @@ def _div(a, b, one):
 
 @triton.jit(do_not_specialize=["n_rows", "S", "sc_L", "sh_L", "eps", "scale_offset", "mean_factor", "d_float"])
 def _row_norm_exact_kernel(
-    X, SC, SH, W, BIAS, Y, ONE, RCP, TAB,
+    X, SC, SH, W, BIAS, Y, ONE, RCP,
     n_rows, S, D,
     x_sb, x_ss,
     sc_sb, sc_ss, sc_L,
@@ -91,7 +92,7 @@ def _row_norm_exact_kernel(
     UNROLL: tl.constexpr, UNROLL_OUT: tl.constexpr, ROWS: tl.constexpr,
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr,
     HOLD1: tl.constexpr, HOLD2: tl.constexpr, HOLD3: tl.constexpr,
-    MOD_AHEAD: tl.constexpr, OUT_AHEAD: tl.constexpr,
+    MOD_AHEAD: tl.constexpr, OUT_AHEAD: tl.constexpr, ROW_CHUNKS: tl.constexpr, ROW_REST: tl.constexpr,
 ):
     """One launch of the exact chain (the constants: :func:`launch_constants`). Long because the
     statistics (LayerNorm's Welford or RMSNorm's sum of squares, held row or not) and the output
@@ -127,9 +128,9 @@ def _row_norm_exact_kernel(
                 m, s = hold_welford(m, s, t2, D, HOLD1, NT, HOLD2, FULL)
             if HOLD3 > 0:
                 m, s = hold_welford(m, s, t3, D, HOLD1 + HOLD2, NT, HOLD3, FULL)
-            mean, m2 = welford_tree(m, s, TAB, WARP, NWARP, 4 * CHUNKS if FULL >= CHUNKS else 0)
+            mean, m2 = welford_tree(m, s, ROW_CHUNKS, ROW_REST, WARP, NWARP)
         else:
-            mean, m2 = layer_stats(x1, D, RCP, TAB, WARP, NWARP, CHUNKS, UNROLL, VEC, FULL)
+            mean, m2 = layer_stats(x1, D, RCP, WARP, NWARP, CHUNKS, UNROLL, VEC, FULL, ROW_CHUNKS, ROW_REST)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -301,6 +302,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     else:
         lanes, nwarp = reduce_lanes(g.rows, g.D, warp)[0], 1
     chunks = max(1, triton.cdiv(g.D, 4 * lanes * nwarp if geom.norm == "layer" else 4 * lanes))
+    # LayerNorm's row as its reduction tree counts it: whole chunks, then the elements of a partial one (the
+    # tree's coefficients are compile-time constants of these)
+    row_chunks, row_rest = divmod(g.D, 4 * lanes * nwarp) if geom.norm == "layer" else (0, 0)
     unroll = chunks if geom.norm == "rms" or chunks <= 6 else 2
     f32 = tl.float32
     out = {
@@ -313,6 +317,7 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks, "UNROLL": unroll,
         "UNROLL_OUT": chunks if geom.norm == "layer" and chunks <= 16 else unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < _MANY_ROWS else 1,
+        "ROW_CHUNKS": row_chunks, "ROW_REST": row_rest,
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= _MANY_ROWS,
         "VEC": geom.norm == "layer" and chunks <= 16,
         **{k: v for k, v in tuning.items() if k not in ("HOLD", "MOD_AHEAD", "MAXNREG")},
@@ -428,10 +433,9 @@ def prepare_kernel(geom, x, scale, shift, weight, bias, tuning: dict | None = No
     one = torch.ones(1, dtype=torch.float64, device=x.device)
     # 1 / n for n = 1 .. 4 * CHUNKS, divided in fp32 on the host (IEEE, as eager's `1.f / count`)
     rcp = (1.0 / torch.arange(1, 4 * const["CHUNKS"] + 1, dtype=torch.float32)).to(x.device)
-    tab = welford_tree_table(g.D, const["WARP"], const["NWARP"]).to(x.device) if const["NORM"] == 0 else rcp
     const, options = _split_options(const)
     launch = PreparedLaunch(_row_norm_exact_kernel, (triton.cdiv(g.rows, const["ROWS"]),), const, device=x.device,
-                            n_ptrs=9, options=options, fp_fusion=False)
+                            n_ptrs=8, options=options, fp_fusion=False)
     shape, dtype, device = g.shape, geom.chain.out, x.device
     # a contiguous x of the result's dtype: empty_like is the cheaper allocation (host time)
     like = x.is_contiguous() and x.dtype == dtype
@@ -439,7 +443,7 @@ def prepare_kernel(geom, x, scale, shift, weight, bias, tuning: dict | None = No
     def fused(x, scale, shift, weight, bias, eps, scale_offset):
         out = torch.empty_like(x) if like else torch.empty(shape, dtype=dtype, device=device)
         launch(x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
-               x if bias is None else bias, out, one, rcp, tab, *scalars, eps, scale_offset, factor, d_float)
+               x if bias is None else bias, out, one, rcp, *scalars, eps, scale_offset, factor, d_float)
         return out
 
     return fused
@@ -541,7 +545,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
 
 # pointers and the extents a production launch sees as multiples of 16 (Triton's divisibility
 # specialization: the 16-byte accesses of the real build)
-_ALIGNED = ("X", "SC", "SH", "W", "BIAS", "Y", "ONE", "RCP", "TAB", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sh_sb",
+_ALIGNED = ("X", "SC", "SH", "W", "BIAS", "Y", "ONE", "RCP", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sh_sb",
             "sh_ss")
 # 16-bit rows: 4 elements per access are 8 bytes (fp32 rows load 128 bits)
 _NARROW = ("each lane reads 4 consecutive elements per access, the per-thread layout of eager's row kernels that the "
@@ -554,7 +558,6 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
     sig = {n: f"*{dt}" for n in ("X", "SC", "SH", "W", "BIAS", "Y")}
     sig["ONE"] = "*fp64"
     sig["RCP"] = "*fp32"
-    sig["TAB"] = "*fp32"
     sig.update({n: "i32" for n in ("n_rows", "S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss",
                                    "sh_L")})
     sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})

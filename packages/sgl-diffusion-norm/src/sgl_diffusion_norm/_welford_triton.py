@@ -6,16 +6,16 @@ ROCm: wavefronts of 64) per row, thread ``t`` owning 4 consecutive elements of e
 float, ``mean += delta * (1/count)``, ``m2 += delta * (x - new_mean)``); then the warp tree
 (offsets 16, 8, ..., 1, lane ``i`` combining with ``i + offset``: ``cuWelfordCombine``), then
 the warps halving through shared memory. The counts, and so every combine's ``1 / count``,
-``nA`` and ``nB``, follow from ``D`` alone and come from a host table computed in fp32 as eager
-does (:func:`welford_tree_table`). nvcc contracts the ``a * b + c`` of these updates into FMAs;
-each is ``tl.fma`` here (the one instruction nvcc emits).
+``nA`` and ``nB``, follow from ``D`` alone: they are compile-time constants, computed in fp32 as
+eager does (:func:`tree_segments`) and chosen per thread by selects on its index (a partial last
+chunk gives a few distinct values per level). nvcc contracts the ``a * b + c`` of these updates
+into FMAs; each is ``tl.fma`` here (the one instruction nvcc emits).
 """
 
 from __future__ import annotations
 
-import functools
+import math
 
-import torch
 import triton
 import triton.language as tl
 
@@ -29,30 +29,41 @@ def _halves(x, R: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
-def _welford_merge(m, s, TAB, OFF: tl.constexpr, R: tl.constexpr, N: tl.constexpr):
-    """One level of the combine tree on ``[R, N]`` partial statistics: lane ``i`` (``dataB``)
-    with lane ``i + N/2`` (``dataA``), as ``cuWelfordCombine(dataB, dataA)``:
-    ``mean = nA * meanA + nB * meanB``, ``m2 = m2A + m2B + delta * delta * countA * nB``.
-
-    The counts do not depend on the data (they follow from ``D`` and the thread layout), so
-    ``nA = countA * (1 / count)``, ``nB`` and ``countA`` of every combine come from a host table
-    (``TAB``: entries of four fp32, this level's from entry ``OFF``, computed in fp32
-    as eager does, :func:`welford_tree_table`); an empty pair has ``nA = nB = countA = 0`` and
-    gives eager's zeros. (The level's ``[R, N/2]`` loads also fix the layouts of the halving: with
-    one scalar per level, for uniform counts, sm_90 went from 64 to 168 registers.)"""
+def _welford_merge(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr,
+                   N: tl.constexpr):
+    """One inter-warp level of the combine tree on ``[1, N]`` partial statistics: warp group ``j``
+    (``dataB``, warps ``j, j + N, ...``) with group ``j + N/2`` (``dataA``), as
+    ``cuWelfordCombine(dataB, dataA)``: ``mean = nA * meanA + nB * meanB``,
+    ``m2 = m2A + m2B + delta * delta * countA * nB``; the coefficients: :func:`_level_coefs`."""
     H: tl.constexpr = N // 2
-    mb, ma = _halves(m, R, N)
-    sb, sa = _halves(s, R, N)
-    # entry i of the table is (nA, nB, countA, 0) at 4 * i: one 16-byte load per combine
-    idx = OFF + tl.arange(0, R)[:, None, None] * H + tl.arange(0, H)[None, :, None]
-    coef = tl.load(TAB + idx * 4 + tl.arange(0, 4)[None, None, :])
-    even, odd = tl.split(tl.reshape(coef, [R, H, 2, 2]))  # the last axis: (nA, countA), (nB, 0)
-    na, ca = tl.split(even)
-    nb, _ = tl.split(odd)
+    mb, ma = _halves(m, 1, N)
+    sb, sa = _halves(s, 1, N)
+    na, nb, ca = _level_coefs(tl.arange(0, H)[None, :], F, V, WARP, NWARP, H, True)
     delta = mb - ma
     mean = tl.fma(na, ma, nb * mb)
     m2 = tl.fma((delta * delta) * ca, nb, sa + sb)
     return mean, m2
+
+
+@triton.jit
+def _level_coefs(idx, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, H: tl.constexpr,
+                 INTER: tl.constexpr):
+    """``(nA, nB, countA)`` of one level of the combine tree for the combines at ``idx`` (the thread's
+    index ``warp * WARP + lane``, or an inter-warp level's group index): compile-time constants
+    (:func:`tree_segments`), one value where every combine of the level is alike (every chunk full),
+    else a select per run of equal combines."""
+    NSEG: tl.constexpr = _tree_seg(F, V, WARP, NWARP, H, INTER, -1, 0)
+    LAST: tl.constexpr = NSEG - 1
+    na = tl.full([], _tree_seg(F, V, WARP, NWARP, H, INTER, LAST, 1), tl.float32)
+    nb = tl.full([], _tree_seg(F, V, WARP, NWARP, H, INTER, LAST, 2), tl.float32)
+    ca = tl.full([], _tree_seg(F, V, WARP, NWARP, H, INTER, LAST, 3), tl.float32)
+    # the runs last to first (run NSEG - 2 - kk): each select covers the indices below its end
+    for kk in tl.static_range(NSEG - 1):
+        here = idx < _tree_seg(F, V, WARP, NWARP, H, INTER, NSEG - 2 - kk, 0)
+        na = tl.where(here, _tree_seg(F, V, WARP, NWARP, H, INTER, NSEG - 2 - kk, 1), na)
+        nb = tl.where(here, _tree_seg(F, V, WARP, NWARP, H, INTER, NSEG - 2 - kk, 2), nb)
+        ca = tl.where(here, _tree_seg(F, V, WARP, NWARP, H, INTER, NSEG - 2 - kk, 3), ca)
+    return na, nb, ca
 
 
 @triton.jit
@@ -108,8 +119,8 @@ def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.cons
 
 
 @triton.jit
-def layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
-                UNROLL: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr):
+def layer_stats(x_row, D, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
+                UNROLL: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr, F: tl.constexpr, V: tl.constexpr):
     """The row's ``(mean, m2)`` read from memory in eager's order: ``VEC``, one vector load per
     chunk (the chunks unrolled at compile time; the ``FULL`` leading ones unmasked); otherwise a
     loop over the chunks (unmasked where every chunk is full)."""
@@ -139,33 +150,20 @@ def layer_stats(x_row, D, RCP, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, CHU
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 2), EVEN)
             v, ok = _slot(x_row, base, lane4, 3, D)
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 3), EVEN)
-    return welford_tree(m, s, TAB, WARP, NWARP, 4 * CHUNKS if EVEN else 0)
+    return welford_tree(m, s, F, V, WARP, NWARP)
 
 
 @triton.jit
-def _shfl_merge(m, s, lane, wrp, TAB, OFF: tl.constexpr, H: tl.constexpr, WARP: tl.constexpr,
-                UNIFORM: tl.constexpr):
+def _shfl_merge(m, s, lane, g, F: tl.constexpr, V: tl.constexpr, H: tl.constexpr, WARP: tl.constexpr,
+                NWARP: tl.constexpr):
     """One intra-warp level as eager's ``WARP_SHFL_DOWN``: ``[NWARP, WARP]`` partial statistics,
     lane ``i`` combining with lane ``i + H`` (a warp-local ``tl.gather``; lanes past the warp
-    keep their own value, like the shuffle's clamp, and only lanes below ``H`` feed lane 0).
-    ``UNIFORM > 0``: every thread counted ``UNIFORM`` elements (every chunk full), so both sides
-    of every combine at this level count ``UNIFORM * WARP / (2 * H)`` and the coefficients are
-    compile-time constants (fp32 products of constants, folded as IEEE fp32); otherwise they come
-    from the host table, entry ``OFF + warp * H + lane`` (lanes from ``H`` read a valid entry they
-    do not need)."""
+    keep their own value, like the shuffle's clamp, and only lanes below ``H`` feed lane 0); the
+    coefficients of thread ``g``'s combine: :func:`_level_coefs`."""
     src = tl.where(lane + H < WARP, lane + H, lane)
     ma = tl.gather(m, src, axis=1)
     sa = tl.gather(s, src, axis=1)
-    if UNIFORM > 0:
-        CNT: tl.constexpr = UNIFORM * WARP // (2 * H)
-        ca = tl.full([], CNT, tl.float32)
-        na = ca * _const_rcp(2 * CNT)
-        nb = na
-    else:
-        e = (OFF + wrp * H + (lane % H)) * 4
-        na = tl.load(TAB + e)
-        nb = tl.load(TAB + e + 1)
-        ca = tl.load(TAB + e + 2)
+    na, nb, ca = _level_coefs(g, F, V, WARP, NWARP, H, False)
     delta = m - ma
     mean = tl.fma(na, ma, nb * m)
     m2 = tl.fma((delta * delta) * ca, nb, sa + s)
@@ -173,35 +171,34 @@ def _shfl_merge(m, s, lane, wrp, TAB, OFF: tl.constexpr, H: tl.constexpr, WARP: 
 
 
 @triton.jit
-def welford_tree(m, s, TAB, WARP: tl.constexpr, NWARP: tl.constexpr, UNIFORM: tl.constexpr = 0):
-    """Per-thread ``[WARP * NWARP]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree order."""
+def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr):
+    """Per-thread ``[WARP * NWARP]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree
+    order. The row: ``F`` full chunks, then ``V`` elements of a partial one (:func:`tree_segments`)."""
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
     # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset (warp-local gathers, as
-    # eager's shuffles); the table holds the levels in this order (level N at NWARP * (WARP - N)),
-    # then the inter-warp levels
+    # eager's shuffles), then the inter-warp levels
     lane = tl.zeros([NWARP, WARP], tl.int32) + tl.arange(0, WARP)[None, :]
-    wrp = tl.zeros([NWARP, WARP], tl.int32) + tl.arange(0, NWARP)[:, None]
+    g = lane + (tl.zeros([NWARP, WARP], tl.int32) + tl.arange(0, NWARP)[:, None]) * WARP
     if WARP >= 64:
-        m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 64), 32, WARP, UNIFORM)
-    m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 32), 16, WARP, UNIFORM)
-    m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 16), 8, WARP, UNIFORM)
-    m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 8), 4, WARP, UNIFORM)
-    m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 4), 2, WARP, UNIFORM)
-    m, s = _shfl_merge(m, s, lane, wrp, TAB, NWARP * (WARP - 2), 1, WARP, UNIFORM)
+        m, s = _shfl_merge(m, s, lane, g, F, V, 32, WARP, NWARP)
+    m, s = _shfl_merge(m, s, lane, g, F, V, 16, WARP, NWARP)
+    m, s = _shfl_merge(m, s, lane, g, F, V, 8, WARP, NWARP)
+    m, s = _shfl_merge(m, s, lane, g, F, V, 4, WARP, NWARP)
+    m, s = _shfl_merge(m, s, lane, g, F, V, 2, WARP, NWARP)
+    m, s = _shfl_merge(m, s, lane, g, F, V, 1, WARP, NWARP)
     # lane 0 of each warp holds the warp's statistics (a sum of one value and zeros)
     m = tl.sum(tl.where(lane == 0, m, 0.0), axis=1)[:, None]
     s = tl.sum(tl.where(lane == 0, s, 0.0), axis=1)[:, None]
     # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1
     m = tl.reshape(m, [1, NWARP])
     s = tl.reshape(s, [1, NWARP])
-    B: tl.constexpr = NWARP * (WARP - 1)
     if NWARP >= 8:
-        m, s = _welford_merge(m, s, TAB, B + NWARP - 8, 1, 8)
+        m, s = _welford_merge(m, s, F, V, WARP, NWARP, 8)
     if NWARP >= 4:
-        m, s = _welford_merge(m, s, TAB, B + NWARP - 4, 1, 4)
+        m, s = _welford_merge(m, s, F, V, WARP, NWARP, 4)
     if NWARP >= 2:
-        m, s = _welford_merge(m, s, TAB, B + NWARP - 2, 1, 2)
+        m, s = _welford_merge(m, s, F, V, WARP, NWARP, 2)
     mean = tl.sum(tl.reshape(m, [1]), axis=0)
     m2 = tl.sum(tl.reshape(s, [1]), axis=0)
     return mean, m2
@@ -240,36 +237,72 @@ def hold_welford(m, s, t, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr
 
 
 
-@functools.lru_cache(maxsize=64)
-def welford_tree_table(D: int, warp: int, nwarp: int) -> torch.Tensor:
-    """The combine coefficients of LayerNorm's reduction tree (see ``_welford_merge``), fp32 CPU
-    tensor ``[4 * (NT - 1)]``: per combine ``(nA, nB, countA, 0)``; the combines by level in the
-    kernel's order (intra-warp ``[nwarp, N/2]`` for N = warp .. 2, then inter-warp ``[1, N/2]``
-    for N = nwarp .. 2), each row-major. Thread ``t`` of ``NT = warp * nwarp`` holds the
-    elements ``4t .. 4t+3`` of every ``4 * NT``-wide chunk; its count is how many lie below
-    ``D``. ``coef = 1 / count``, ``nA = countA * coef``, ``nB = countB * coef`` are rounded to
-    fp32 at each step, as in ``cuWelfordCombine`` (IEEE fp32 division and products on the host)."""
-    nt = warp * nwarp
-    chunk = 4 * nt
-    full, rest = divmod(D, chunk)
-    t = torch.arange(nt)
-    counts = (full * 4 + (rest - 4 * t).clamp(0, 4)).to(torch.float32)
-    rows: list[list[torch.Tensor]] = [[], [], []]
+@triton.constexpr_function
+def _f32(x):
+    """``x`` (a positive normal value) rounded to the nearest fp32 value, ties to even."""
+    mant, exp = math.frexp(x)
+    return math.ldexp(round(math.ldexp(mant, 24)), exp - 24)
 
-    def level(c: torch.Tensor) -> torch.Tensor:
-        half = c.shape[1] // 2
-        cb, ca = c[:, :half], c[:, half:]
-        total = ca + cb
-        coef = torch.where(total > 0, 1.0 / torch.where(total > 0, total, torch.ones_like(total)), 0.0)
-        for r, v in zip(rows, (ca * coef, cb * coef, ca)):
-            r.append(v.reshape(-1))
-        return total
 
-    c = counts.reshape(nwarp, warp)
-    while c.shape[1] > 1:
-        c = level(c)
-    c = c.reshape(1, nwarp)
-    while c.shape[1] > 1:
-        c = level(c)
-    na, nb, ca = (torch.cat(r) for r in rows)
-    return torch.stack([na, nb, ca, torch.zeros_like(ca)], dim=1).reshape(-1).to(torch.float32)
+@triton.constexpr_function
+def tree_segments(F, V, warp, nwarp, H, inter, _memo={}):  # noqa: B006 (the memo of the compile-time calls)
+    """The combine coefficients of one level of LayerNorm's reduction tree (``_shfl_merge`` /
+    ``_welford_merge``) as runs ``(end, nA, nB, countA)``: the combines at indices below ``end`` (and
+    from the previous run's end) share those values. The row: ``F`` full ``4 * warp * nwarp``-wide
+    chunks, then ``V`` elements of a partial one, so thread ``t`` counts ``4 * F + clamp(V - 4t, 0, 4)``
+    elements. Intra-warp level ``H`` (``inter`` False): index ``warp_index * warp + lane``; lane
+    ``i < H`` combines its lanes ``i + 2Hk`` (``dataB``) with lanes ``i + H + 2Hk`` (``dataA``); lanes
+    from ``H`` on feed nothing and join the run before them. Inter-warp level ``H`` (``inter``): index
+    ``j < H`` combines warp group ``j`` (warps ``j + 2Hk``) with group ``j + H``. As
+    ``cuWelfordCombine``: ``coef = 1 / (countA + countB)`` (IEEE fp32; Python's double quotient
+    rounded to fp32 is that value), ``nA = countA * coef``, ``nB = countB * coef`` rounded to fp32
+    (exact products in double, then rounded); an empty pair gives zeros. A compile-time function
+    (Triton's dependency tracking allows it no helper but other such functions), memoized."""
+    key = (F, V, warp, nwarp, H, bool(inter))
+    if key in _memo:
+        return _memo[key]
+    # [(first thread, stride, how many)] of dataB and dataA per combine, or None where it feeds nothing
+    sides = []
+    if inter:
+        per = nwarp // (2 * H)  # warps per group
+        for j in range(H):
+            sides.append(((j * warp, 2 * H * warp, per), ((j + H) * warp, 2 * H * warp, per)))
+    else:
+        for w in range(nwarp):
+            for i in range(warp):
+                n = warp // (2 * H)
+                sides.append(((w * warp + i, 2 * H, n), (w * warp + i + H, 2 * H, n)) if i < H else None)
+    runs = []
+    for idx, side in enumerate(sides):
+        if side is None:  # joins the run before it
+            runs[-1][0] = idx + 1
+            continue
+        counts = []
+        for first, stride, n in side:
+            # every thread of the group (a warp group counts each of its warps' threads)
+            width = warp if inter else 1
+            c = 0
+            for k in range(n):
+                for t in range(first + stride * k, first + stride * k + width):
+                    c += 4 * F + min(max(V - 4 * t, 0), 4)
+            counts.append(c)
+        cb, ca = counts
+        if ca + cb == 0:
+            v = [0.0, 0.0, 0.0]
+        else:
+            coef = _f32(1.0 / (ca + cb))
+            v = [_f32(ca * coef) if ca else 0.0, _f32(cb * coef) if cb else 0.0, float(ca)]
+        if runs and runs[-1][1:] == v:
+            runs[-1][0] = idx + 1
+        else:
+            runs.append([idx + 1, *v])
+    _memo[key] = tuple(tuple(r) for r in runs)
+    return _memo[key]
+
+
+@triton.constexpr_function
+def _tree_seg(F, V, WARP, NWARP, H, INTER, K, FIELD):
+    """Field ``FIELD`` (0 end, 1 nA, 2 nB, 3 countA) of run ``K`` of :func:`tree_segments`; ``K = -1``:
+    the number of runs."""
+    runs = tree_segments(F, V, WARP, NWARP, H, INTER)
+    return len(runs) if K < 0 else runs[K][FIELD]
