@@ -302,9 +302,6 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
     else:
         lanes, nwarp = reduce_lanes(g.rows, g.D, warp)[0], 1
     chunks = max(1, triton.cdiv(g.D, 4 * lanes * nwarp if geom.norm == "layer" else 4 * lanes))
-    # LayerNorm's row as its reduction tree counts it: whole chunks, then the elements of a partial one (the
-    # tree's coefficients are compile-time constants of these)
-    row_chunks, row_rest = divmod(g.D, 4 * lanes * nwarp) if geom.norm == "layer" else (0, 0)
     unroll = chunks if geom.norm == "rms" or chunks <= 6 else 2
     f32 = tl.float32
     out = {
@@ -317,7 +314,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks, "UNROLL": unroll,
         "UNROLL_OUT": chunks if geom.norm == "layer" and chunks <= 16 else unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < _MANY_ROWS else 1,
-        "ROW_CHUNKS": row_chunks, "ROW_REST": row_rest,
+        # LayerNorm's row as its tree counts it (whole chunks, the rest's elements): its coefficients' constants
+        **dict(zip(("ROW_CHUNKS", "ROW_REST"), divmod(g.D, 4 * lanes * nwarp) if geom.norm == "layer" else (0, 0))),
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= _MANY_ROWS,
         "VEC": geom.norm == "layer" and chunks <= 16,
         **{k: v for k, v in tuning.items() if k not in ("HOLD", "MOD_AHEAD", "MAXNREG")},
