@@ -299,31 +299,20 @@ def test_compile_fullgraph_no_graph_break(backend, device):
     testing.assert_exact(compiled(x, r, mod, w), block(x, r, mod, w))
 
 
-def test_layer_norm_serves_eager_where_faster():
+def test_layer_norm_keeps_its_exact_kernel_at_every_width():
     """layer_norm's backend=None under the exact contract on CUDA (descriptions of sm_90 inputs, no GPU
-    needed): eager F.layer_norm (the torch backend) below 8192 rows where D is below 3584 and not a multiple of
-    512, the exact kernel at multiples, from 3584 and from 8192 rows, the close kernel with exact=False; explain
-    says why; ln_modulate keeps its exact kernel."""
+    needed) is the exact kernel at every width and row count, partial last chunks included (no chooser
+    serves eager in its place), and the close kernel with exact=False."""
     import dataclasses
 
-    from sgl_diffusion_core import eligible, explain
+    from sgl_diffusion_core import eligible, select_impl
     from sgl_diffusion_norm.layer_norm import LAYER_NORM as op
+    from sgl_diffusion_norm.ln_modulate import LN_MODULATE
 
-    chooser = op.chooser
-    for D, rows, want in ((2240, 16, "torch"), (1152, 16, "torch"), (2432, 8191, "torch"), (2432, 8192, None),
-                          (1152, 32760, None), (3840, 16, None), (4000, 16, None), (3072, 16, None), (1536, 16, None)):
+    assert op.chooser is None and LN_MODULATE.chooser is None
+    for D, rows in ((2240, 16), (1152, 16), (2432, 8191), (1152, 32760), (3840, 16), (1536, 16)):
         x = torch.empty(1, rows, D, dtype=torch.bfloat16)
         desc = dataclasses.replace(op.describe(x), platform="cuda", arch=90)
         assert eligible(op.id, desc)[0].backend == "triton_exact"
-        got = chooser.choose(op.id, desc, (x,), None)
-        assert (got and got[0].backend) == want, D
-        assert chooser.choose(op.id, desc, (x,), False) is None  # close: the close kernel
-        static = dataclasses.replace(explain(norm.layer_norm, x), chosen="triton_exact")
-        ex = chooser.explain(op.id, desc, None, static)
-        assert ex.chosen == (want or "triton_exact")
-        assert ("not a multiple of 512" in ex.notes[0]) if want else not ex.notes
-        cpu = op.describe(x)  # the CPU: the static priority
-        assert chooser.choose(op.id, cpu, (x,), None) is None
-    from sgl_diffusion_norm.ln_modulate import LN_MODULATE
-
-    assert LN_MODULATE.chooser is None
+        assert select_impl(op.id, desc).backend == "triton_exact", D
+        assert select_impl(op.id, desc, exact=False).backend == "triton", D

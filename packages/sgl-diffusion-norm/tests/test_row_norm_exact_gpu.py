@@ -46,20 +46,12 @@ def _mods(D, layout, dtype=torch.bfloat16):
     return r(1, FRAMES, 1, D), r(1, FRAMES, 1, D)
 
 
-def _eager_chosen(name, x):
-    """Whether ``backend=None`` serves eager itself here: layer_norm on CUDA below 8192 rows at a width below
-    3584 that is not a multiple of 512 (the layer_norm chooser); the kernel is then asked for by name."""
-    D = x.shape[-1]
-    return (name == "layer_norm" and torch.version.hip is None and D % 512 != 0 and D < 3584
-            and x.numel() // D < 8192)
-
-
 def _call(name, x, sc, sh, w, b, reference=False):
     if name in ("layer_norm", "rms_norm"):
         fn = getattr(norm, f"{name}_reference" if reference else name)
         if reference:
             return fn(x, w, b)
-        return fn(x, w, b, exact=True, backend="triton_exact" if _eager_chosen(name, x) else None)
+        return fn(x, w, b, exact=True)
     kw = {"weight": w} if name == "rms_modulate" else {"weight": w, "bias": b}
     fn = getattr(norm, f"{name}_reference" if reference else name)
     return fn(x, sc, sh, **kw) if reference else fn(x, sc, sh, exact=True, **kw)
@@ -80,8 +72,7 @@ def _check(name, x, sc=None, sh=None, w=None, b=None, *, label):
     if name == "ln_modulate":
         kw["bias"] = b
     chosen = explain(getattr(norm, name), *args, exact=True, **kw).chosen
-    assert chosen == ("torch" if _eager_chosen(name, x) else "triton_exact"), \
-        "exact=True on a GPU must select the gated exact kernel (eager itself where it measured faster)"
+    assert chosen == "triton_exact", "exact=True on a GPU must select the gated exact kernel"
     mismatches = None
     if state == "fallback":  # demonstrate it: the kernel alone differs from eager
         tensors = (x, sc, sh, w, b if name != "rms_modulate" else None)

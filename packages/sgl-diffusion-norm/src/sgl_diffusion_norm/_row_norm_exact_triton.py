@@ -27,7 +27,7 @@ that ATen splits a row across warps, not reproduced). ``rsqrt`` is ``tl.math.rsq
 LayerNorm (``F.layer_norm``; ATen ``vectorized_layer_norm_kernel``; ``_welford_triton``): per-thread
 Welford over 4-element slots, the combine tree with its coefficients as compile-time constants of
 ``D`` (``ROW_CHUNKS``, ``ROW_REST``: fp64 divisions in the kernel held 136-141 registers on sm_90,
-three programs per SM; coefficients loaded from a host table cost a dependent load per tree level);
+three programs per SM; coefficients loaded from a host table cost a load per tree level);
 ``var = m2 / D``; ``rstd = rsqrt(var + eps)``; output ``gamma * (rstd * (x - mean)) +
 beta`` in fp32, rounded once to x's dtype. nvcc contracts ``a * b + c`` in that code into FMAs (it
 compiles without ``--use_fast_math`` but with ``--fmad=true``); we assume the contraction LLVM's

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from sgl_diffusion_core import InputDesc, Op, RuleChooser, UnsupportedInputError, is_compiling
+from sgl_diffusion_core import InputDesc, Op, UnsupportedInputError, is_compiling
 
 from . import _row_norm as R
 from ._row_norm import exact_gate as exact_gate
@@ -20,32 +20,6 @@ ALSO_EXPORTS = ("exact_gate",)  # the exact kernels' gates (inspect .states(), .
 def describe_layer_norm(x, weight=None, bias=None, **_) -> InputDesc:
     """Validate the arguments of ``layer_norm`` and describe them for backend selection."""
     return R.describe_row_norm("layer_norm", x, None, None, weight, bias)
-
-
-# the exact LayerNorm kernel reduces in eager's 4-warp layout, 512 columns (4 per thread) a chunk
-_FULL_CHUNKS = 512
-# from this width the exact kernel beat eager on rows whose last chunk is partial
-_KERNEL_FROM = 3584
-# from this many rows the exact kernel beat eager at every width measured (1152-2560 columns on fewer warps,
-# 3072-6144); partial widths of 2561-3583 columns were not measured
-_KERNEL_FROM_ROWS = 8192
-
-# ``backend=None`` under the exact contract on CUDA: ``F.layer_norm`` itself (the ``torch`` backend, the
-# exact contract's definition) below 8192 rows where the row leaves the exact kernel's last 512-column chunk
-# partial and is narrower than 3584 columns. Measured on one H100, bf16, 4096 and 32760 tokens at batch 1
-# and 2, the kernel alone at its warps rule against eager (docs/benchmarks/layer_norm_widths_h100.json):
-# at D = 1152, 1920, 2240, 2304 and 2432 the kernel took 0.98-1.07x eager's time at 4096 rows, 0.93-0.99x at
-# 8192 and 0.83-0.91x at 32760 and 65520; at the multiples of 512 (1536-2560) 0.67-0.89x at every count.
-# ``ln_modulate`` keeps the kernel at every width: its eager chain is three kernels (13-18% of copy).
-_EAGER_WHERE_FASTER = RuleChooser(
-    "triton_exact", "torch",
-    rule=lambda desc: (desc.platform == "cuda" and desc.last_dim is not None
-                       and desc.last_dim % _FULL_CHUNKS != 0 and desc.last_dim < _KERNEL_FROM
-                       and desc.info["geom"].x.rows < _KERNEL_FROM_ROWS),
-    note=lambda desc: (f"last dim {desc.last_dim} is not a multiple of {_FULL_CHUNKS} and below {_KERNEL_FROM}, "
-                       f"with {desc.info['geom'].x.rows} rows (below {_KERNEL_FROM_ROWS}): eager F.layer_norm (the "
-                       "exact contract's definition) measured as fast as the exact kernel or faster there"),
-)
 
 
 LAYER_NORM = Op(
@@ -59,7 +33,6 @@ LAYER_NORM = Op(
     default_exact=True,
     empty=R.empty_result,
     bench=f"{R.BENCH}:layer_norm_cases",
-    chooser=_EAGER_WHERE_FASTER,
 )
 
 
