@@ -206,6 +206,8 @@ def op_section(s: Suite, contract_of: ContractOf | None, embed_plots: bool = Fal
     title = f"{op.split('.', 1)[-1]}{' at every DiT width' if sweep else ''}"
     out = [f"### {title} ({op.split('.')[0]}, {s.device})\n\n"]
     out.append(f"{env_line(s)} · {', '.join(dtypes)} · {_links(s, embed_plots)}\n\n")
+    if isinstance(s.data.get("note"), str):  # what a reader must know about the record (e.g. a rule changed since)
+        out.append(s.data["note"].rstrip() + "\n\n")
     models = sorted({r["bytes_model"] for r in rows if r.get("bytes_model")})
     if models:
         out.append("Bytes: " + "; ".join(models) + ".\n\n")
