@@ -139,3 +139,8 @@ def test_width_sweep_renders_as_a_matrix(tmp_path: Path) -> None:
     assert "Lowest: 26.7% of copy (D=2240, B=1, 4096 tokens)" in page
     assert "Slower than eager or `torch.compile` at 2: D=2240, B=1, 4096 tokens; D=2240, B=2, 4096 tokens." in page
     assert "| `ln_modulate` | norm | H100 | 4 DiT widths |" in bench_table.summary(tmp_path)
+    assert "Measured before" not in page
+    record["note"] = "Measured before a rule changed."  # a record's note is shown under its environment line
+    (tmp_path / "ln_modulate_widths_h100.json").write_text(json.dumps(record))
+    page = bench_table.readme(tmp_path, lambda op, prov: "exact")
+    assert "\n\nMeasured before a rule changed.\n\n" in page
