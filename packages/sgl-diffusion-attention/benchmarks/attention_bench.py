@@ -6,9 +6,10 @@ Providers of ``attention``: ``sgl_diffusion`` (the op with ``backend=None``: on 
 that its first call of the bucket measured fastest), ``sgl_diffusion(triton)`` (our kernel), ``sdpa``
 (PyTorch's default SDPA; with kv_lens the boolean key mask ``[B, 1, 1, Sk]`` diffusers passes),
 ``sgl_diffusion(host kv_lens)`` (``backend=None`` with the lengths on the CPU, as a mount that
-knows them passes them), ``sdpa(valid keys)`` (dense SDPA over the valid keys only, batch 1: the
-bound a kv_lens kernel aims at) and ``torch.compile`` of the ``sdpa`` provider. Attention is compute bound: each
-case carries ``flops = 4 * B * H * Sq * Sk_valid * Dh`` (in ``extra``) besides the bytes of q, k, v and
+knows them passes them; varlen: ``sgl_diffusion(host cu_seqlens)``, the offsets on the CPU),
+``sdpa(valid keys)`` (dense SDPA over the valid keys only, batch 1: the bound a kv_lens kernel aims
+at) and ``torch.compile`` of the ``sdpa`` provider. Attention is compute bound: each case carries
+``flops = 4 * B * H * Sq * Sk_valid * Dh`` (in ``extra``) besides the bytes of q, k, v and
 the output (the copy reference the runner reports is not its limit). ``merge_attention_states``:
 ``sgl_diffusion``, ``eager`` (its definition) and ``torch.compile`` of it; bytes: two outputs and two
 lse read, one of each written.
@@ -70,8 +71,9 @@ VARLEN_SHAPES: dict[str, tuple[tuple[int, ...], int, int]] = {
 
 
 def _varlen_case(name: str, device: torch.device, dtype: torch.dtype) -> bench.BenchCase:
-    """Providers: ours (``backend=None``, ``triton``), SDPA over the block-diagonal boolean mask of the packed
-    batch (its ``torch.compile``), and ``sdpa(valid keys)``: dense SDPA per segment, the bound."""
+    """Providers: ours (``backend=None`` with the offsets on the device and on the CPU, ``triton``), SDPA over
+    the block-diagonal boolean mask of the packed batch (its ``torch.compile``), and ``sdpa(valid keys)``: dense
+    SDPA per segment, the bound."""
     from sgl_diffusion_attention import attention
 
     lens, H, Dh = VARLEN_SHAPES[name]
@@ -85,6 +87,7 @@ def _varlen_case(name: str, device: torch.device, dtype: torch.dtype) -> bench.B
     seg = torch.repeat_interleave(torch.arange(len(lens), device=device), torch.tensor(lens, device=device))
     mask = (seg[:, None] == seg[None, :])[None, None]  # [1, 1, total, total]: a token sees its own segment
     kw = {"layout": "thd", "cu_seqlens_q": cu, "cu_seqlens_k": cu, "max_seqlen_q": max(lens)}
+    host = dict(kw, cu_seqlens_q=cu.cpu(), cu_seqlens_k=cu.cpu())  # offsets known on the host
     q4, k4, v4 = q[None], k[None], v[None]
     torch._dynamo.reset()
     compiled = torch.compile(_sdpa, dynamic=False)
@@ -96,6 +99,7 @@ def _varlen_case(name: str, device: torch.device, dtype: torch.dtype) -> bench.B
     providers = {
         "sgl_diffusion": lambda: attention(q, k, v, **kw),
         "sgl_diffusion(triton)": lambda: attention(q, k, v, backend="triton", **kw),
+        "sgl_diffusion(host cu_seqlens)": lambda: attention(q, k, v, **host),
         "sdpa": lambda: _sdpa(q4, k4, v4, mask),
         "torch.compile": lambda: compiled(q4, k4, v4, mask),
         "sdpa(valid keys)": per_segment,
@@ -103,7 +107,7 @@ def _varlen_case(name: str, device: torch.device, dtype: torch.dtype) -> bench.B
 
     def check():
         ref = providers["sdpa"]()[0]
-        for which in ("sgl_diffusion", "sgl_diffusion(triton)"):
+        for which in ("sgl_diffusion", "sgl_diffusion(triton)", "sgl_diffusion(host cu_seqlens)"):
             testing.assert_close(providers[which]().float(), ref.float(), atol=2e-2, rtol=2**-6)
 
     return bench.BenchCase(

@@ -197,6 +197,34 @@ def test_kv_lens_on_the_host():
             fn(q, k, v, kv_lens=host, backend="triton")
 
 
+def test_cu_seqlens_on_the_host():
+    """Varlen offsets on the CPU for a GPU call: every backend that serves them gives the bits it gives for
+    offsets on the device (sdpa_valid_keys without a device read, triton after a copy); bad offsets raise; a
+    capture refuses them with a clear error."""
+    lens = [1000, 600, 600]
+    total = sum(lens)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(total, 8, 128, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+    host = torch.tensor([0, 1000, 1600, 2200], dtype=torch.int32)
+    dev = host.cuda()
+    for backend in ("triton", "sdpa_valid_keys", "torch", None):
+        got = attn.attention(q, k, v, layout="thd", cu_seqlens_q=host, cu_seqlens_k=host, backend=backend)
+        want = attn.attention(q, k, v, layout="thd", cu_seqlens_q=dev, cu_seqlens_k=dev, backend=backend or "triton")
+        if backend is None:
+            _close(got, want, torch.bfloat16)
+        else:
+            testing.assert_exact(got, want)
+    bad = torch.tensor([0, 1000, 1600, 2201], dtype=torch.int32)
+    with pytest.raises(UnsupportedInputError, match="cu_seqlens"):
+        attn.attention(q, k, v, layout="thd", cu_seqlens_q=bad, cu_seqlens_k=bad)
+    fn = attn.attention
+    fn(q, k, v, layout="thd", cu_seqlens_q=host, cu_seqlens_k=host, backend="triton")  # planned outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(UnsupportedInputError, match="during CUDA-graph capture"):
+        with torch.cuda.graph(graph):
+            fn(q, k, v, layout="thd", cu_seqlens_q=host, cu_seqlens_k=host, backend="triton")
+
+
 def test_merge_halves_at_flux():
     q, k, v, _ = _inputs(1, 4608, 24, 128, 0)
     a = attn.attention(q, k[:, :2048], v[:, :2048], return_lse=True)

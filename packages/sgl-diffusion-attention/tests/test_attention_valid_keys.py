@@ -152,6 +152,31 @@ def test_selection_sees_it_for_kv_lens_and_varlen_calls_only():
     assert "return_lse" in reason(kv_lens=kv_lens, return_lse=True)
 
 
+def test_cu_seqlens_on_the_host_for_a_gpu_call_are_described():
+    """Varlen offsets on the CPU with q elsewhere (meta stands in for a GPU here): accepted, their values
+    checked on the host, tagged for selection; the triton and sdpa_valid_keys backends declare the tag,
+    flash_attn (device offsets only) does not; offsets split across devices are refused by name."""
+    from sgl_diffusion_core import describe
+
+    q = torch.empty(96, 2, 32, dtype=torch.bfloat16, device="meta")
+    cu = torch.tensor([0, 64, 96], dtype=torch.int32)
+    desc = describe(attn.attention, q, q, q, cu_seqlens_q=cu, cu_seqlens_k=cu, layout="thd")
+    assert not desc.problems and S.CU_SEQLENS_HOST in desc.layouts and desc.info["geom"].cu_host
+    bad = describe(attn.attention, q, q, q, cu_seqlens_q=cu, cu_seqlens_k=torch.tensor([0, 64, 97],
+                   dtype=torch.int32), layout="thd")
+    assert any("cu_seqlens_k" in p for p in bad.problems)
+    on_q = describe(attn.attention, q, q, q, cu_seqlens_q=cu.to("meta"), cu_seqlens_k=cu.to("meta"), layout="thd")
+    assert S.CU_SEQLENS_HOST not in on_q.layouts and not on_q.info["geom"].cu_host
+    split = describe(attn.attention, q, q, q, cu_seqlens_q=cu, cu_seqlens_k=cu.to("meta"), layout="thd")
+    assert any("cu_seqlens_q is on cpu" in p for p in split.problems)
+    caps = {s.backend: s.capabilities.layouts for s in REGISTRY.specs("attention.attention")}
+    assert S.CU_SEQLENS_HOST in caps["triton"] and S.CU_SEQLENS_HOST in caps["sdpa_valid_keys"]
+    assert all(S.CU_SEQLENS_HOST not in caps[b] for b in ("flash_attn", "sdpa_cudnn", "sdpa_flash"))
+    cpu_q = torch.zeros(96, 2, 32, dtype=torch.bfloat16)  # a CPU call: its offsets are not "host" offsets
+    cpu = describe(attn.attention, cpu_q, cpu_q, cpu_q, cu_seqlens_q=cu, cu_seqlens_k=cu, layout="thd")
+    assert not cpu.problems and S.CU_SEQLENS_HOST not in cpu.layouts
+
+
 def test_kv_lens_on_the_host_for_a_gpu_call_is_described():
     """kv_lens on the CPU with q elsewhere (meta stands in for a GPU here): accepted, its values checked on the
     host, tagged for selection; the triton and sdpa_valid_keys backends declare the tag (the GPU lane runs them)."""

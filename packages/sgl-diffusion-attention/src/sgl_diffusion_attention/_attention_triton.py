@@ -267,14 +267,14 @@ def prepare(geom, q, k, v, kv_lens, cu_q, cu_k, out, *, config: AttnConfig | Non
     like = q.is_contiguous() and not geom.given_out
     no_index = torch.zeros(1, dtype=torch.int32, device=device)
     no_lse = torch.empty(1, dtype=torch.float32, device=device)
-    host_lens = geom.kv_lens_host
+    host_lens, host_cu = geom.kv_lens_host, geom.cu_host
 
     def run(q, k, v, kv_lens, cu_q, cu_k, out, *_):
-        if host_lens:  # lengths known on the host: copied to the device (a pageable copy returns at once)
-            if torch.cuda.is_current_stream_capturing():
-                raise UnsupportedInputError("attention: kv_lens on the CPU cannot be copied to the device during "
-                                            "CUDA-graph capture; pass kv_lens on q's device")
-            kv_lens = kv_lens.to(device, non_blocking=True)
+        # index values known on the host: copied to the device (a pageable copy returns at once)
+        if host_lens:
+            kv_lens = _to_device(kv_lens, "kv_lens", device)
+        if host_cu:
+            cu_q, cu_k = _to_device(cu_q, "cu_seqlens_q", device), _to_device(cu_k, "cu_seqlens_k", device)
         if out is None:
             out = torch.empty_like(q) if like else torch.empty(shape, dtype=dtype, device=device)
         lse = torch.empty(lse_shape, dtype=torch.float32, device=device) if want_lse else no_lse
@@ -283,6 +283,15 @@ def prepare(geom, q, k, v, kv_lens, cu_q, cu_k, out, *, config: AttnConfig | Non
         return (out, lse) if want_lse else out
 
     return run
+
+
+def _to_device(t: torch.Tensor, name: str, device) -> torch.Tensor:
+    """An index tensor given on the CPU, on the kernel's device (refused during CUDA-graph capture, where the
+    copy would not be replayed with new values)."""
+    if torch.cuda.is_current_stream_capturing():
+        raise UnsupportedInputError(f"attention: {name} on the CPU cannot be copied to the device during CUDA-graph "
+                                    f"capture; pass {name} on q's device")
+    return t.to(device, non_blocking=True)
 
 
 _NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}

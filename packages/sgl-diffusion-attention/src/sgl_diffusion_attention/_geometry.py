@@ -54,6 +54,7 @@ class Geometry:
     max_seqlen_q: int | None
     given_out: bool
     kv_lens_host: bool = False  # kv_lens on the CPU for a GPU call: its values are known on the host
+    cu_host: bool = False  # cu_seqlens on the CPU for a GPU call: the offsets are known on the host
 
 
 def strides_of(t: torch.Tensor | tuple[int, ...], layout: str) -> Strides:

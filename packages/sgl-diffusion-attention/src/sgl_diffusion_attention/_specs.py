@@ -20,6 +20,7 @@ BHSD = "bhsd"
 VARLEN = "varlen (layout='thd' with cu_seqlens)"
 KV_LENS = "kv_lens (padded keys)"
 KV_LENS_HOST = "kv_lens on the CPU for a GPU call"
+CU_SEQLENS_HOST = "cu_seqlens on the CPU for a GPU call"
 DENSE = "every key valid (no kv_lens)"
 LSE = "return_lse"
 GQA = "GQA (k/v with fewer heads than q)"
@@ -49,7 +50,7 @@ TRITON_CAPS = Capabilities(
     platforms=("cuda", "hip"),
     dtypes=_HALF,
     min_arch=_ARCH,
-    layouts=(BSHD, BHSD, VARLEN, KV_LENS, KV_LENS_HOST, DENSE, LSE, GQA, *TORCH_REFUSES.values(),
+    layouts=(BSHD, BHSD, VARLEN, KV_LENS, KV_LENS_HOST, CU_SEQLENS_HOST, DENSE, LSE, GQA, *TORCH_REFUSES.values(),
              *(head_dim_tag(d) for d in TRITON_HEAD_DIMS)),
     interpretable=True,
     requires=("triton",),
@@ -80,7 +81,7 @@ FLASH_NOTE = ("an installed FlashAttention-2 (flash_attn): bshd as it is (bhsd a
 # sdpa_valid_keys: kv_lens (bshd / bhsd) and varlen calls only (no lse, as many k/v heads as q heads), on CUDA
 # (no kernel of its own: during CUDA-graph capture its runner launches the triton backend's)
 VALID_KEYS_CAPS = Capabilities(platforms=("cuda",), dtypes=_HALF, min_arch=(("cuda", 80),),
-                               layouts=(BSHD, BHSD, VARLEN, KV_LENS, KV_LENS_HOST, LONG_ROWS,
+                               layouts=(BSHD, BHSD, VARLEN, KV_LENS, KV_LENS_HOST, CU_SEQLENS_HOST, LONG_ROWS,
                                         *(head_dim_tag(d) for d in SDPA_HEAD_DIMS)))
 
 
@@ -102,7 +103,7 @@ SDPA_NOTE = ("the {} kernel's own ATen op, as scaled_dot_product_attention dispa
              "(the lse kept with return_lse); bshd inputs as transposed views (no copy); kv_lens, varlen and GQA go "
              "to the triton backend")
 VALID_KEYS_NOTE = ("kv_lens (or varlen's cu_seqlens) read on the host (one device-to-host copy per call; none "
-                   "for kv_lens given on the CPU), then PyTorch's SDPA over each run of samples (segments) with one "
+                   "for those given on the CPU), then PyTorch's SDPA over each run of samples (segments) with one "
                    "length, on their valid keys only (views: no copy of q, k or v); during CUDA-graph capture, where "
                    "the host cannot read them, the triton kernel (the definition without Triton or for rows too long "
                    "for it); measured or named only")

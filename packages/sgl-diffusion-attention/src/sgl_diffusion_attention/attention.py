@@ -35,6 +35,8 @@ def _features(geom: G.Geometry, q, k, v) -> tuple[str, ...]:
         tags.append(S.KV_LENS if geom.kv_lens else S.DENSE)
     if geom.kv_lens_host:
         tags.append(S.KV_LENS_HOST)
+    if geom.cu_host:
+        tags.append(S.CU_SEQLENS_HOST)
     if geom.return_lse:
         tags.append(S.LSE)
     if geom.Hk != geom.Hq:
@@ -80,6 +82,7 @@ def _geometry(q, k, v, sizes, layout, kv_lens, cu_q, out, scale, max_seqlen_q, r
         scale=1.0 / math.sqrt(Dh) if scale is None else float(scale),
         max_seqlen_q=max_seqlen_q, given_out=out is not None,
         kv_lens_host=kv_lens is not None and kv_lens.device.type == "cpu" and q.device.type != "cpu",
+        cu_host=varlen and cu_q.device.type == "cpu" and q.device.type != "cpu",
     )
 
 
@@ -121,10 +124,11 @@ def _index_problems(q, layout, kv_lens, cu_q, cu_k, B: int, problems: list[str])
         G.check_index("kv_lens", kv_lens, kv_lens.device if host else q.device, (torch.int32, torch.int64), B,
                       problems)
     if isinstance(cu_q, torch.Tensor) and isinstance(cu_k, torch.Tensor):
-        G.check_index("cu_seqlens_q", cu_q, q.device, (torch.int32,), cu_q.shape[0] if cu_q.dim() == 1 else -1,
-                      problems)
-        G.check_index("cu_seqlens_k", cu_k, q.device, (torch.int32,), cu_q.shape[0] if cu_q.dim() == 1 else -1,
-                      problems)
+        # on q's device, or both on the CPU (offsets known on the host)
+        host = cu_q.device.type == "cpu" and cu_k.device.type == "cpu"
+        n = cu_q.shape[0] if cu_q.dim() == 1 else -1
+        G.check_index("cu_seqlens_q", cu_q, cu_q.device if host else q.device, (torch.int32,), n, problems)
+        G.check_index("cu_seqlens_k", cu_k, cu_k.device if host else q.device, (torch.int32,), n, problems)
         if cu_q.dim() == 1 and cu_q.shape[0] < 1:
             problems.append("cu_seqlens_q must hold B + 1 >= 1 offsets")
     elif cu_q is not None or cu_k is not None:
@@ -173,7 +177,8 @@ def per_call(q, k, v, kv_lens, cu_seqlens_q, cu_seqlens_k, out, *, layout="bshd"
     """What the plan key cannot see: index values (CPU tensors only) and out's memory."""
     why = G.overlap_problem(out, q, k, v) if out is not None else None
     host_lens = kv_lens is not None and kv_lens.device.type == "cpu"
-    if why is None and (host_lens or (cu_seqlens_q is not None and q.device.type == "cpu")):
+    host_cu = cu_seqlens_q is not None and cu_seqlens_q.device.type == "cpu"
+    if why is None and (host_lens or host_cu):
         Sq, Sk = G.sizes_of(q, layout)[1], G.sizes_of(k, layout)[1]
         found = G.value_problems(kv_lens, cu_seqlens_q, cu_seqlens_k, Sk, Sq, Sk, max_seqlen_q)
         why = found[0] if found else None
@@ -271,7 +276,10 @@ def attention(
         domain's ``build_varlen_meta`` / ``varlen_pack_qkv`` produce): segment b of q attends to
         segment b of k. Non-decreasing from 0 to the packed length: checked on CPU tensors; on a
         GPU a segment reaching outside the tensor gets NaN rows, and rows no segment covers are
-        not written. A query segment whose key segment is empty gets output 0 and lse -inf.
+        not written. A query segment whose key segment is empty gets output 0 and lse -inf. Both on
+        q's device, or both on the CPU for a GPU call (offsets the caller knows on the host: checked
+        there, and ``sdpa_valid_keys`` reads them without a device-to-host copy; the triton backend
+        copies them to the device, not during CUDA-graph capture).
     max_seqlen_q: varlen only, an upper bound of the query segment lengths that sizes the triton
         backend's grid (as in flash-attn). None: the packed length ``total_q``, always a bound,
         with no host sync (programs past their segment's end return at once). Checked on CPU
