@@ -15,7 +15,9 @@ def test_layer_norm_tree_constants_follow_eagers_counts(warp, nwarp):
     partial and short rows, ``D % 4 != 0`` included."""
     import numpy as np
 
-    from sgl_diffusion_norm._welford_triton import tree_segments
+    from sgl_diffusion_core import testing
+
+    tree_segments = testing.backend_module("norm.layer_norm", "triton_exact").tree_segments
 
     f32 = np.float32
     nt = warp * nwarp

@@ -61,6 +61,7 @@ from ._row_hold_triton import (
 )
 from ._row_norm_torch import norm_chain
 from ._welford_triton import hold_welford, layer_stats, welford_tree
+from ._welford_triton import tree_segments as tree_segments  # the tree's constants, reachable with the backend
 
 TL_DTYPES = triton_math.TL_DTYPES
 _MAX_REDUCE_THREADS = 512  # ATen Reduce.cuh: max threads of a reduction block
