@@ -41,9 +41,12 @@ def _gated_residual_kernel(
     HAS_GATE: tl.constexpr, T1: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr, INDEXED: tl.constexpr,
 ):
     r, tile = triton_math.program_tile(tl.cdiv(D, BLOCK))
-    row = r.to(tl.int64)
-    b = row // S
-    s = row - b * S
+    # (b, s) and the gate row divided in int32 (the row index is int32; a 64-bit division is a
+    # ~70-instruction subroutine on NVIDIA), offsets in int64
+    bi = r // S
+    si = r - bi * S
+    b = bi.to(tl.int64)
+    s = si.to(tl.int64)
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
     r = tl.load(R + b * r_sb + s * r_ss + cols, mask=mask, other=0.0)
@@ -52,7 +55,7 @@ def _gated_residual_kernel(
     if INDEXED:  # one gate row per token, picked by index (clamped in range; see poison below)
         g_row, ok = _index_rows_triton.table_row(IDX, b, s, i_sb, i_ss, K)
     else:
-        g_row = s // g_L
+        g_row = (si // g_L).to(tl.int64)
     if HAS_GATE:
         g = tl.load(G + b * g_sb + g_row * g_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
         t1 = triton_math.round_to(triton_math.widen(g) * t1, T1)

@@ -42,9 +42,13 @@ def _scale_shift_kernel(
     ROUND_OFFSET: tl.constexpr, INDEXED: tl.constexpr,
 ):
     r, tile = triton_math.program_tile(tl.cdiv(D, BLOCK))
+    # (b, s) and the modulation rows divided in int32 (the row index is int32; a 64-bit division is a
+    # ~70-instruction subroutine on NVIDIA), offsets in int64
+    bi = r // S
+    si = r - bi * S
     row = r.to(tl.int64)
-    b = row // S
-    s = row - b * S
+    b = bi.to(tl.int64)
+    s = si.to(tl.int64)
     cols = tile * BLOCK + tl.arange(0, BLOCK)
     mask = cols < D
     if INDEXED:  # one table row per token, picked by index (clamped in range; see poison below)
@@ -52,8 +56,8 @@ def _scale_shift_kernel(
         sc_row = k
         sh_row = k
     else:
-        sc_row = s // sc_L
-        sh_row = s // sh_L
+        sc_row = (si // sc_L).to(tl.int64)
+        sh_row = (si // sh_L).to(tl.int64)
     x = tl.load(X + b * x_sb + s * x_ss + cols, mask=mask, other=0.0)
     sc = tl.load(SC + b * sc_sb + sc_row * sc_ss + cols, mask=mask, other=0.0, eviction_policy="evict_last")
     off = scale_offset

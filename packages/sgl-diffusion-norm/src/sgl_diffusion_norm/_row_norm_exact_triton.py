@@ -46,7 +46,14 @@ import torch
 import triton
 import triton.language as tl
 
-from sgl_diffusion_core import PreparedLaunch, call_signature, tensor_platform, triton_math, warp_size
+from sgl_diffusion_core import (
+    PreparedLaunch,
+    UnsupportedInputError,
+    call_signature,
+    tensor_platform,
+    triton_math,
+    warp_size,
+)
 
 from ._row_hold_triton import (
     emit,
@@ -65,6 +72,7 @@ from ._welford_triton import tree_segments as tree_segments  # the tree's consta
 
 TL_DTYPES = triton_math.TL_DTYPES
 _MAX_REDUCE_THREADS = 512  # ATen Reduce.cuh: max threads of a reduction block
+_MAX_ROWS = 2**31 - 1  # the kernel's row index is int32
 
 
 @triton.jit
@@ -94,27 +102,31 @@ def _row_norm_exact_kernel(
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr,
     HOLD1: tl.constexpr, HOLD2: tl.constexpr, HOLD3: tl.constexpr,
     MOD_AHEAD: tl.constexpr, OUT_AHEAD: tl.constexpr, ROW_CHUNKS: tl.constexpr, ROW_REST: tl.constexpr,
+    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr,
 ):
     """One launch of the exact chain (the constants: :func:`launch_constants`). Long because the
     statistics (LayerNorm's Welford or RMSNorm's sum of squares, held row or not) and the output
     pass (held, loads ahead, or re-read) are branches of one kernel on constexprs, so that every
     build shares the one reading of eager's rounding points."""
-    # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1)
-    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
+    # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1). Row
+    # indices are divided in int32 (rows < 2**31, checked on the host: a 64-bit division is a ~70
+    # instruction subroutine on NVIDIA); a token's modulation row is divided by L only where per-frame
+    # modulation has L > 1 (SC_FRAMES, SH_FRAMES); offsets are 64-bit
+    pid = tl.program_id(0)
+    row = pid * ROWS + tl.arange(0, ROWS)[:, None]
     rmask = row < n_rows
     b = row // S
     s = row - b * S
-    x_row = X + b * x_sb + s * x_ss
-    y_row = Y + row * D
-    sc_row = SC + b * sc_sb + (s // sc_L) * sc_ss
-    sh_row = SH + b * sh_sb + (s // sh_L) * sh_ss
+    x_row = X + b.to(tl.int64) * x_sb + s.to(tl.int64) * x_ss
+    y_row = Y + row.to(tl.int64) * D
+    sc_row = SC + b.to(tl.int64) * sc_sb + (s // sc_L if SC_FRAMES else s).to(tl.int64) * sc_ss
+    sh_row = SH + b.to(tl.int64) * sh_sb + (s // sh_L if SH_FRAMES else s).to(tl.int64) * sh_ss
     one64 = tl.load(ONE)  # fp64 1.0 (see _div)
     if NORM == 0:
         NT: tl.constexpr = WARP * NWARP
         CH: tl.constexpr = 4 * NT
-        row1 = tl.program_id(0).to(tl.int64)  # ROWS == 1
-        b1 = row1 // S
-        x1 = X + b1 * x_sb + (row1 - b1 * S) * x_ss
+        b1 = pid // S  # ROWS == 1
+        x1 = X + b1.to(tl.int64) * x_sb + (pid - b1 * S).to(tl.int64) * x_ss
         if HOLD1 > 0:
             # the row held in registers (VEC's chunks, HOLD1 + HOLD2 + HOLD3 == CHUNKS)
             t1 = hold_load(x1, rmask, D, 0, CH, HOLD1, True, FULL)
@@ -319,6 +331,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         **dict(zip(("ROW_CHUNKS", "ROW_REST"), divmod(g.D, 4 * lanes * nwarp) if geom.norm == "layer" else (0, 0))),
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= _MANY_ROWS,
         "VEC": geom.norm == "layer" and chunks <= 16,
+        # per-frame modulation (tokens per row of scale / shift L > 1): the kernel divides the token by L
+        "SC_FRAMES": geom.scale is not None and geom.scale.L > 1,
+        "SH_FRAMES": geom.shift is not None and geom.shift.L > 1,
         **{k: v for k, v in tuning.items() if k not in ("HOLD", "MOD_AHEAD", "MAXNREG")},
     }
     if "WARPS" in tuning and (out["NORM"] != 0 or tuning["WARPS"] not in (1, 2, 4)):
@@ -424,6 +439,8 @@ def prepare_kernel(geom, x, scale, shift, weight, bias, tuning: dict | None = No
     """The kernel alone, without the gate (tests, benchmarks): ``(x, scale, shift, weight, bias, eps,
     scale_offset) -> out``. ``tuning`` overrides build choices of :func:`launch_constants`."""
     g = geom.x
+    if g.rows > _MAX_ROWS:  # far beyond any tensor a GPU holds (2**31 rows of at least 4 elements)
+        raise UnsupportedInputError(f"{g.rows} rows exceed the exact row-norm kernel's int32 row index ({_MAX_ROWS})")
     const = launch_constants(geom, weight, bias, tensor_platform(x.device), tuning, x.dtype)
     mods = tuple(v for lay in (geom.scale, geom.shift) for v in ((0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)))
     scalars = (g.rows, g.S, g.D, g.sb, g.ss, *mods)

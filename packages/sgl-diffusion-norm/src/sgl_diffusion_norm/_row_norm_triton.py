@@ -31,6 +31,7 @@ import triton.language as tl
 from sgl_diffusion_core import (
     PreparedLaunch,
     RowConfig,
+    UnsupportedInputError,
     device_arch,
     next_pow2,
     tensor_platform,
@@ -41,6 +42,7 @@ from sgl_diffusion_core import (
 TL_DTYPES = triton_math.TL_DTYPES
 # the FP8 constexprs of a launch that writes the default dtype
 _NO_FP8 = {"FP8": False, "FP8_MAX": 448.0, "FNUZ": False, "BITS": False, "PTX": False}
+MAX_GRID = 2**31 - 1  # one program per row on a 1-D grid (CUDA's grid x limit; the int32 row index)
 
 
 @triton.jit
@@ -116,6 +118,7 @@ def _row_norm_kernel(
     T1R: tl.constexpr, SUM_DT: tl.constexpr, NR_DT: tl.constexpr,
     BLOCK: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr, TAIL: tl.constexpr,
     FP8: tl.constexpr, FP8_MAX: tl.constexpr, FNUZ: tl.constexpr, BITS: tl.constexpr, PTX: tl.constexpr,
+    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr, G_FRAMES: tl.constexpr,
 ):
     """One row of any of the five row norms (fp32 statistics, one rounding: the close contract).
 
@@ -129,15 +132,20 @@ def _row_norm_kernel(
     differ by one from the reference's ``y / scale``); a chunked row computes its output twice, once
     for the amax and once for the codes (its inputs are still in L1/L2).
     """
-    row = tl.program_id(0).to(tl.int64)
-    b = row // S
-    s = row - b * S
+    # the row's (b, s) divided in int32 (rows < 2**31: one program per row); a token's modulation row
+    # divided by L only where per-frame modulation has L > 1 (*_FRAMES); offsets are 64-bit
+    pid = tl.program_id(0)
+    bi = pid // S
+    si = pid - bi * S
+    b = bi.to(tl.int64)
+    s = si.to(tl.int64)
+    row = pid.to(tl.int64)
     x_row = X + b * x_sb + s * x_ss
     y_row = Y + row * D
-    sc_row = SC + b * sc_sb + (s // sc_L) * sc_ss
-    sh_row = SH + b * sh_sb + (s // sh_L) * sh_ss
+    sc_row = SC + b * sc_sb + (si // sc_L if SC_FRAMES else si).to(tl.int64) * sc_ss
+    sh_row = SH + b * sh_sb + (si // sh_L if SH_FRAMES else si).to(tl.int64) * sh_ss
     u_row = U + b * u_sb + s * u_ss
-    g_row = G + b * g_sb + (s // g_L) * g_ss
+    g_row = G + b * g_sb + (si // g_L if G_FRAMES else si).to(tl.int64) * g_ss
     nr_row = NR + row * D
     cols = tl.arange(0, BLOCK)
     if CHUNKS == 1:
@@ -372,7 +380,14 @@ def _mod_scalars(lay) -> tuple[int, int, int]:
     return (0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)
 
 
+def _frames(scale, shift, gate) -> dict:
+    """Which modulation operands are per frame (``L > 1`` tokens per row): the kernel divides by L only there."""
+    return {f"{n}_FRAMES": lay is not None and lay.L > 1 for n, lay in (("SC", scale), ("SH", shift), ("G", gate))}
+
+
 def _launch(g, x, cfg, constexprs, fp_fusion, fp8=_NO_FP8):
+    if g.rows > MAX_GRID:
+        raise UnsupportedInputError(f"{g.rows} rows exceed the launch grid ({MAX_GRID}): one program per row")
     return PreparedLaunch(
         _row_norm_kernel,
         (g.rows,),
@@ -402,7 +417,7 @@ def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
     launch = _launch(g, x, cfg, {
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": scale is not None, "HAS_SHIFT": shift is not None,
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": False, "HAS_GATE": False,
-        "T1R": tl.float32, "SUM_DT": tl.float32, "NR_DT": tl.float32,
+        "T1R": tl.float32, "SUM_DT": tl.float32, "NR_DT": tl.float32, **_frames(geom.scale, geom.shift, None),
     }, fp_fusion=True, fp8=_fp8_constexprs(geom.fp8, tensor_platform(x.device)))
     return launch, scalars
 
@@ -464,6 +479,7 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": True, "HAS_SHIFT": shift is not None,
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": True, "HAS_GATE": gate is not None,
         "T1R": TL_DTYPES[geom.t1], "SUM_DT": TL_DTYPES[geom.sum], "NR_DT": TL_DTYPES[residual.dtype],
+        **_frames(geom.scale, geom.shift, gl),
     }, fp_fusion=False, fp8=_fp8_constexprs(geom.fp8, tensor_platform(residual.device)))
     shape, dtype, device = g.shape, residual.dtype, residual.device
     if geom.fp8 is not None:  # out_dtype=FP8: ``(.., norm, out_dtype, eps, scale_offset) -> (codes, scales, new)``
@@ -502,7 +518,8 @@ _ALIGNED = ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR", "QS", "D", "x_sb"
 _SCALARS = ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L", "u_sb", "u_ss",
             "g_sb", "g_ss", "g_L")
 _CONSTS = ("NORM", "HAS_SCALE", "HAS_SHIFT", "HAS_W", "HAS_BIAS", "HAS_RES", "HAS_GATE", "T1R", "SUM_DT", "NR_DT",
-           "BLOCK", "CHUNKS", "UNROLL", "TAIL", "FP8", "FP8_MAX", "FNUZ", "BITS", "PTX")
+           "BLOCK", "CHUNKS", "UNROLL", "TAIL", "FP8", "FP8_MAX", "FNUZ", "BITS", "PTX", "SC_FRAMES", "SH_FRAMES",
+           "G_FRAMES")
 
 
 def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32", fp8=None):
@@ -523,7 +540,7 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     const = {"NORM": norm, "HAS_SCALE": scale, "HAS_SHIFT": scale, "HAS_W": affine, "HAS_BIAS": affine,
              "HAS_RES": res, "HAS_GATE": res, "T1R": dt, "SUM_DT": dt, "NR_DT": dt,
              "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail,
-             **_fp8_constexprs(fp8, platform, bits=False)}
+             **_fp8_constexprs(fp8, platform, bits=False), **_frames(None, None, None)}
     block = f"{cfg.block}+{cfg.tail}" if cfg.tail else f"{cfg.block}"
     name = (f"{label}[{name_dt}{'->' + fp8 if fp8 else ''},D={D},block={block}x{cfg.chunks},w={cfg.num_warps},"
             f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},affine={affine},{idx}]")
