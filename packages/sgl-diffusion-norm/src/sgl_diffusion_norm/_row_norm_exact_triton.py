@@ -112,6 +112,11 @@ def _row_norm_exact_kernel(
     # indices are divided in int32 (rows < 2**31, checked on the host: a 64-bit division is a ~70
     # instruction subroutine on NVIDIA); a token's modulation row is divided by L only where per-frame
     # modulation has L > 1 (SC_FRAMES, SH_FRAMES); offsets are 64-bit
+    if NORM == 0:
+        # LayerNorm's width as a compile-time constant (each width is its own build for the tree's
+        # constants anyway): the masks of a partial last chunk fold per register, so the lanes past
+        # the row compute and store nothing
+        D = ROW_CHUNKS * (4 * WARP * NWARP) + ROW_REST
     pid = tl.program_id(0)
     row = pid * ROWS + tl.arange(0, ROWS)[:, None]
     rmask = row < n_rows
