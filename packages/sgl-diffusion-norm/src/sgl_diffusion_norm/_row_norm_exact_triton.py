@@ -112,11 +112,10 @@ def _row_norm_exact_kernel(
     # indices are divided in int32 (rows < 2**31, checked on the host: a 64-bit division is a ~70
     # instruction subroutine on NVIDIA); a token's modulation row is divided by L only where per-frame
     # modulation has L > 1 (SC_FRAMES, SH_FRAMES); offsets are 64-bit
-    if NORM == 0:
-        # LayerNorm's width as a compile-time constant (each width is its own build for the tree's
-        # constants anyway): the masks of a partial last chunk fold per register, so the lanes past
-        # the row compute and store nothing
-        D = ROW_CHUNKS * (4 * WARP * NWARP) + ROW_REST
+    # the row's width as a compile-time constant (one build per width; LayerNorm's tree constants need
+    # it anyway): the masks of a partial last chunk (and of RMSNorm's held chunks past the row) fold per
+    # register, so lanes past the row compute and store nothing
+    D = ROW_CHUNKS * (4 * WARP * NWARP if NORM == 0 else 4 * LANES) + ROW_REST
     pid = tl.program_id(0)
     row = pid * ROWS + tl.arange(0, ROWS)[:, None]
     rmask = row < n_rows
@@ -332,8 +331,8 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks, "UNROLL": unroll,
         "UNROLL_OUT": chunks if geom.norm == "layer" and chunks <= 16 else unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < _MANY_ROWS else 1,
-        # LayerNorm's row as its tree counts it (whole chunks, the rest's elements): its coefficients' constants
-        **dict(zip(("ROW_CHUNKS", "ROW_REST"), divmod(g.D, 4 * lanes * nwarp) if geom.norm == "layer" else (0, 0))),
+        # the row in whole chunks and the rest's elements: the kernel's width, LayerNorm's tree constants
+        **dict(zip(("ROW_CHUNKS", "ROW_REST"), divmod(g.D, 4 * lanes * nwarp))),
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= _MANY_ROWS,
         "VEC": geom.norm == "layer" and chunks <= 16,
         # per-frame modulation (tokens per row of scale / shift L > 1): the kernel divides the token by L
