@@ -331,13 +331,10 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         "LANES": lanes, "WARP": warp, "NWARP": nwarp, "CHUNKS": chunks, "UNROLL": unroll,
         "UNROLL_OUT": chunks if geom.norm == "layer" and chunks <= 16 else unroll,
         "ROWS": 2 if geom.norm == "rms" and g.rows < _MANY_ROWS else 1,
-        # the row in whole chunks and the rest's elements: the kernel's width, LayerNorm's tree constants
-        **dict(zip(("ROW_CHUNKS", "ROW_REST"), divmod(g.D, 4 * lanes * nwarp))),
+        **dict(zip(("ROW_CHUNKS", "ROW_REST"), divmod(g.D, 4 * lanes * nwarp))),  # D: whole chunks, the rest
         "REVERSE_OUT": geom.norm == "rms" and g.rows >= _MANY_ROWS,
         "VEC": geom.norm == "layer" and chunks <= 16,
-        # per-frame modulation (tokens per row of scale / shift L > 1): the kernel divides the token by L
-        "SC_FRAMES": geom.scale is not None and geom.scale.L > 1,
-        "SH_FRAMES": geom.shift is not None and geom.shift.L > 1,
+        **{f"{n}_FRAMES": lay is not None and lay.L > 1 for n, lay in (("SC", geom.scale), ("SH", geom.shift))},
         **{k: v for k, v in tuning.items() if k not in ("HOLD", "MOD_AHEAD", "MAXNREG")},
     }
     if "WARPS" in tuning and (out["NORM"] != 0 or tuning["WARPS"] not in (1, 2, 4)):

@@ -42,7 +42,6 @@ from sgl_diffusion_core import (
 TL_DTYPES = triton_math.TL_DTYPES
 # the FP8 constexprs of a launch that writes the default dtype
 _NO_FP8 = {"FP8": False, "FP8_MAX": 448.0, "FNUZ": False, "BITS": False, "PTX": False}
-MAX_GRID = 2**31 - 1  # one program per row on a 1-D grid (CUDA's grid x limit; the int32 row index)
 
 
 @triton.jit
@@ -122,9 +121,8 @@ def _row_norm_kernel(
 ):
     """One row of any of the five row norms (fp32 statistics, one rounding: the close contract).
 
-    It is long because one kernel serves every norm and both row shapes (held in one block,
-    or streamed in ``CHUNKS`` chunks); the constexpr branches compile away, so each build is
-    short, and the shared helpers carry the arithmetic.
+    Long because one kernel serves every norm and both row shapes (held in one block, or streamed in
+    ``CHUNKS`` chunks); the constexpr branches compile away (each build is short).
 
     ``FP8`` (an FP8 ``out_dtype`` of the modulated norms): the result is rounded to x's
     dtype (what the chain it is compared with holds), the row's amax gives its scale (``QS``, one
@@ -132,14 +130,10 @@ def _row_norm_kernel(
     differ by one from the reference's ``y / scale``); a chunked row computes its output twice, once
     for the amax and once for the codes (its inputs are still in L1/L2).
     """
-    # the row's (b, s) divided in int32 (rows < 2**31: one program per row); a token's modulation row
-    # divided by L only where per-frame modulation has L > 1 (*_FRAMES); offsets are 64-bit
-    pid = tl.program_id(0)
+    pid = tl.program_id(0)  # (b, s) divided in int32 (a 64-bit division is a long subroutine), offsets int64
     bi = pid // S
     si = pid - bi * S
-    b = bi.to(tl.int64)
-    s = si.to(tl.int64)
-    row = pid.to(tl.int64)
+    b, s, row = bi.to(tl.int64), si.to(tl.int64), pid.to(tl.int64)
     x_row = X + b * x_sb + s * x_ss
     y_row = Y + row * D
     sc_row = SC + b * sc_sb + (si // sc_L if SC_FRAMES else si).to(tl.int64) * sc_ss
@@ -163,13 +157,9 @@ def _row_norm_kernel(
                 mean = _per_d(tl.sum(x, axis=0), D, HAS_RES)
             xc = tl.where(mask, x - mean, 0.0)
         else:
-            xc = x
-            if TAIL > 0:
-                xc2 = x2
-        if TAIL > 0:
-            var = _per_d(tl.sum(xc * xc, axis=0) + tl.sum(xc2 * xc2, axis=0), D, HAS_RES)
-        else:
-            var = _per_d(tl.sum(xc * xc, axis=0), D, HAS_RES)
+            xc, xc2 = x, x2 if TAIL > 0 else x
+        var = _per_d(tl.sum(xc * xc, axis=0) + tl.sum(xc2 * xc2, axis=0) if TAIL > 0 else tl.sum(xc * xc, axis=0), D,
+                     HAS_RES)
         rstd = _rstd(var, eps, HAS_RES)
         y = _affine_modulate(xc * rstd, cols, mask, W, BIAS, sc_row, sh_row, scale_offset,
                              HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
@@ -199,8 +189,7 @@ def _row_norm_kernel(
                                 False)
         else:
             pivot = tl.load(x_row).to(tl.float32)
-        acc1 = tl.zeros([BLOCK], dtype=tl.float32)
-        acc2 = tl.zeros([BLOCK], dtype=tl.float32)
+        acc1, acc2 = tl.zeros([BLOCK], dtype=tl.float32), tl.zeros([BLOCK], dtype=tl.float32)
         for c in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             offs = c * BLOCK + cols
             mask = offs < D
@@ -239,10 +228,7 @@ def _row_norm_kernel(
             offs = c * BLOCK + cols
             mask = offs < D
             x = _row_values(x_row, u_row, g_row, nr_row, offs, mask, HAS_RES, HAS_GATE, T1R, SUM_DT, NR_DT, False)
-            if NORM == 0:
-                xn = (x - mean) * rstd
-            else:
-                xn = x * rstd
+            xn = (x - mean) * rstd if NORM == 0 else x * rstd
             y = _affine_modulate(xn, offs, mask, W, BIAS, sc_row, sh_row, scale_offset,
                                  HAS_W, HAS_BIAS, HAS_SCALE, HAS_SHIFT)
             if FP8:
@@ -380,18 +366,16 @@ def _mod_scalars(lay) -> tuple[int, int, int]:
     return (0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)
 
 
-def _frames(scale, shift, gate) -> dict:
-    """Which modulation operands are per frame (``L > 1`` tokens per row): the kernel divides by L only there."""
-    return {f"{n}_FRAMES": lay is not None and lay.L > 1 for n, lay in (("SC", scale), ("SH", shift), ("G", gate))}
-
-
-def _launch(g, x, cfg, constexprs, fp_fusion, fp8=_NO_FP8):
-    if g.rows > MAX_GRID:
-        raise UnsupportedInputError(f"{g.rows} rows exceed the launch grid ({MAX_GRID}): one program per row")
+def _launch(g, x, cfg, constexprs, fp_fusion, fp8=_NO_FP8, mods=(None, None, None)):
+    """One program per row; ``mods``: scale, shift and gate layouts (a token is divided by L where L > 1)."""
+    if g.rows > 2**31 - 1:
+        raise UnsupportedInputError(f"{g.rows} rows exceed the launch grid (2**31 - 1): one program per row")
+    frames = {f"{n}_FRAMES": lay is not None and lay.L > 1 for n, lay in zip(("SC", "SH", "G"), mods)}
     return PreparedLaunch(
         _row_norm_kernel,
         (g.rows,),
-        {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail, **fp8},
+        {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail, **fp8,
+         **frames},
         device=x.device,
         n_ptrs=10,
         options=cfg.launch_options(tensor_platform(x.device)),
@@ -417,8 +401,8 @@ def _norm_launch(geom, x, scale, shift, weight, bias, config: RowConfig | None):
     launch = _launch(g, x, cfg, {
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": scale is not None, "HAS_SHIFT": shift is not None,
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": False, "HAS_GATE": False,
-        "T1R": tl.float32, "SUM_DT": tl.float32, "NR_DT": tl.float32, **_frames(geom.scale, geom.shift, None),
-    }, fp_fusion=True, fp8=_fp8_constexprs(geom.fp8, tensor_platform(x.device)))
+        "T1R": tl.float32, "SUM_DT": tl.float32, "NR_DT": tl.float32,
+    }, True, _fp8_constexprs(geom.fp8, tensor_platform(x.device)), (geom.scale, geom.shift, None))
     return launch, scalars
 
 
@@ -479,8 +463,7 @@ def prepare_gated(geom, residual, update, gate, scale, shift, weight, bias, conf
         "NORM": 0 if geom.norm == "layer" else 1, "HAS_SCALE": True, "HAS_SHIFT": shift is not None,
         "HAS_W": weight is not None, "HAS_BIAS": bias is not None, "HAS_RES": True, "HAS_GATE": gate is not None,
         "T1R": TL_DTYPES[geom.t1], "SUM_DT": TL_DTYPES[geom.sum], "NR_DT": TL_DTYPES[residual.dtype],
-        **_frames(geom.scale, geom.shift, gl),
-    }, fp_fusion=False, fp8=_fp8_constexprs(geom.fp8, tensor_platform(residual.device)))
+    }, False, _fp8_constexprs(geom.fp8, tensor_platform(residual.device)), (geom.scale, geom.shift, gl))
     shape, dtype, device = g.shape, residual.dtype, residual.device
     if geom.fp8 is not None:  # out_dtype=FP8: ``(.., norm, out_dtype, eps, scale_offset) -> (codes, scales, new)``
         fp8, bits = geom.fp8_dtype, triton_math.FP8_BITS
@@ -517,9 +500,9 @@ _ALIGNED = ("X", "SC", "SH", "W", "BIAS", "Y", "U", "G", "NR", "QS", "D", "x_sb"
             "sh_ss", "u_sb", "u_ss", "g_sb", "g_ss")
 _SCALARS = ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss", "sh_L", "u_sb", "u_ss",
             "g_sb", "g_ss", "g_L")
+_FRAMES = ("SC_FRAMES", "SH_FRAMES", "G_FRAMES")  # per-frame modulation operands (see _launch)
 _CONSTS = ("NORM", "HAS_SCALE", "HAS_SHIFT", "HAS_W", "HAS_BIAS", "HAS_RES", "HAS_GATE", "T1R", "SUM_DT", "NR_DT",
-           "BLOCK", "CHUNKS", "UNROLL", "TAIL", "FP8", "FP8_MAX", "FNUZ", "BITS", "PTX", "SC_FRAMES", "SH_FRAMES",
-           "G_FRAMES")
+           "BLOCK", "CHUNKS", "UNROLL", "TAIL", "FP8", "FP8_MAX", "FNUZ", "BITS", "PTX", *_FRAMES)
 
 
 def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32", fp8=None):
@@ -540,7 +523,7 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     const = {"NORM": norm, "HAS_SCALE": scale, "HAS_SHIFT": scale, "HAS_W": affine, "HAS_BIAS": affine,
              "HAS_RES": res, "HAS_GATE": res, "T1R": dt, "SUM_DT": dt, "NR_DT": dt,
              "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail,
-             **_fp8_constexprs(fp8, platform, bits=False), **_frames(None, None, None)}
+             **_fp8_constexprs(fp8, platform, bits=False), **dict.fromkeys(_FRAMES, False)}
     block = f"{cfg.block}+{cfg.tail}" if cfg.tail else f"{cfg.block}"
     name = (f"{label}[{name_dt}{'->' + fp8 if fp8 else ''},D={D},block={block}x{cfg.chunks},w={cfg.num_warps},"
             f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},affine={affine},{idx}]")
