@@ -117,7 +117,7 @@ def _row_norm_kernel(
     T1R: tl.constexpr, SUM_DT: tl.constexpr, NR_DT: tl.constexpr,
     BLOCK: tl.constexpr, CHUNKS: tl.constexpr, UNROLL: tl.constexpr, TAIL: tl.constexpr,
     FP8: tl.constexpr, FP8_MAX: tl.constexpr, FNUZ: tl.constexpr, BITS: tl.constexpr, PTX: tl.constexpr,
-    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr, G_FRAMES: tl.constexpr,
+    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr, G_FRAMES: tl.constexpr, WIDTH: tl.constexpr,
 ):
     """One row of any of the five row norms (fp32 statistics, one rounding: the close contract).
 
@@ -130,6 +130,7 @@ def _row_norm_kernel(
     differ by one from the reference's ``y / scale``); a chunked row computes its output twice, once
     for the amax and once for the codes (its inputs are still in L1/L2).
     """
+    D = WIDTH  # the row width as a compile-time constant (one build per width): partial chunks' masks fold
     pid = tl.program_id(0)  # (b, s) divided in int32 (a 64-bit division is a long subroutine), offsets int64
     bi = pid // S
     si = pid - bi * S
@@ -370,12 +371,11 @@ def _launch(g, x, cfg, constexprs, fp_fusion, fp8=_NO_FP8, mods=(None, None, Non
     """One program per row; ``mods``: scale, shift and gate layouts (a token is divided by L where L > 1)."""
     if g.rows > 2**31 - 1:
         raise UnsupportedInputError(f"{g.rows} rows exceed the launch grid (2**31 - 1): one program per row")
-    frames = {f"{n}_FRAMES": lay is not None and lay.L > 1 for n, lay in zip(("SC", "SH", "G"), mods)}
     return PreparedLaunch(
         _row_norm_kernel,
         (g.rows,),
         {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail, **fp8,
-         **frames},
+         **{f"{n}_FRAMES": lay is not None and lay.L > 1 for n, lay in zip(("SC", "SH", "G"), mods)}, "WIDTH": g.D},
         device=x.device,
         n_ptrs=10,
         options=cfg.launch_options(tensor_platform(x.device)),
@@ -502,7 +502,7 @@ _SCALARS = ("S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss"
             "g_sb", "g_ss", "g_L")
 _FRAMES = ("SC_FRAMES", "SH_FRAMES", "G_FRAMES")  # per-frame modulation operands (see _launch)
 _CONSTS = ("NORM", "HAS_SCALE", "HAS_SHIFT", "HAS_W", "HAS_BIAS", "HAS_RES", "HAS_GATE", "T1R", "SUM_DT", "NR_DT",
-           "BLOCK", "CHUNKS", "UNROLL", "TAIL", "FP8", "FP8_MAX", "FNUZ", "BITS", "PTX", *_FRAMES)
+           "BLOCK", "CHUNKS", "UNROLL", "TAIL", "FP8", "FP8_MAX", "FNUZ", "BITS", "PTX", *_FRAMES, "WIDTH")
 
 
 def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32", fp8=None):
@@ -523,7 +523,7 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
     const = {"NORM": norm, "HAS_SCALE": scale, "HAS_SHIFT": scale, "HAS_W": affine, "HAS_BIAS": affine,
              "HAS_RES": res, "HAS_GATE": res, "T1R": dt, "SUM_DT": dt, "NR_DT": dt,
              "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail,
-             **_fp8_constexprs(fp8, platform, bits=False), **dict.fromkeys(_FRAMES, False)}
+             **_fp8_constexprs(fp8, platform, bits=False), **dict.fromkeys(_FRAMES, False), "WIDTH": D}
     block = f"{cfg.block}+{cfg.tail}" if cfg.tail else f"{cfg.block}"
     name = (f"{label}[{name_dt}{'->' + fp8 if fp8 else ''},D={D},block={block}x{cfg.chunks},w={cfg.num_warps},"
             f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},affine={affine},{idx}]")
