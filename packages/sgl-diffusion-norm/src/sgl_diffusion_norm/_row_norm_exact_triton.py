@@ -108,14 +108,14 @@ def _row_norm_exact_kernel(
     statistics (LayerNorm's Welford or RMSNorm's sum of squares, held row or not) and the output
     pass (held, loads ahead, or re-read) are branches of one kernel on constexprs, so that every
     build shares the one reading of eager's rounding points."""
-    # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1). Row
-    # indices are divided in int32 (rows < 2**31, checked on the host: a 64-bit division is a ~70
-    # instruction subroutine on NVIDIA); a token's modulation row is divided by L only where per-frame
-    # modulation has L > 1 (SC_FRAMES, SH_FRAMES); offsets are 64-bit
-    # the row's width as a compile-time constant (one build per width; LayerNorm's tree constants need
+    # The row's width as a compile-time constant (one build per width; LayerNorm's tree constants need
     # it anyway): the masks of a partial last chunk (and of RMSNorm's held chunks past the row) fold per
-    # register, so lanes past the row compute and store nothing
+    # register, so lanes past the row compute and store nothing.
     D = ROW_CHUNKS * (4 * WARP * NWARP if NORM == 0 else 4 * LANES) + ROW_REST
+    # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1). Row indices
+    # are divided in int32 (rows < 2**31, checked on the host; a 64-bit division is a ~70-instruction
+    # subroutine on NVIDIA), and a token's modulation row by L only where per-frame modulation has L > 1
+    # (SC_FRAMES, SH_FRAMES); offsets are 64-bit.
     pid = tl.program_id(0)
     row = pid * ROWS + tl.arange(0, ROWS)[:, None]
     rmask = row < n_rows
@@ -440,7 +440,7 @@ def prepare_kernel(geom, x, scale, shift, weight, bias, tuning: dict | None = No
     """The kernel alone, without the gate (tests, benchmarks): ``(x, scale, shift, weight, bias, eps,
     scale_offset) -> out``. ``tuning`` overrides build choices of :func:`launch_constants`."""
     g = geom.x
-    if g.rows > _MAX_ROWS:  # far beyond any tensor a GPU holds (2**31 rows of at least 4 elements)
+    if g.rows > _MAX_ROWS:  # also CUDA's launch grid limit where a program takes one row
         raise UnsupportedInputError(f"{g.rows} rows exceed the exact row-norm kernel's int32 row index ({_MAX_ROWS})")
     const = launch_constants(geom, weight, bias, tensor_platform(x.device), tuning, x.dtype)
     mods = tuple(v for lay in (geom.scale, geom.shift) for v in ((0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)))
