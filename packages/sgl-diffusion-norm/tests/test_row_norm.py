@@ -316,3 +316,19 @@ def test_layer_norm_keeps_its_exact_kernel_at_every_width():
         assert eligible(op.id, desc)[0].backend == "triton_exact"
         assert select_impl(op.id, desc).backend == "triton_exact", D
         assert select_impl(op.id, desc, exact=False).backend == "triton", D
+
+
+@pytest.mark.parametrize("kernel", ["triton", "triton_exact"])
+def test_more_rows_than_an_int32_index_are_refused(kernel):
+    """The row-norm kernels divide their row index in int32 (one program per row on the launch grid): a
+    geometry of 2**31 rows is refused by name before any build or launch (the geometry of a small call with
+    its row count replaced stands in for such a tensor)."""
+    import dataclasses
+
+    x = torch.randn(1, 4, 256).to(torch.bfloat16)
+    scale = torch.randn(1, 256).to(torch.bfloat16)
+    geom = testing.geometry("norm.ln_modulate", x, scale, None)
+    big = dataclasses.replace(geom, x=dataclasses.replace(geom.x, S=2**31))
+    K = testing.backend_module("norm.ln_modulate", kernel)
+    with pytest.raises(UnsupportedInputError, match="rows exceed"):
+        (K.prepare_kernel if kernel == "triton_exact" else K.prepare)(big, x, scale, None, None, None)
