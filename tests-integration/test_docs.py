@@ -144,3 +144,45 @@ def test_width_sweep_renders_as_a_matrix(tmp_path: Path) -> None:
     (tmp_path / "ln_modulate_widths_h100.json").write_text(json.dumps(record))
     page = bench_table.readme(tmp_path, lambda op, prov: "exact")
     assert "\n\nMeasured before a rule changed.\n\n" in page
+
+
+def test_a_domain_readme_shows_its_own_records(tmp_path: Path) -> None:
+    """A domain package's README carries its domain's rows of the benchmark summary, read from the
+    records (no other domain's), and one without the markers is refused by name."""
+    import json
+
+    import bench_table
+
+    def record(op: str, us: float) -> dict:
+        times = (("sgl_diffusion", us), ("torch.compile", 2 * us))
+        rows = [
+            {
+                "case": "c",
+                "shape": "[1]",
+                "dtype": "bfloat16",
+                "provider": p,
+                "median_us": t,
+                "frac_of_copy": 8.0 / t,
+                "copy_us": 8.0,
+            }
+            for p, t in times
+        ]
+        return {"op": op, "env": {"gpu": "GPU", "git_sha": "abc1234", "torch": "2", "triton": "3"}, "rows": rows}
+
+    (tmp_path / "rms_norm_bench_h200.json").write_text(json.dumps(record("norm.rms_norm", 10.0)))
+    (tmp_path / "silu_bench_h200.json").write_text(json.dumps(record("activation.silu", 16.0)))
+    norm = bench_table.summary(tmp_path, lambda op, prov: "exact", domain="norm")
+    assert "| `rms_norm` | norm | H200 | 1 | 80.0% | 2.00x | exact |" in norm
+    assert "silu" not in norm and "TFLOP/s" not in norm
+    both = bench_table.summary(tmp_path, lambda op, prov: "exact")
+    assert "`rms_norm`" in both and "| `silu` | activation | H200 | 1 | 50.0% | 2.00x | exact |" in both
+    pkg = PACKAGES["sgl-diffusion-norm"]
+    assert pkg.short in gen_docs.benchmarked_domains(REPO)
+    readme = pkg.readme.read_text()
+    assert gen_docs.BENCH_BEGIN in readme and "| `ln_modulate` | norm |" in readme
+    bare = tmp_path / "pkg"
+    shutil.copytree(pkg.dir, bare, ignore=shutil.ignore_patterns("src", "tests", "benchmarks"))
+    (bare / "README.md").write_text("# sgl-diffusion-norm\n")
+    moved = workspace.Package(pkg.dist, bare, pkg.import_name, pkg.version, pkg.deps)
+    with pytest.raises(gen_docs.MarkerError, match="README.md: expected one"):
+        gen_docs.package_readme_text(moved, tmp_path)

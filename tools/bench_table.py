@@ -477,14 +477,20 @@ def _contract(s: Suite, ours: list[dict[str, Any]], contract_of: ContractOf | No
     return contract_of(s.data["op"], "sgl_diffusion")
 
 
-def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = "docs/benchmarks/README.md") -> str:
-    """One row per op benchmark: ours (the plain ``sgl_diffusion`` provider) over its cases."""
+def summary(
+    bench_dir: Path,
+    contract_of: ContractOf | None = None,
+    link: str = "docs/benchmarks/README.md",
+    domain: str | None = None,
+) -> str:
+    """One row per op benchmark: ours (the plain ``sgl_diffusion`` provider) over its cases; ``domain``:
+    only that domain's ops (a package README's table), else every op (the repository README's)."""
     out = [
         "| op | domain | device | cases | % of copy | vs torch.compile | contract | host us per call |\n",
         "|---|---|---|---|---|---|---|---|\n",
     ]
     hosts: list[float] = []
-    all_suites = [s for s in suites(bench_dir) if s.is_op]
+    all_suites = [s for s in suites(bench_dir) if s.is_op and (domain is None or s.data["op"].split(".")[0] == domain)]
     for s in all_suites:
         rows = [r for r in s.data["rows"] if "median_us" in r]
         ours = [r for r in rows if r["provider"] == "sgl_diffusion"]
@@ -495,7 +501,7 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
         ratio = [comp[r["case"]] / r["median_us"] for r in ours if r["case"] in comp]
         host = [r["host_us_per_call"] for r in ours if r.get("host_us_per_call")]
         hosts += host
-        domain, _, op = s.data["op"].partition(".")
+        dom, _, op = s.data["op"].partition(".")
         widths = " DiT widths" if s.name.endswith("_widths") else ""
         # compute-bound ops (their rows carry FLOPs: GEMMs, attention) are rated in TFLOP/s, not against a copy
         if all(r.get("flops") for r in ours):
@@ -507,7 +513,7 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
         else:
             rate = _span([100 * r["frac_of_copy"] for r in ours], "{:.1f}", "%")
         out.append(
-            f"| `{op}` | {domain} | {s.device.upper()} | {len(ours)}{widths} | {rate} "
+            f"| `{op}` | {dom} | {s.device.upper()} | {len(ours)}{widths} | {rate} "
             f"| {_span(ratio, '{:.2f}', 'x') if ratio else ''} "
             f"| {contract} "
             f"| {_span(host, '{:.0f}') if host else ''} |\n"
@@ -515,12 +521,21 @@ def summary(bench_dir: Path, contract_of: ContractOf | None = None, link: str = 
     envs = environments(all_suites)
     rows = [r for s in all_suites for r in s.data["rows"] if r.get("provider") == "sgl_diffusion"]
     dtypes = sorted({r["dtype"] for r in rows if "float" in r["dtype"]})
+    # what the rates mean: a clause per kind of rate the table holds
+    kinds = []
+    if any(r.get("flops") for r in rows):
+        kinds.append("compute-bound ops: TFLOP/s")
+    if any(r.get("target_us") for r in rows):
+        kinds.append(
+            "ops with a time target per case, the ext domain's: their time\n"
+            "and how many cases meet the H200 design target"
+        )
     head = (
         f"Measured on {envs}, {', '.join(dtypes)}, at each op's benchmark shapes\n"
         f'(per-case tables, git SHAs and plots: [`docs/benchmarks/`]({link})). "% of copy" is our\n'
-        "bandwidth over a same-run device-to-device copy of the same bytes (compute-bound ops: TFLOP/s; ops\n"
-        "with a time target per case, the ext domain's: their time and how many cases meet the H200 design\n"
-        "target); ranges run over the cases.\n"
+        "bandwidth over a same-run device-to-device copy of the same bytes"
+        + "".join(f";\n{k}" for k in kinds)
+        + "; ranges run over the cases.\n"
     )
     if hosts:
         head += f"Host time per eager call: median {statistics.median(hosts):.0f} us over all cases.\n"

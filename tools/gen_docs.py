@@ -23,7 +23,9 @@ Generated (committed, so the site builds from the tree alone; do not edit them b
   docs/benchmarks/index.md     the same with every plot embedded (mkdocs.yml excludes the README)
 
 and, outside docs/, the part of README.md between the two BENCH_BEGIN / BENCH_END markers: one row
-per op benchmark (ours as % of the same-run copy, vs torch.compile, contract, host time); and the
+per op benchmark (ours as % of the same-run copy, vs torch.compile, contract, host time); the same
+part of each domain package's README (required where its domain has a benchmark record): its
+domain's rows, so that a package README's figures are read from the records; and the
 part of the umbrella's README between FAMILY_BEGIN / FAMILY_END: one row per distribution its
 pyproject.toml depends on (import name, the dependency's own description).
 
@@ -234,6 +236,21 @@ def readme_text(root: Path) -> str:
     return between(text, BENCH_BEGIN, BENCH_END, summary, "README.md")
 
 
+def package_readme_text(pkg: workspace.Package, root: Path) -> str:
+    """A domain package's README with the part between BENCH_BEGIN and BENCH_END regenerated from
+    its domain's benchmark records (the repository README's rows of that domain)."""
+    text = pkg.readme.read_text()
+    _import_family()
+    link = posixpath.relpath(f"{BENCH}/README.md", pkg.dir.relative_to(root).as_posix())
+    summary = bench_table.summary(root / BENCH, contract_of, link=link, domain=pkg.short)
+    return between(text, BENCH_BEGIN, BENCH_END, summary, pkg.readme.relative_to(root).as_posix())
+
+
+def benchmarked_domains(root: Path) -> set[str]:
+    """The domains that have an op benchmark record under docs/benchmarks/."""
+    return {s.data["op"].split(".")[0] for s in bench_table.suites(root / BENCH) if s.is_op}
+
+
 def _platforms(caps) -> str:
     parts = []
     for plat in caps.platforms:
@@ -339,17 +356,25 @@ def pages(root: Path = ROOT) -> dict[str, Callable[[], str]]:
         "benchmarks/README.md": lambda: benchmarks_readme(root),
         "benchmarks/index.md": lambda: benchmarks_readme(root, embed_plots=True),
     }
+    benchmarked = benchmarked_domains(root)
     for pkg in packages.values():
-        out[f"packages/{pkg.dir.name}.md"] = lambda pkg=pkg: package_page(pkg, packages, root)
+        out[f"packages/{pkg.dir.name}.md"] = lambda pkg=pkg: package_page(pkg, packages, root, benchmarked)
         if pkg.is_umbrella:
             out[f"../{pkg.readme.relative_to(root).as_posix()}"] = lambda: umbrella_readme_text(packages, root)
+        elif pkg.short in benchmarked:
+            out[f"../{pkg.readme.relative_to(root).as_posix()}"] = lambda pkg=pkg: package_readme_text(pkg, root)
     return out
 
 
-def package_page(pkg: workspace.Package, packages: dict[str, workspace.Package], root: Path) -> str:
+def package_page(pkg: workspace.Package, packages: dict[str, workspace.Package], root: Path,
+                 benchmarked: set[str]) -> str:  # fmt: skip
     """A package's README as its docs page, titled by its distribution name."""
     src = pkg.readme.relative_to(root).as_posix()
-    text = umbrella_readme_text(packages, root) if pkg.is_umbrella else None
+    text = None
+    if pkg.is_umbrella:
+        text = umbrella_readme_text(packages, root)
+    elif pkg.short in benchmarked:
+        text = package_readme_text(pkg, root)
     return copied(src, f"packages/{pkg.dir.name}.md", packages, root, text, title=pkg.dist)
 
 
