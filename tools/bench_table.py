@@ -503,6 +503,8 @@ def summary(
         hosts += host
         dom, _, op = s.data["op"].partition(".")
         widths = " DiT widths" if s.name.endswith("_widths") else ""
+        if isinstance(s.data.get("note"), str):  # the record carries a note a reader must see (benchmark page)
+            widths += " (see the record's note)"
         # compute-bound ops (their rows carry FLOPs: GEMMs, attention) are rated in TFLOP/s, not against a copy
         if all(r.get("flops") for r in ours):
             rate = _span([r["flops"] / r["median_us"] / 1e6 for r in ours], "{:.0f}", " TFLOP/s")
