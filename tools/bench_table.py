@@ -86,6 +86,11 @@ class Suite:
         return {}
 
     @property
+    def domain(self) -> str:
+        """An op benchmark's domain (``norm`` of ``norm.ln_modulate``)."""
+        return self.data["op"].split(".")[0]
+
+    @property
     def is_op(self) -> bool:
         """An op's benchmark: ``<op>_bench``, or ``<op>_widths`` (its cases at every DiT width)."""
         return isinstance(self.data, dict) and "op" in self.data and self.name.endswith(("_bench", "_widths"))
@@ -100,8 +105,7 @@ def suites(bench_dir: Path) -> list[Suite]:
 
     def key(s: Suite) -> tuple:
         if s.is_op:
-            domain = s.data["op"].split(".")[0]
-            return (0, DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS), s.name, s.device)
+            return (0, DOMAINS.index(s.domain) if s.domain in DOMAINS else len(DOMAINS), s.name, s.device)
         return (1, 0, s.name, s.device)
 
     return sorted(out, key=key)
@@ -490,7 +494,7 @@ def summary(
         "|---|---|---|---|---|---|---|---|\n",
     ]
     hosts: list[float] = []
-    all_suites = [s for s in suites(bench_dir) if s.is_op and (domain is None or s.data["op"].split(".")[0] == domain)]
+    all_suites = [s for s in suites(bench_dir) if s.is_op and domain in (None, s.domain)]
     for s in all_suites:
         rows = [r for r in s.data["rows"] if "median_us" in r]
         ours = [r for r in rows if r["provider"] == "sgl_diffusion"]

@@ -248,7 +248,7 @@ def package_readme_text(pkg: workspace.Package, root: Path) -> str:
 
 def benchmarked_domains(root: Path) -> set[str]:
     """The domains that have an op benchmark record under docs/benchmarks/."""
-    return {s.data["op"].split(".")[0] for s in bench_table.suites(root / BENCH) if s.is_op}
+    return {s.domain for s in bench_table.suites(root / BENCH) if s.is_op}
 
 
 def _platforms(caps) -> str:
