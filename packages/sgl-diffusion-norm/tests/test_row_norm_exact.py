@@ -583,8 +583,13 @@ def test_tuning_is_checked():
             K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"WARPS": bad})
     with pytest.raises(ValueError, match="WARPS"):  # RMSNorm's warps follow its lanes and rows
         K.prepare_kernel(geom, x, None, None, None, None, tuning={"WARPS": 1})
-    if triton_interpret():  # a launch option, not a kernel argument: the launch accepts it (the interpreter
-        # ignores warps, so the bits are equal by construction here; the GPU sweep checks them there)
-        tensors = (xl, None, None, None, None)
-        want = K.prepare_kernel(lgeom, *tensors)(*tensors, 1e-6, 1.0)
-        testing.assert_exact(K.prepare_kernel(lgeom, *tensors, tuning={"WARPS": 2})(*tensors, 1e-6, 1.0), want)
+    if triton_interpret():  # a launch option: the interpreter ignores warps, but a one-warp program keeps its
+        # tree's inter-warp levels in registers (ONE_WARP), another code path with the same combines
+        for D in (1152, 1000):  # a partial last chunk: several coefficient runs per tree level
+            xw = torch.randn(1, 4, D)
+            wgeom = describe("norm.layer_norm", xw).info["geom"]
+            tensors = (xw, None, None, None, None)
+            want = K.prepare_kernel(wgeom, *tensors, tuning={"WARPS": 4})(*tensors, 1e-6, 1.0)
+            for warps in (1, 2):
+                got = K.prepare_kernel(wgeom, *tensors, tuning={"WARPS": warps})(*tensors, 1e-6, 1.0)
+                testing.assert_exact(got, want)

@@ -179,7 +179,7 @@ def test_layer_norm_warps_at_many_rows(D):
              "ln_modulate": ((x, sc, sh), (x, sc, sh, None, None), norm.ln_modulate_reference(x, sc, sh))}
     for name, (args, tensors, expected) in cases.items():
         geom = describe(f"norm.{name}", *args).info["geom"]
-        for tuning in (None, {"WARPS": 2}, {"WARPS": 4}):
+        for tuning in (None, {"WARPS": 1}, {"WARPS": 2}, {"WARPS": 4}):
             alone = K.prepare_kernel(geom, *tensors, tuning=tuning)(*tensors, 1e-6, 1.0)
             assert torch.equal(alone, expected), f"{name} D={D} {tuning}: the exact kernel alone differs from eager"
 

@@ -102,7 +102,7 @@ def _row_norm_exact_kernel(
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr,
     HOLD1: tl.constexpr, HOLD2: tl.constexpr, HOLD3: tl.constexpr,
     MOD_AHEAD: tl.constexpr, OUT_AHEAD: tl.constexpr, ROW_CHUNKS: tl.constexpr, ROW_REST: tl.constexpr,
-    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr,
+    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr, ONE_WARP: tl.constexpr,
 ):
     """One launch of the exact chain (the constants: :func:`launch_constants`). Long because the
     statistics (LayerNorm's Welford or RMSNorm's sum of squares, held row or not) and the output
@@ -145,9 +145,10 @@ def _row_norm_exact_kernel(
                 m, s = hold_welford(m, s, t2, D, HOLD1, NT, HOLD2, FULL)
             if HOLD3 > 0:
                 m, s = hold_welford(m, s, t3, D, HOLD1 + HOLD2, NT, HOLD3, FULL)
-            mean, m2 = welford_tree(m, s, ROW_CHUNKS, ROW_REST, WARP, NWARP)
+            mean, m2 = welford_tree(m, s, ROW_CHUNKS, ROW_REST, WARP, NWARP, ONE_WARP)
         else:
-            mean, m2 = layer_stats(x1, D, RCP, WARP, NWARP, CHUNKS, UNROLL, VEC, FULL, ROW_CHUNKS, ROW_REST)
+            mean, m2 = layer_stats(x1, D, RCP, WARP, NWARP, CHUNKS, UNROLL, VEC, FULL, ROW_CHUNKS, ROW_REST,
+                                    ONE_WARP)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -425,6 +426,8 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     maxnreg = const.pop("MAXNREG", None)
     warps = const.pop("WARPS", None)
     options = {"num_warps": warps or _num_warps(const), "num_stages": 1}
+    # a LayerNorm program on one warp keeps its tree's inter-warp levels in registers (_welford_triton)
+    const["ONE_WARP"] = const["NORM"] == 0 and options["num_warps"] == 1
     if maxnreg:
         options["maxnreg"] = maxnreg
     return const, options

@@ -29,20 +29,40 @@ def _halves(x, R: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
-def _welford_merge(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr,
-                   N: tl.constexpr):
-    """One inter-warp level of the combine tree on ``[1, N]`` partial statistics: warp group ``j``
-    (``dataB``, warps ``j, j + N, ...``) with group ``j + N/2`` (``dataA``), as
+def _row_halves(x, N: tl.constexpr, C: tl.constexpr):
+    """``[N, C]`` -> its lower and upper halves along the first dim, each ``[N // 2, C]``."""
+    return tl.split(tl.permute(tl.reshape(x, [2, N // 2, C]), (1, 2, 0)))
+
+
+@triton.jit
+def _welford_merge(mb, ma, sb, sa, idx, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr,
+                   NWARP: tl.constexpr, H: tl.constexpr):
+    """One inter-warp level of the combine tree: warp group ``j`` (``dataB``: ``mb``, ``sb``; warps
+    ``j, j + 2H, ...``) with group ``j + H`` (``dataA``: ``ma``, ``sa``), ``idx`` the group index ``j``, as
     ``cuWelfordCombine(dataB, dataA)``: ``mean = nA * meanA + nB * meanB``,
     ``m2 = m2A + m2B + delta * delta * countA * nB``; the coefficients: :func:`_level_coefs`."""
-    H: tl.constexpr = N // 2
-    mb, ma = _halves(m, 1, N)
-    sb, sa = _halves(s, 1, N)
-    na, nb, ca = _level_coefs(tl.arange(0, H)[None, :], F, V, WARP, NWARP, H, True)
+    na, nb, ca = _level_coefs(idx, F, V, WARP, NWARP, H, True)
     delta = mb - ma
     mean = tl.fma(na, ma, nb * mb)
     m2 = tl.fma((delta * delta) * ca, nb, sa + sb)
     return mean, m2
+
+
+@triton.jit
+def _merge_cols(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, N: tl.constexpr):
+    """An inter-warp level on ``[1, N]`` per-warp statistics (one value per warp group)."""
+    mb, ma = _halves(m, 1, N)
+    sb, sa = _halves(s, 1, N)
+    return _welford_merge(mb, ma, sb, sa, tl.arange(0, N // 2)[None, :], F, V, WARP, NWARP, N // 2)
+
+
+@triton.jit
+def _merge_rows(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, N: tl.constexpr):
+    """An inter-warp level on ``[N, WARP]`` statistics, a warp group per row (every lane combines;
+    lane 0's are the groups' statistics)."""
+    mb, ma = _row_halves(m, N, WARP)
+    sb, sa = _row_halves(s, N, WARP)
+    return _welford_merge(mb, ma, sb, sa, tl.arange(0, N // 2)[:, None], F, V, WARP, NWARP, N // 2)
 
 
 @triton.jit
@@ -120,7 +140,8 @@ def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.cons
 
 @triton.jit
 def layer_stats(x_row, D, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
-                UNROLL: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr, F: tl.constexpr, V: tl.constexpr):
+                UNROLL: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr, F: tl.constexpr, V: tl.constexpr,
+                ONE_WARP: tl.constexpr):
     """The row's ``(mean, m2)`` read from memory in eager's order: ``VEC``, one vector load per
     chunk (the chunks unrolled at compile time; the ``FULL`` leading ones unmasked); otherwise a
     loop over the chunks (unmasked where every chunk is full)."""
@@ -150,7 +171,7 @@ def layer_stats(x_row, D, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: 
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 2), EVEN)
             v, ok = _slot(x_row, base, lane4, 3, D)
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 3), EVEN)
-    return welford_tree(m, s, F, V, WARP, NWARP)
+    return welford_tree(m, s, F, V, WARP, NWARP, ONE_WARP)
 
 
 @triton.jit
@@ -171,9 +192,11 @@ def _shfl_merge(m, s, lane, g, F: tl.constexpr, V: tl.constexpr, H: tl.constexpr
 
 
 @triton.jit
-def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr):
+def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr,
+                 ONE_WARP: tl.constexpr):
     """Per-thread ``[WARP * NWARP]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree
-    order. The row: ``F`` full chunks, then ``V`` elements of a partial one (:func:`tree_segments`)."""
+    order. The row: ``F`` full chunks, then ``V`` elements of a partial one (:func:`tree_segments`).
+    ``ONE_WARP``: the program runs on one physical warp (the same combines, kept in registers)."""
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
     # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset (warp-local gathers, as
@@ -187,6 +210,20 @@ def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWA
     m, s = _shfl_merge(m, s, lane, g, F, V, 4, WARP, NWARP)
     m, s = _shfl_merge(m, s, lane, g, F, V, 2, WARP, NWARP)
     m, s = _shfl_merge(m, s, lane, g, F, V, 1, WARP, NWARP)
+    if ONE_WARP:
+        # the virtual warps are registers of one physical warp: the inter-warp levels combine rows
+        # of [NWARP, WARP] in registers (lane 0's rows carry the tree; the other lanes' results are
+        # never read), and the row's statistics are read from lane 0 once
+        if NWARP >= 8:
+            m, s = _merge_rows(m, s, F, V, WARP, NWARP, 8)
+        if NWARP >= 4:
+            m, s = _merge_rows(m, s, F, V, WARP, NWARP, 4)
+        if NWARP >= 2:
+            m, s = _merge_rows(m, s, F, V, WARP, NWARP, 2)
+        first = tl.arange(0, WARP)[None, :] == 0
+        mean = tl.sum(tl.reshape(tl.where(first, m, 0.0), [WARP]), axis=0)
+        m2 = tl.sum(tl.reshape(tl.where(first, s, 0.0), [WARP]), axis=0)
+        return mean, m2
     # lane 0 of each warp holds the warp's statistics (a sum of one value and zeros)
     m = tl.sum(tl.where(lane == 0, m, 0.0), axis=1)[:, None]
     s = tl.sum(tl.where(lane == 0, s, 0.0), axis=1)[:, None]
@@ -194,11 +231,11 @@ def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWA
     m = tl.reshape(m, [1, NWARP])
     s = tl.reshape(s, [1, NWARP])
     if NWARP >= 8:
-        m, s = _welford_merge(m, s, F, V, WARP, NWARP, 8)
+        m, s = _merge_cols(m, s, F, V, WARP, NWARP, 8)
     if NWARP >= 4:
-        m, s = _welford_merge(m, s, F, V, WARP, NWARP, 4)
+        m, s = _merge_cols(m, s, F, V, WARP, NWARP, 4)
     if NWARP >= 2:
-        m, s = _welford_merge(m, s, F, V, WARP, NWARP, 2)
+        m, s = _merge_cols(m, s, F, V, WARP, NWARP, 2)
     mean = tl.sum(tl.reshape(m, [1]), axis=0)
     m2 = tl.sum(tl.reshape(s, [1]), axis=0)
     return mean, m2
