@@ -437,7 +437,8 @@ def test_fp8_launch_rule():
 
 def test_width_launch_rule():
     """The close kernel's launch rule at DiT widths (bf16 / fp16 on CUDA): few rows hold a row whose power
-    of two wastes at most 1/16, else 512-wide chunks below 3072 columns, 1024 up to 5120, 2048 above; many
+    of two wastes at most 1/16, or below 3072 columns half of it and a smaller tile that do, else 512-wide
+    chunks below 3072 columns, 1024 up to 5120, 2048 above; many
     rows the widest chunk the row fills 1.875 times; fp32, ROCm and unswept widths keep the core rule."""
     from sgl_diffusion_core import RowConfig
 
@@ -449,8 +450,11 @@ def test_width_launch_rule():
     def many(D):
         return rule(D, 2, "cuda", n_rows=75600)
 
-    assert few(1152) == RowConfig(block=512, chunks=3, num_warps=1, unroll=3)
-    assert few(2240) == RowConfig(block=512, chunks=5, num_warps=1, unroll=5)  # not padded to 4096
+    assert few(1152) == RowConfig(block=1024, chunks=1, num_warps=1, tail=128)  # held: 1024 + 128
+    assert few(2240) == RowConfig(block=2048, chunks=1, num_warps=2, tail=256)  # not padded to 4096
+    assert few(2432) == RowConfig(block=2048, chunks=1, num_warps=2, tail=512)
+    assert few(1600) == RowConfig(block=512, chunks=4, num_warps=1, unroll=4)  # 1024 + 1024 would pad 1/5
+    assert few(2600) == RowConfig(block=512, chunks=6, num_warps=1, unroll=6)  # 2048 + 1024: 15% padding
     assert few(1920) == RowConfig(block=2048, chunks=1, num_warps=2)
     assert few(3840) == RowConfig(block=4096, chunks=1, num_warps=4)
     assert few(3072) == RowConfig(block=1024, chunks=3, num_warps=4)
@@ -461,9 +465,13 @@ def test_width_launch_rule():
     assert many(3072) == RowConfig(block=1024, chunks=3, num_warps=2)
     assert many(3840) == RowConfig(block=2048, chunks=2, num_warps=4)
     assert many(5120) == RowConfig(block=2048, chunks=3, num_warps=4)
-    for D in range(1152, 6145, 64):  # every chunk holds part of the row; at most one warp per 512 columns
+    for D in range(1152, 6145, 64):  # every chunk and tile holds part of the row, padded by at most 1/16 where held
         for cfg in (few(D), many(D)):
-            assert cfg.block * (cfg.chunks - 1) < D <= cfg.block * cfg.chunks, (D, cfg)
+            if cfg.tail:
+                assert cfg.chunks == 1 and cfg.tail < cfg.block < D <= cfg.block + cfg.tail, (D, cfg)
+                assert 16 * D >= 15 * (cfg.block + cfg.tail), (D, cfg)
+            else:
+                assert cfg.block * (cfg.chunks - 1) < D <= cfg.block * cfg.chunks, (D, cfg)
     core = RowConfig.from_heuristic
     assert rule(5120, 4, "cuda", n_rows=75600) == core(5120, 4, "cuda", n_rows=75600)  # fp32
     assert rule(2240, 2, "hip", n_rows=4096) == core(2240, 2, "hip", n_rows=4096)

@@ -332,3 +332,34 @@ def test_more_rows_than_an_int32_index_are_refused(kernel):
     K = testing.backend_module("norm.ln_modulate", kernel)
     with pytest.raises(UnsupportedInputError, match="rows exceed"):
         (K.prepare_kernel if kernel == "triton_exact" else K.prepare)(big, x, scale, None, None, None)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("D", [1152, 2240])
+def test_close_kernel_at_the_cuda_width_rule(device, op, D):
+    """The close kernel at the launches its CUDA width rule gives bf16 rows (a row held as a power of two
+    and a smaller tile below 16384 rows: 1152 = 1024 + 128, 2240 = 2048 + 256 with a partial tile; chunks
+    from 16384 rows), pinned on this device, within the declared tolerance of the eager chain."""
+    if "triton" not in testing.runnable_backends(f"norm.{op}", device):
+        pytest.skip(f"no Triton backend of {op} runs on {device}")
+    kernel = testing.backend_module(f"norm.{op}", "triton")
+    _, _, modulated = OPS[op]
+    torch.manual_seed(D)
+    x = torch.randn(2, 3, D, device=device).to(torch.bfloat16)
+    mod = (torch.randn(2, 6, D, device=device) * 0.5).to(torch.bfloat16)
+    w = (1 + 0.5 * torch.randn(D, device=device)).to(torch.bfloat16)
+    b = None if op == "rms_modulate" else (0.5 * torch.randn(D, device=device)).to(torch.bfloat16)
+    scale, shift = (mod[:, 1:2], mod[:, 0:1]) if modulated else (None, None)
+    args = (x, scale, shift) if modulated else (x, w, b)
+    kw = {"weight": w, **({} if op == "rms_modulate" else {"bias": b})} if modulated else {}
+    geom = testing.geometry(f"norm.{op}", *args, **kw)
+    ref = _call(op, "torch", x, scale, shift, w, b)
+    atol, rtol = _declared(op, "triton", torch.bfloat16)
+    for rows in (4096, 32760):
+        cfg = kernel.width_config(D, 2, "cuda", n_rows=rows)
+        assert bool(cfg.tail) == (rows == 4096), cfg
+        if modulated:
+            out = kernel.prepare(geom, x, scale, shift, w, b, config=cfg)(x, scale, shift, w, b, 1e-6, 1.0)
+        else:
+            out = kernel.prepare_norm(geom, x, w, b, config=cfg)(x, w, b, 1e-6, 1.0)
+        testing.assert_close(out, ref, atol=atol, rtol=rtol)

@@ -258,9 +258,11 @@ def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None 
     bf16 / fp16 rows of 1152-6144 columns on CUDA, chosen by padding and row count:
 
     * below 16384 rows, a row whose power-of-two block wastes at most 1/16 of it (1920, 2048, 3840,
-      4096) is held whole, 32 values per thread; other rows go in 512-wide chunks with one warp and
-      the chunk loop unrolled below 3072 columns (1152, 2240-2560: no row padded to 4096), in
-      1024-wide chunks with 4 warps up to 5120, 2048-wide above;
+      4096) is held whole, 32 values per thread; below 3072 columns, a row that half that block and a
+      smaller power of two hold with at most 1/16 padding (1152 = 1024 + 128, 1536, 2240 = 2048 + 256,
+      2304, 2432, 2560) is held as those two tiles, 32 values per thread in the first; other rows go
+      in 512-wide chunks with one warp and the chunk loop unrolled below 3072 columns (no row padded
+      to 4096), in 1024-wide chunks with 4 warps up to 5120, 2048-wide above;
     * from 16384 rows, the widest of 512 / 1024 / 2048 that the row fills at least 1.875 times (two
       chunks, the second at least 7/8 full), 16 values per thread.
 
@@ -275,6 +277,11 @@ def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None 
     if n_rows is not None and n_rows < _MANY_ROWS:
         if full <= 4096 and 16 * D >= 15 * full:
             return RowConfig(block=full, chunks=1, num_warps=full // 1024)
+        head = full // 2
+        tail = next_pow2(D - head)
+        if D < 3072 and tail < head and 16 * D >= 15 * (head + tail):
+            # held as half the block and a smaller tile: 1152 = 1024 + 128, 2240 = 2048 + 256
+            return RowConfig(block=head, chunks=1, num_warps=max(1, head // 1024), tail=tail)
         block = 512 if D < 3072 else 1024 if D <= 5120 else 2048
         warps = 1 if block == 512 else 4
     else:
