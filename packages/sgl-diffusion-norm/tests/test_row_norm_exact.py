@@ -583,9 +583,10 @@ def test_tuning_is_checked():
             K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"WARPS": bad})
     with pytest.raises(ValueError, match="WARPS"):  # RMSNorm's warps follow its lanes and rows
         K.prepare_kernel(geom, x, None, None, None, None, tuning={"WARPS": 1})
-    if triton_interpret():  # a launch option: the interpreter ignores warps, but a one-warp program keeps its
-        # tree's inter-warp levels in registers (ONE_WARP), another code path with the same combines
-        for D in (1152, 1000):  # a partial last chunk: several coefficient runs per tree level
+    if triton_interpret():  # a launch option: the interpreter ignores warps, but a one-warp program reduces
+        # through other code with the same combines: its inter-warp levels in registers (a partial last chunk:
+        # several coefficient runs per tree level), and for rows of full chunks its tiles in another row order
+        for D in (1152, 1000, 1536):
             xw = torch.randn(1, 4, D)
             wgeom = describe("norm.layer_norm", xw).info["geom"]
             tensors = (xw, None, None, None, None)

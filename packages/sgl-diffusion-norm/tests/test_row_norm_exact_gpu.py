@@ -162,11 +162,12 @@ def test_every_dit_width_kernel_alone(D, B):
         testing.assert_exact(getattr(norm, name)(*args, **kw), expected)
 
 
-@pytest.mark.parametrize("D", [1152, 1920, 2240, 2432])
+@pytest.mark.parametrize("D", [1152, 1536, 1920, 2048, 2240, 2432])
 def test_layer_norm_warps_at_many_rows(D):
     """LayerNorm rows of 3-5 chunks at 16401 rows (from 16384 the warps rule gives them 1 warp; an odd count
-    leaves the last wave partial): the exact kernel alone at the rule and at 2 and 4 warps is ``torch.equal``
-    to eager, for ``layer_norm`` (affine) and ``ln_modulate`` (per-sample)."""
+    leaves the last wave partial): the exact kernel alone at the rule and at 1, 2 and 4 warps is ``torch.equal``
+    to eager, for ``layer_norm`` (affine) and ``ln_modulate`` (per-sample); 1536 and 2048 (full chunks) on one
+    warp reduce in the other row order."""
     from sgl_diffusion_core import describe
 
     torch.manual_seed(D)

@@ -100,7 +100,7 @@ def _hold_leaf(rmask, D, K: tl.constexpr, CH: tl.constexpr, LAYER: tl.constexpr,
     """Element offsets and mask of chunk ``K`` (LayerNorm's ``FULL`` leading chunks lie inside the
     row: an all-true mask the compiler drops)."""
     if LAYER:
-        offs = vec_offsets(K, CH // 4)
+        offs = vec_offsets(K, CH // 4, LAYER)
         if K < FULL:
             return offs, tl.full([CH // 4, 4], 1, tl.int1)
         else:
@@ -116,7 +116,7 @@ def hold_load(x_rows, rmask, D, K0: tl.constexpr, CH: tl.constexpr, N: tl.conste
     """Chunks ``K0 .. K0 + N - 1`` (``N`` a power of two), raw, as a join tree."""
     if N == 1:
         if LAYER:
-            return vec_load(x_rows, D, K0, CH // 4, FULL, "evict_first")
+            return vec_load(x_rows, D, K0, CH // 4, FULL, "evict_first", LAYER)
         else:
             offs, mask = _hold_leaf(rmask, D, K0, CH, LAYER, FULL)
             return tl.load(x_rows + offs, mask=mask, other=0.0, eviction_policy="evict_first")

@@ -126,6 +126,8 @@ def _row_norm_exact_kernel(
     sc_row = SC + b.to(tl.int64) * sc_sb + (s // sc_L if SC_FRAMES else s).to(tl.int64) * sc_ss
     sh_row = SH + b.to(tl.int64) * sh_sb + (s // sh_L if SH_FRAMES else s).to(tl.int64) * sh_ss
     one64 = tl.load(ONE)  # fp64 1.0 (see _div)
+    # LayerNorm tiles' row order (_welford_triton.thread_of_row: 2 on one warp, full chunks); RMSNorm 0
+    LAYER: tl.constexpr = (2 if ONE_WARP and ROW_REST == 0 else 1) if NORM == 0 else 0
     if NORM == 0:
         NT: tl.constexpr = WARP * NWARP
         CH: tl.constexpr = 4 * NT
@@ -133,22 +135,22 @@ def _row_norm_exact_kernel(
         x1 = X + b1.to(tl.int64) * x_sb + (pid - b1 * S).to(tl.int64) * x_ss
         if HOLD1 > 0:
             # the row held in registers (VEC's chunks, HOLD1 + HOLD2 + HOLD3 == CHUNKS)
-            t1 = hold_load(x1, rmask, D, 0, CH, HOLD1, True, FULL)
+            t1 = hold_load(x1, rmask, D, 0, CH, HOLD1, LAYER, FULL)
             if HOLD2 > 0:
-                t2 = hold_load(x1, rmask, D, HOLD1, CH, HOLD2, True, FULL)
+                t2 = hold_load(x1, rmask, D, HOLD1, CH, HOLD2, LAYER, FULL)
             if HOLD3 > 0:
-                t3 = hold_load(x1, rmask, D, HOLD1 + HOLD2, CH, HOLD3, True, FULL)
+                t3 = hold_load(x1, rmask, D, HOLD1 + HOLD2, CH, HOLD3, LAYER, FULL)
             m = tl.zeros([NT], tl.float32)
             s = tl.zeros([NT], tl.float32)
-            m, s = hold_welford(m, s, t1, D, 0, NT, HOLD1, FULL)
+            m, s = hold_welford(m, s, t1, D, 0, NT, HOLD1, FULL, LAYER)
             if HOLD2 > 0:
-                m, s = hold_welford(m, s, t2, D, HOLD1, NT, HOLD2, FULL)
+                m, s = hold_welford(m, s, t2, D, HOLD1, NT, HOLD2, FULL, LAYER)
             if HOLD3 > 0:
-                m, s = hold_welford(m, s, t3, D, HOLD1 + HOLD2, NT, HOLD3, FULL)
-            mean, m2 = welford_tree(m, s, ROW_CHUNKS, ROW_REST, WARP, NWARP, ONE_WARP)
+                m, s = hold_welford(m, s, t3, D, HOLD1 + HOLD2, NT, HOLD3, FULL, LAYER)
+            mean, m2 = welford_tree(m, s, ROW_CHUNKS, ROW_REST, WARP, NWARP, LAYER, ONE_WARP)
         else:
             mean, m2 = layer_stats(x1, D, RCP, WARP, NWARP, CHUNKS, UNROLL, VEC, FULL, ROW_CHUNKS, ROW_REST,
-                                    ONE_WARP)
+                                    LAYER, ONE_WARP)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -201,22 +203,22 @@ def _row_norm_exact_kernel(
                         HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
         else:
             hold_emit(t1, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CH, HOLD1,
-                       NORM == 0, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
+                       LAYER, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT,
                        ROUND_OFFSET)
             if HOLD2 > 0:
                 hold_emit(t2, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1, CH, HOLD2,
-                           NORM == 0, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3,
+                           LAYER, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3,
                            OUT, ROUND_OFFSET)
             if HOLD3 > 0:
                 hold_emit(t3, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, CH,
-                           HOLD3, NORM == 0, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
+                           HOLD3, LAYER, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
                            T2, T3, OUT, ROUND_OFFSET)
     elif OUT_AHEAD > 0:  # LayerNorm: the output pass reads x again, its loads a chunk ahead (forward order)
-        first = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, OUT_AHEAD, NORM == 0, FULL, HAS_SCALE, HAS_SHIFT,
+        first = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, OUT_AHEAD, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
                           HAS_W, HAS_BIAS)
-        first_x = hold_load(x_row, rmask, D, 0, CH, OUT_AHEAD, NORM == 0, FULL)
+        first_x = hold_load(x_row, rmask, D, 0, CH, OUT_AHEAD, LAYER, FULL)
         emit_ahead(first_x, first_x, first_x, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row,
-                    y_row, scale_offset, CH, CHUNKS, 0, 0, 0, OUT_AHEAD, True, NORM == 0, FULL, HAS_SCALE, HAS_SHIFT,
+                    y_row, scale_offset, CH, CHUNKS, 0, 0, 0, OUT_AHEAD, True, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
                     HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
     else:  # RMSNorm: the output pass reads x again
         cols = tl.arange(0, CH)[None, :]
@@ -235,8 +237,6 @@ def _row_norm_exact_kernel(
 
 
 # --- launch configuration: eager's own thread layout ---------------------------------------------
-
-
 def _last_pow2(n: int) -> int:
     return 1 << (max(n, 1).bit_length() - 1)
 
@@ -426,8 +426,9 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     maxnreg = const.pop("MAXNREG", None)
     warps = const.pop("WARPS", None)
     options = {"num_warps": warps or _num_warps(const), "num_stages": 1}
-    # a LayerNorm program on one warp keeps its tree's inter-warp levels in registers (_welford_triton)
-    const["ONE_WARP"] = const["NORM"] == 0 and options["num_warps"] == 1
+    # eager's 4 x 32 LayerNorm threads on one warp, VEC's chunks: the tree mostly in registers (_welford_triton)
+    const["ONE_WARP"] = (const["NORM"] == 0 and options["num_warps"] == 1 and bool(const["VEC"])
+                         and const["WARP"] == 32 and const["NWARP"] == 4)
     if maxnreg:
         options["maxnreg"] = maxnreg
     return const, options

@@ -1,6 +1,5 @@
 """Triton kernel of the row-norm family, contract ``close`` (CUDA and ROCm; CPU under ``TRITON_INTERPRET=1``).
-The ``triton`` backend of the four norms (``prepare``, ``prepare_norm``) and of
-``gated_residual_norm_modulate`` (``prepare_gated``).
+The ``triton`` backend of the four norms (``prepare``, ``prepare_norm``) and the gated one (``prepare_gated``).
 
 One kernel serves ``layer_norm``, ``rms_norm``, ``ln_modulate``, ``rms_modulate`` and
 ``gated_residual_norm_modulate``: ``NORM`` picks LayerNorm (0) or RMSNorm (1), ``HAS_SCALE``
@@ -257,12 +256,10 @@ def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None 
 
     bf16 / fp16 rows of 1152-6144 columns on CUDA, chosen by padding and row count:
 
-    * below 16384 rows, a row whose power-of-two block wastes at most 1/16 of it (1920, 2048, 3840,
-      4096) is held whole, 32 values per thread; below 3072 columns, a row that half that block and a
-      smaller power of two hold with at most 1/16 padding (1152 = 1024 + 128, 1536, 2240 = 2048 + 256,
-      2304, 2432, 2560) is held as those two tiles, 32 values per thread in the first; other rows go
-      in 512-wide chunks with one warp and the chunk loop unrolled below 3072 columns (no row padded
-      to 4096), in 1024-wide chunks with 4 warps up to 5120, 2048-wide above;
+    * below 16384 rows, a row whose power-of-two block wastes at most 1/16 of it (1920, 2048, 3840, 4096)
+      is held whole, 32 values per thread; below 3072 columns, half that block and a smaller tile where
+      they pad at most 1/16 (1152 = 1024 + 128, 1536, 2240 = 2048 + 256, 2304-2560); other rows go in
+      512-wide chunks on one warp, unrolled, below 3072, 1024-wide on 4 warps up to 5120, 2048 above;
     * from 16384 rows, the widest of 512 / 1024 / 2048 that the row fills at least 1.875 times (two
       chunks, the second at least 7/8 full), 16 values per thread.
 
@@ -277,10 +274,8 @@ def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None 
     if n_rows is not None and n_rows < _MANY_ROWS:
         if full <= 4096 and 16 * D >= 15 * full:
             return RowConfig(block=full, chunks=1, num_warps=full // 1024)
-        head = full // 2
-        tail = next_pow2(D - head)
+        head, tail = full // 2, next_pow2(D - full // 2)  # held as two tiles: 1152 = 1024 + 128
         if D < 3072 and tail < head and 16 * D >= 15 * (head + tail):
-            # held as half the block and a smaller tile: 1152 = 1024 + 128, 2240 = 2048 + 256
             return RowConfig(block=head, chunks=1, num_warps=max(1, head // 1024), tail=tail)
         block = 512 if D < 3072 else 1024 if D <= 5120 else 2048
         warps = 1 if block == 512 else 4
@@ -298,16 +293,14 @@ def gated_config(D: int, elem_bytes: int, platform: str, n_rows: int | None = No
     """Launch rule of ``gated_residual_norm_modulate``: the row rule with 4 warps and, at 4+ chunks,
     chunks twice as wide, fully unrolled and uncapped.
 
-    The gated pass holds residual, update and gate per element, so the row rule's launch (2
-    warps, 1024-wide chunks, at D=5120 unrolled under an 80-register cap) spills on sm_90: 284 B
-    (LayerNorm) / 2850 B (RMSNorm) per thread at D=5120, 28 B at D=3072. Measured on one H200,
-    bf16 (% of a same-run copy): Wan (75600 x 5120)
-    2048 x 3 with 4 warps and unroll 3 93.7% (row rule 81.7%, 1024 x 5 with 4 warps 89.2%, 8
-    warps 81.8%); HunyuanVideo (118800 x 3072) 1024 x 3 with 4 warps 98.0% (row rule 96.4%, 8
-    warps 74.0%). A whole row in registers (FLUX, few rows) keeps the row rule (100.1%). ROCm
+    The gated pass holds residual, update and gate per element, so the row rule's launch (2 warps,
+    1024-wide chunks, at D=5120 unrolled under an 80-register cap) spills on sm_90: 284 B (LayerNorm) /
+    2850 B (RMSNorm) per thread at D=5120, 28 B at D=3072. Measured on one H200, bf16 (% of a same-run
+    copy): Wan (75600 x 5120) 2048 x 3 with 4 warps and unroll 3 93.7% (row rule 81.7%, 1024 x 5 with 4
+    warps 89.2%, 8 warps 81.8%); HunyuanVideo (118800 x 3072) 1024 x 3 with 4 warps 98.0% (row rule
+    96.4%, 8 warps 74.0%). A whole row in registers (FLUX, few rows) keeps the row rule (100.1%). ROCm
     keeps the row rule (compiled, not measured). The op at these shapes with this rule:
-    docs/benchmarks/gated_residual_norm_modulate_bench_h200.json.
-    """
+    docs/benchmarks/gated_residual_norm_modulate_bench_h200.json."""
     base = RowConfig.from_heuristic(D, elem_bytes, platform, n_rows=n_rows)
     if platform != "cuda" or base.chunks == 1:
         return base

@@ -35,13 +35,12 @@ def _row_halves(x, N: tl.constexpr, C: tl.constexpr):
 
 
 @triton.jit
-def _welford_merge(mb, ma, sb, sa, idx, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr,
-                   NWARP: tl.constexpr, H: tl.constexpr):
-    """One inter-warp level of the combine tree: warp group ``j`` (``dataB``: ``mb``, ``sb``; warps
-    ``j, j + 2H, ...``) with group ``j + H`` (``dataA``: ``ma``, ``sa``), ``idx`` the group index ``j``, as
-    ``cuWelfordCombine(dataB, dataA)``: ``mean = nA * meanA + nB * meanB``,
-    ``m2 = m2A + m2B + delta * delta * countA * nB``; the coefficients: :func:`_level_coefs`."""
-    na, nb, ca = _level_coefs(idx, F, V, WARP, NWARP, H, True)
+def _combine(mb, ma, sb, sa, idx, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr,
+             H: tl.constexpr, INTER: tl.constexpr):
+    """One combine of the tree as ``cuWelfordCombine(dataB, dataA)``: ``mean = nA * meanA + nB * meanB``,
+    ``m2 = m2A + m2B + delta * delta * countA * nB``, with the coefficients of level ``H`` at ``idx``
+    (:func:`_level_coefs`)."""
+    na, nb, ca = _level_coefs(idx, F, V, WARP, NWARP, H, INTER)
     delta = mb - ma
     mean = tl.fma(na, ma, nb * mb)
     m2 = tl.fma((delta * delta) * ca, nb, sa + sb)
@@ -50,19 +49,11 @@ def _welford_merge(mb, ma, sb, sa, idx, F: tl.constexpr, V: tl.constexpr, WARP: 
 
 @triton.jit
 def _merge_cols(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, N: tl.constexpr):
-    """An inter-warp level on ``[1, N]`` per-warp statistics (one value per warp group)."""
+    """An inter-warp level on ``[1, N]`` per-warp statistics: warp group ``j`` (``dataB``, warps ``j, j + N,
+    ...``) with group ``j + N/2`` (``dataA``)."""
     mb, ma = _halves(m, 1, N)
     sb, sa = _halves(s, 1, N)
-    return _welford_merge(mb, ma, sb, sa, tl.arange(0, N // 2)[None, :], F, V, WARP, NWARP, N // 2)
-
-
-@triton.jit
-def _merge_rows(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, N: tl.constexpr):
-    """An inter-warp level on ``[N, WARP]`` statistics, a warp group per row (every lane combines;
-    lane 0's are the groups' statistics)."""
-    mb, ma = _row_halves(m, N, WARP)
-    sb, sa = _row_halves(s, N, WARP)
-    return _welford_merge(mb, ma, sb, sa, tl.arange(0, N // 2)[:, None], F, V, WARP, NWARP, N // 2)
+    return _combine(mb, ma, sb, sa, tl.arange(0, N // 2)[None, :], F, V, WARP, NWARP, N // 2, True)
 
 
 @triton.jit
@@ -104,16 +95,35 @@ def _slot(x_row, base, lane4, ii, D):
 
 
 @triton.jit
-def vec_offsets(K: tl.constexpr, NT: tl.constexpr):
-    """Element offsets ``[NT, 4]`` of LayerNorm's chunk ``K``: thread ``t`` owns ``4t .. 4t+3``."""
-    return K * 4 * NT + tl.arange(0, NT)[:, None] * 4 + tl.arange(0, 4)[None, :]
+def thread_of_row(NT: tl.constexpr, LAYER: tl.constexpr):
+    """The eager thread ``[NT]`` of each row of a LayerNorm tile. ``LAYER`` 1: row ``r`` is thread ``r``.
+    ``LAYER`` 2 (a one-warp program of 128 threads, rows without a partial chunk): row ``r`` is thread
+    ``32 * ((r % 32) // 8) + 8 * (r // 32) + r % 8``. A one-warp tile keeps rows ``p, p + 32, p + 64,
+    p + 96`` in lane ``p``'s registers, so lane ``p`` then holds lanes ``p % 8 + 8j`` of eager's warp
+    ``p // 8``: the tree's offsets 16 and 8 combine registers, and the rest are 5 shuffle levels on one
+    value per lane (:func:`_one_warp_tree`); sm_90, ``ln_modulate`` at 1536 columns: 1160 -> 1032
+    instructions. Not for a partial last chunk: its valid threads would then be lanes, not registers,
+    whose masks no longer fold at compile time (1152 columns: 984 -> 1096)."""
+    r = tl.arange(0, NT)
+    if LAYER == 2:
+        return 32 * ((r % 32) // 8) + 8 * (r // 32) + r % 8
+    else:
+        return r
 
 
 @triton.jit
-def vec_load(x_row, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.constexpr, POLICY: tl.constexpr):
+def vec_offsets(K: tl.constexpr, NT: tl.constexpr, LAYER: tl.constexpr):
+    """Element offsets ``[NT, 4]`` of LayerNorm's chunk ``K``: thread ``t`` owns ``4t .. 4t+3``, row ``r``
+    of the tile being thread :func:`thread_of_row`."""
+    return K * 4 * NT + thread_of_row(NT, LAYER)[:, None] * 4 + tl.arange(0, 4)[None, :]
+
+
+@triton.jit
+def vec_load(x_row, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.constexpr, POLICY: tl.constexpr,
+             LAYER: tl.constexpr):
     """LayerNorm's chunk ``K`` of the row, raw, one ``[NT, 4]`` vector load (unmasked for the
     ``FULL`` leading chunks, which lie inside the row)."""
-    offs = vec_offsets(K, NT)
+    offs = vec_offsets(K, NT, LAYER)
     if K < FULL:
         return tl.load(x_row + offs, eviction_policy=POLICY)
     else:
@@ -121,14 +131,14 @@ def vec_load(x_row, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.constexpr, PO
 
 
 @triton.jit
-def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.constexpr):
+def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.constexpr, LAYER: tl.constexpr):
     """The Welford steps of chunk ``K`` (raw ``[NT, 4]``), split into the four slots in registers;
     1 / count is a compile-time constant (Python's double quotient rounded to fp32: the correctly
     rounded fp32 quotient, double rounding being innocuous for a division). Chunks below ``FULL``
     lie inside the row: no select on the element's validity."""
     EVEN: tl.constexpr = K < FULL
     base = K * 4 * NT
-    lane4 = tl.arange(0, NT) * 4
+    lane4 = thread_of_row(NT, LAYER) * 4
     p, q = tl.split(tl.reshape(triton_math.widen(raw), [NT, 2, 2]))
     v0, v2 = tl.split(p)
     v1, v3 = tl.split(q)
@@ -141,7 +151,7 @@ def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.cons
 @triton.jit
 def layer_stats(x_row, D, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
                 UNROLL: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr, F: tl.constexpr, V: tl.constexpr,
-                ONE_WARP: tl.constexpr):
+                LAYER: tl.constexpr, ONE_WARP: tl.constexpr):
     """The row's ``(mean, m2)`` read from memory in eager's order: ``VEC``, one vector load per
     chunk (the chunks unrolled at compile time; the ``FULL`` leading ones unmasked); otherwise a
     loop over the chunks (unmasked where every chunk is full)."""
@@ -156,7 +166,7 @@ def layer_stats(x_row, D, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: 
         # to fp32: the correctly rounded fp32 quotient, double rounding being innocuous for a
         # division)
         for k in tl.static_range(CHUNKS):
-            m, s = welford_chunk(m, s, vec_load(x_row, D, k, NT, FULL, "evict_last"), D, k, NT, FULL)
+            m, s = welford_chunk(m, s, vec_load(x_row, D, k, NT, FULL, "evict_last", LAYER), D, k, NT, FULL, LAYER)
     else:
         for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
             base = k * 4 * NT
@@ -171,7 +181,7 @@ def layer_stats(x_row, D, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: 
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 2), EVEN)
             v, ok = _slot(x_row, base, lane4, 3, D)
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 3), EVEN)
-    return welford_tree(m, s, F, V, WARP, NWARP, ONE_WARP)
+    return welford_tree(m, s, F, V, WARP, NWARP, LAYER, ONE_WARP)
 
 
 @triton.jit
@@ -182,21 +192,64 @@ def _shfl_merge(m, s, lane, g, F: tl.constexpr, V: tl.constexpr, H: tl.constexpr
     keep their own value, like the shuffle's clamp, and only lanes below ``H`` feed lane 0); the
     coefficients of thread ``g``'s combine: :func:`_level_coefs`."""
     src = tl.where(lane + H < WARP, lane + H, lane)
-    ma = tl.gather(m, src, axis=1)
-    sa = tl.gather(s, src, axis=1)
-    na, nb, ca = _level_coefs(g, F, V, WARP, NWARP, H, False)
-    delta = m - ma
-    mean = tl.fma(na, ma, nb * m)
-    m2 = tl.fma((delta * delta) * ca, nb, sa + s)
-    return mean, m2
+    return _combine(m, tl.gather(m, src, axis=1), s, tl.gather(s, src, axis=1), g, F, V, WARP, NWARP, H, False)
+
+
+@triton.jit
+def _merge_rows(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr, N: tl.constexpr):
+    """An inter-warp level on ``[N, WARP]`` statistics, a warp group per row (every lane combines;
+    lane 0's are the groups' statistics)."""
+    mb, ma = _row_halves(m, N, WARP)
+    sb, sa = _row_halves(s, N, WARP)
+    return _combine(mb, ma, sb, sa, tl.arange(0, N // 2)[:, None], F, V, WARP, NWARP, N // 2, True)
+
+
+@triton.jit
+def _lane_merge(m, s, src, idx, F: tl.constexpr, V: tl.constexpr, H: tl.constexpr, INTER: tl.constexpr):
+    """A level on ``[1, 32]`` statistics of a one-warp program: lane ``p`` (``dataB``) combining with lane
+    ``src`` (``dataA``, a warp-local gather: a shuffle), the coefficients at ``idx``."""
+    return _combine(m, tl.gather(m, src, axis=1), s, tl.gather(s, src, axis=1), idx, F, V, 32, 4, H, INTER)
+
+
+@triton.jit
+def _one_warp_tree(m, s, F: tl.constexpr, V: tl.constexpr):
+    """:func:`welford_tree` of a one-warp program whose tiles are in :func:`thread_of_row`'s ``LAYER`` 2
+    order: row ``32j + 8w + i`` is lane ``8j + i`` of eager's warp ``w``. The same combines as eager's,
+    in its order; only lane 0's are read (the other lanes' results feed nothing, as in eager)."""
+    m = tl.reshape(m, [4, 32])  # [j, 8w + i]
+    s = tl.reshape(s, [4, 32])
+    p = tl.arange(0, 32)[None, :]
+    w = p // 8
+    i = p % 8
+    # offset 16: lanes 8j + i (j = 0, 1) with lanes 8(j + 2) + i, in registers
+    mb, ma = _row_halves(m, 4, 32)
+    sb, sa = _row_halves(s, 4, 32)
+    m, s = _combine(mb, ma, sb, sa, 32 * w + 8 * tl.arange(0, 2)[:, None] + i, F, V, 32, 4, 16, False)
+    # offset 8: lane i with lane 8 + i, in registers
+    mb, ma = _row_halves(m, 2, 32)
+    sb, sa = _row_halves(s, 2, 32)
+    g = 32 * w + i
+    m, s = _combine(mb, ma, sb, sa, g, F, V, 32, 4, 8, False)
+    # offsets 4, 2, 1 within each group of 8 lanes (eager's warp), then warp w with w + 2 and w + 1
+    m, s = _lane_merge(m, s, tl.where(i + 4 < 8, p + 4, p), g, F, V, 4, False)
+    m, s = _lane_merge(m, s, tl.where(i + 2 < 8, p + 2, p), g, F, V, 2, False)
+    m, s = _lane_merge(m, s, tl.where(i + 1 < 8, p + 1, p), g, F, V, 1, False)
+    m, s = _lane_merge(m, s, tl.where(p + 16 < 32, p + 16, p), w, F, V, 2, True)
+    m, s = _lane_merge(m, s, tl.where(p + 8 < 32, p + 8, p), w, F, V, 1, True)
+    first = p == 0  # lane 0: a sum of its value and zeros
+    return tl.sum(tl.reshape(tl.where(first, m, 0.0), [32]), axis=0), tl.sum(
+        tl.reshape(tl.where(first, s, 0.0), [32]), axis=0)
 
 
 @triton.jit
 def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr,
-                 ONE_WARP: tl.constexpr):
+                 LAYER: tl.constexpr, ONE_WARP: tl.constexpr):
     """Per-thread ``[WARP * NWARP]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree
     order. The row: ``F`` full chunks, then ``V`` elements of a partial one (:func:`tree_segments`).
-    ``ONE_WARP``: the program runs on one physical warp (the same combines, kept in registers)."""
+    ``LAYER`` 2: a one-warp program's order (:func:`thread_of_row`, :func:`_one_warp_tree`); otherwise
+    ``ONE_WARP``: the program runs on one warp (the inter-warp levels in registers)."""
+    if LAYER == 2:
+        return _one_warp_tree(m, s, F, V)
     m = tl.reshape(m, [NWARP, WARP])
     s = tl.reshape(s, [NWARP, WARP])
     # intra-warp: offsets WARP/2 .. 1, lane i combining with lane i + offset (warp-local gathers, as
@@ -211,9 +264,8 @@ def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWA
     m, s = _shfl_merge(m, s, lane, g, F, V, 2, WARP, NWARP)
     m, s = _shfl_merge(m, s, lane, g, F, V, 1, WARP, NWARP)
     if ONE_WARP:
-        # the virtual warps are registers of one physical warp: the inter-warp levels combine rows
-        # of [NWARP, WARP] in registers (lane 0's rows carry the tree; the other lanes' results are
-        # never read), and the row's statistics are read from lane 0 once
+        # eager's warps are registers of one warp: the inter-warp levels combine rows of [NWARP, WARP] in
+        # registers (every lane; lane 0's are read), and the row's statistics are read from lane 0 once
         if NWARP >= 8:
             m, s = _merge_rows(m, s, F, V, WARP, NWARP, 8)
         if NWARP >= 4:
@@ -221,9 +273,8 @@ def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWA
         if NWARP >= 2:
             m, s = _merge_rows(m, s, F, V, WARP, NWARP, 2)
         first = tl.arange(0, WARP)[None, :] == 0
-        mean = tl.sum(tl.reshape(tl.where(first, m, 0.0), [WARP]), axis=0)
-        m2 = tl.sum(tl.reshape(tl.where(first, s, 0.0), [WARP]), axis=0)
-        return mean, m2
+        return tl.sum(tl.reshape(tl.where(first, m, 0.0), [WARP]), axis=0), tl.sum(
+            tl.reshape(tl.where(first, s, 0.0), [WARP]), axis=0)
     # lane 0 of each warp holds the warp's statistics (a sum of one value and zeros)
     m = tl.sum(tl.where(lane == 0, m, 0.0), axis=1)[:, None]
     s = tl.sum(tl.where(lane == 0, s, 0.0), axis=1)[:, None]
@@ -262,14 +313,15 @@ def _welford_slot(m, s, v, ok, rc, EVEN: tl.constexpr):
 
 
 @triton.jit
-def hold_welford(m, s, t, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, FULL: tl.constexpr):
+def hold_welford(m, s, t, D, K0: tl.constexpr, NT: tl.constexpr, N: tl.constexpr, FULL: tl.constexpr,
+                 LAYER: tl.constexpr):
     """The Welford steps of the held chunks, chunk after chunk (eager's order)."""
     if N == 1:
-        return welford_chunk(m, s, t, D, K0, NT, FULL)
+        return welford_chunk(m, s, t, D, K0, NT, FULL, LAYER)
     else:
         lo, hi = tl.split(t)
-        m, s = hold_welford(m, s, lo, D, K0, NT, N // 2, FULL)
-        return hold_welford(m, s, hi, D, K0 + N // 2, NT, N // 2, FULL)
+        m, s = hold_welford(m, s, lo, D, K0, NT, N // 2, FULL, LAYER)
+        return hold_welford(m, s, hi, D, K0 + N // 2, NT, N // 2, FULL, LAYER)
 
 
 
