@@ -102,7 +102,7 @@ def _row_norm_exact_kernel(
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr,
     HOLD1: tl.constexpr, HOLD2: tl.constexpr, HOLD3: tl.constexpr,
     MOD_AHEAD: tl.constexpr, OUT_AHEAD: tl.constexpr, ROW_CHUNKS: tl.constexpr, ROW_REST: tl.constexpr,
-    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr, ONE_WARP: tl.constexpr,
+    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr, PWARPS: tl.constexpr,
 ):
     """One launch of the exact chain (the constants: :func:`launch_constants`). Long because the
     statistics (LayerNorm's Welford or RMSNorm's sum of squares, held row or not) and the output
@@ -126,8 +126,10 @@ def _row_norm_exact_kernel(
     sc_row = SC + b.to(tl.int64) * sc_sb + (s // sc_L if SC_FRAMES else s).to(tl.int64) * sc_ss
     sh_row = SH + b.to(tl.int64) * sh_sb + (s // sh_L if SH_FRAMES else s).to(tl.int64) * sh_ss
     one64 = tl.load(ONE)  # fp64 1.0 (see _div)
-    # LayerNorm tiles' row order (_welford_triton.thread_of_row: 2 on one warp, full chunks); RMSNorm 0
-    LAYER: tl.constexpr = (2 if ONE_WARP and ROW_REST == 0 else 1) if NORM == 0 else 0
+    # LayerNorm tiles' row order (_welford_triton.thread_of_row: 2 for eager's 4 x 32 threads on one warp, VEC's
+    # full chunks); RMSNorm 0
+    ONE_WARP: tl.constexpr = PWARPS == 1 and WARP == 32 and NWARP == 4 and VEC and ROW_REST == 0
+    LAYER: tl.constexpr = (2 if ONE_WARP else 1) if NORM == 0 else 0
     if NORM == 0:
         NT: tl.constexpr = WARP * NWARP
         CH: tl.constexpr = 4 * NT
@@ -147,10 +149,10 @@ def _row_norm_exact_kernel(
                 m, s = hold_welford(m, s, t2, D, HOLD1, NT, HOLD2, FULL, LAYER)
             if HOLD3 > 0:
                 m, s = hold_welford(m, s, t3, D, HOLD1 + HOLD2, NT, HOLD3, FULL, LAYER)
-            mean, m2 = welford_tree(m, s, ROW_CHUNKS, ROW_REST, WARP, NWARP, LAYER, ONE_WARP)
+            mean, m2 = welford_tree(m, s, ROW_CHUNKS, ROW_REST, WARP, NWARP, LAYER, PWARPS)
         else:
             mean, m2 = layer_stats(x1, D, RCP, WARP, NWARP, CHUNKS, UNROLL, VEC, FULL, ROW_CHUNKS, ROW_REST,
-                                    LAYER, ONE_WARP)
+                                    LAYER, PWARPS)
         var = _div(m2, d_float, one64)
     else:
         CH: tl.constexpr = 4 * LANES
@@ -426,9 +428,7 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     maxnreg = const.pop("MAXNREG", None)
     warps = const.pop("WARPS", None)
     options = {"num_warps": warps or _num_warps(const), "num_stages": 1}
-    # eager's 4 x 32 LayerNorm threads on one warp, VEC's chunks: the tree mostly in registers (_welford_triton)
-    const["ONE_WARP"] = (const["NORM"] == 0 and options["num_warps"] == 1 and bool(const["VEC"])
-                         and const["WARP"] == 32 and const["NWARP"] == 4)
+    const["PWARPS"] = options["num_warps"]  # LayerNorm's tree: levels within a physical warp in registers
     if maxnreg:
         options["maxnreg"] = maxnreg
     return const, options

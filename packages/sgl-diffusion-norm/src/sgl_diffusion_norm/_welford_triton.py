@@ -151,7 +151,7 @@ def welford_chunk(m, s, raw, D, K: tl.constexpr, NT: tl.constexpr, FULL: tl.cons
 @triton.jit
 def layer_stats(x_row, D, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: tl.constexpr,
                 UNROLL: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr, F: tl.constexpr, V: tl.constexpr,
-                LAYER: tl.constexpr, ONE_WARP: tl.constexpr):
+                LAYER: tl.constexpr, PWARPS: tl.constexpr):
     """The row's ``(mean, m2)`` read from memory in eager's order: ``VEC``, one vector load per
     chunk (the chunks unrolled at compile time; the ``FULL`` leading ones unmasked); otherwise a
     loop over the chunks (unmasked where every chunk is full)."""
@@ -181,7 +181,7 @@ def layer_stats(x_row, D, RCP, WARP: tl.constexpr, NWARP: tl.constexpr, CHUNKS: 
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 2), EVEN)
             v, ok = _slot(x_row, base, lane4, 3, D)
             m, s = _welford_slot(m, s, v, ok, tl.load(RCP + k * 4 + 3), EVEN)
-    return welford_tree(m, s, F, V, WARP, NWARP, LAYER, ONE_WARP)
+    return welford_tree(m, s, F, V, WARP, NWARP, LAYER, PWARPS)
 
 
 @triton.jit
@@ -243,11 +243,11 @@ def _one_warp_tree(m, s, F: tl.constexpr, V: tl.constexpr):
 
 @triton.jit
 def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWARP: tl.constexpr,
-                 LAYER: tl.constexpr, ONE_WARP: tl.constexpr):
+                 LAYER: tl.constexpr, PWARPS: tl.constexpr):
     """Per-thread ``[WARP * NWARP]`` partial statistics -> the row's ``(mean, m2)`` in eager's tree
     order. The row: ``F`` full chunks, then ``V`` elements of a partial one (:func:`tree_segments`).
-    ``LAYER`` 2: a one-warp program's order (:func:`thread_of_row`, :func:`_one_warp_tree`); otherwise
-    ``ONE_WARP``: the program runs on one warp (the inter-warp levels in registers)."""
+    ``PWARPS``: the program's physical warps (eager's warp ``y`` in physical warp ``y % PWARPS``);
+    ``LAYER`` 2: a one-warp program's order (:func:`thread_of_row`, :func:`_one_warp_tree`)."""
     if LAYER == 2:
         return _one_warp_tree(m, s, F, V)
     m = tl.reshape(m, [NWARP, WARP])
@@ -263,33 +263,27 @@ def welford_tree(m, s, F: tl.constexpr, V: tl.constexpr, WARP: tl.constexpr, NWA
     m, s = _shfl_merge(m, s, lane, g, F, V, 4, WARP, NWARP)
     m, s = _shfl_merge(m, s, lane, g, F, V, 2, WARP, NWARP)
     m, s = _shfl_merge(m, s, lane, g, F, V, 1, WARP, NWARP)
-    if ONE_WARP:
-        # eager's warps are registers of one warp: the inter-warp levels combine rows of [NWARP, WARP] in
-        # registers (every lane; lane 0's are read), and the row's statistics are read from lane 0 once
-        if NWARP >= 8:
-            m, s = _merge_rows(m, s, F, V, WARP, NWARP, 8)
-        if NWARP >= 4:
-            m, s = _merge_rows(m, s, F, V, WARP, NWARP, 4)
-        if NWARP >= 2:
-            m, s = _merge_rows(m, s, F, V, WARP, NWARP, 2)
-        first = tl.arange(0, WARP)[None, :] == 0
-        return tl.sum(tl.reshape(tl.where(first, m, 0.0), [WARP]), axis=0), tl.sum(
-            tl.reshape(tl.where(first, s, 0.0), [WARP]), axis=0)
-    # lane 0 of each warp holds the warp's statistics (a sum of one value and zeros)
-    m = tl.sum(tl.where(lane == 0, m, 0.0), axis=1)[:, None]
-    s = tl.sum(tl.where(lane == 0, s, 0.0), axis=1)[:, None]
-    # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1
-    m = tl.reshape(m, [1, NWARP])
-    s = tl.reshape(s, [1, NWARP])
-    if NWARP >= 8:
+    # inter-warp: warp y combines with warp y + offset, offsets NWARP/2 .. 1; while both lie in one
+    # physical warp's registers, on [N, WARP] rows (every lane; lane 0's are read)
+    if NWARP >= 8 and PWARPS < 8:
+        m, s = _merge_rows(m, s, F, V, WARP, NWARP, 8)
+    if NWARP >= 4 and PWARPS < 4:
+        m, s = _merge_rows(m, s, F, V, WARP, NWARP, 4)
+    if NWARP >= 2 and PWARPS < 2:
+        m, s = _merge_rows(m, s, F, V, WARP, NWARP, 2)
+    # lane 0 of each warp group left holds its statistics (a sum of one value and zeros); the rest of the
+    # levels across physical warps, on [1, R]
+    R: tl.constexpr = PWARPS if PWARPS < NWARP else NWARP
+    first = tl.arange(0, WARP)[None, :] == 0
+    m = tl.reshape(tl.sum(tl.where(first, m, 0.0), axis=1), [1, R])
+    s = tl.reshape(tl.sum(tl.where(first, s, 0.0), axis=1), [1, R])
+    if R >= 8:
         m, s = _merge_cols(m, s, F, V, WARP, NWARP, 8)
-    if NWARP >= 4:
+    if R >= 4:
         m, s = _merge_cols(m, s, F, V, WARP, NWARP, 4)
-    if NWARP >= 2:
+    if R >= 2:
         m, s = _merge_cols(m, s, F, V, WARP, NWARP, 2)
-    mean = tl.sum(tl.reshape(m, [1]), axis=0)
-    m2 = tl.sum(tl.reshape(s, [1]), axis=0)
-    return mean, m2
+    return tl.sum(tl.reshape(m, [1]), axis=0), tl.sum(tl.reshape(s, [1]), axis=0)
 
 
 @triton.jit
