@@ -102,20 +102,18 @@ def _row_norm_exact_kernel(
     REVERSE_OUT: tl.constexpr, VEC: tl.constexpr, FULL: tl.constexpr,
     HOLD1: tl.constexpr, HOLD2: tl.constexpr, HOLD3: tl.constexpr,
     MOD_AHEAD: tl.constexpr, OUT_AHEAD: tl.constexpr, ROW_CHUNKS: tl.constexpr, ROW_REST: tl.constexpr,
-    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr, PWARPS: tl.constexpr,
+    SC_FRAMES: tl.constexpr, SH_FRAMES: tl.constexpr, PWARPS: tl.constexpr, UNIT_OFFSET: tl.constexpr,
 ):
     """One launch of the exact chain (the constants: :func:`launch_constants`). Long because the
     statistics (LayerNorm's Welford or RMSNorm's sum of squares, held row or not) and the output
     pass (held, loads ahead, or re-read) are branches of one kernel on constexprs, so that every
     build shares the one reading of eager's rounding points."""
-    # The row's width as a compile-time constant (one build per width; LayerNorm's tree constants need
-    # it anyway): the masks of a partial last chunk (and of RMSNorm's held chunks past the row) fold per
-    # register, so lanes past the row compute and store nothing.
+    # D a compile-time constant (one build per width; the tree's constants need it): the masks of a partial last
+    # chunk (and of RMSNorm's held chunks past the row) fold per register: lanes past the row do nothing.
     D = ROW_CHUNKS * (4 * WARP * NWARP if NORM == 0 else 4 * LANES) + ROW_REST
-    # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1). Row indices
-    # are divided in int32 (rows < 2**31, checked on the host; a 64-bit division is a ~70-instruction
-    # subroutine on NVIDIA), and a token's modulation row by L only where per-frame modulation has L > 1
-    # (SC_FRAMES, SH_FRAMES); offsets are 64-bit.
+    # ROWS rows per program (RMSNorm: one warp each, [ROWS, 4 * LANES] tiles; LayerNorm: 1). Row indices are
+    # divided in int32 (rows < 2**31, checked on the host; a 64-bit division is a ~70-instruction subroutine on
+    # NVIDIA), a token's modulation row by L only where L > 1 (SC_FRAMES, SH_FRAMES); offsets are 64-bit.
     pid = tl.program_id(0)
     row = pid * ROWS + tl.arange(0, ROWS)[:, None]
     rmask = row < n_rows
@@ -126,8 +124,9 @@ def _row_norm_exact_kernel(
     sc_row = SC + b.to(tl.int64) * sc_sb + (s // sc_L if SC_FRAMES else s).to(tl.int64) * sc_ss
     sh_row = SH + b.to(tl.int64) * sh_sb + (s // sh_L if SH_FRAMES else s).to(tl.int64) * sh_ss
     one64 = tl.load(ONE)  # fp64 1.0 (see _div)
-    # LayerNorm tiles' row order (_welford_triton.thread_of_row: 2 for eager's 4 x 32 threads on one warp, VEC's
-    # full chunks); RMSNorm 0
+    if UNIT_OFFSET:  # 1 + scale: the compiler adds the constant to packed bf16 pairs (exact: 1 is a bf16 value)
+        scale_offset = 1.0
+    # LayerNorm tiles' row order (_welford_triton.thread_of_row: 2 on one warp, VEC's full chunks); RMSNorm 0
     ONE_WARP: tl.constexpr = PWARPS == 1 and WARP == 32 and NWARP == 4 and VEC and ROW_REST == 0
     LAYER: tl.constexpr = (2 if ONE_WARP else 1) if NORM == 0 else 0
     if NORM == 0:
@@ -426,18 +425,11 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     """The kernel's constexprs and its Triton launch options (warps, stages, the register cap)."""
     const = dict(const)
     maxnreg = const.pop("MAXNREG", None)
-    warps = const.pop("WARPS", None)
-    options = {"num_warps": warps or _num_warps(const), "num_stages": 1}
-    const["PWARPS"] = options["num_warps"]  # LayerNorm's tree: levels within a physical warp in registers
-    if maxnreg:
-        options["maxnreg"] = maxnreg
-    return const, options
-
-
-def _num_warps(const: dict) -> int:
+    warps = const.pop("WARPS", None) or const["NWARP"]
     if const["NORM"] == 1:  # one warp-row per row, ROWS rows per program
-        return max(1, const["LANES"] * const["NWARP"] // const["WARP"]) * const["ROWS"]
-    return const["NWARP"]
+        warps = max(1, const["LANES"] * const["NWARP"] // const["WARP"]) * const["ROWS"]
+    const["PWARPS"] = warps  # LayerNorm's tree: the levels within a physical warp run in registers
+    return const, {"num_warps": warps, "num_stages": 1, **({"maxnreg": maxnreg} if maxnreg else {})}
 
 
 def prepare_kernel(geom, x, scale, shift, weight, bias, tuning: dict | None = None):
@@ -446,7 +438,7 @@ def prepare_kernel(geom, x, scale, shift, weight, bias, tuning: dict | None = No
     g = geom.x
     if g.rows > _MAX_ROWS:  # also CUDA's launch grid limit where a program takes one row
         raise UnsupportedInputError(f"{g.rows} rows exceed the exact row-norm kernel's int32 row index ({_MAX_ROWS})")
-    const = launch_constants(geom, weight, bias, tensor_platform(x.device), tuning, x.dtype)
+    const = {**launch_constants(geom, weight, bias, tensor_platform(x.device), tuning, x.dtype), "UNIT_OFFSET": False}
     mods = tuple(v for lay in (geom.scale, geom.shift) for v in ((0, 0, 1) if lay is None else (lay.sb, lay.ss, lay.L)))
     scalars = (g.rows, g.S, g.D, g.sb, g.ss, *mods)
     factor = mean_factor(g.rows, g.D)
@@ -455,16 +447,22 @@ def prepare_kernel(geom, x, scale, shift, weight, bias, tuning: dict | None = No
     # 1 / n for n = 1 .. 4 * CHUNKS, divided in fp32 on the host (IEEE, as eager's `1.f / count`)
     rcp = (1.0 / torch.arange(1, 4 * const["CHUNKS"] + 1, dtype=torch.float32)).to(x.device)
     const, options = _split_options(const)
-    launch = PreparedLaunch(_row_norm_exact_kernel, (triton.cdiv(g.rows, const["ROWS"]),), const, device=x.device,
-                            n_ptrs=8, options=options, fp_fusion=False)
+    grid = (triton.cdiv(g.rows, const["ROWS"]),)
+    launch = PreparedLaunch(_row_norm_exact_kernel, grid, const, device=x.device, n_ptrs=8, options=options,
+                            fp_fusion=False)
+    # the default scale_offset (1 + scale, as diffusers writes it) has its own build (compiled on first use)
+    unit = launch if scale is None else PreparedLaunch(
+        _row_norm_exact_kernel, grid, {**const, "UNIT_OFFSET": True, "ROUND_OFFSET": False}, device=x.device,
+        n_ptrs=8, options=options, fp_fusion=False)
     shape, dtype, device = g.shape, geom.chain.out, x.device
     # a contiguous x of the result's dtype: empty_like is the cheaper allocation (host time)
     like = x.is_contiguous() and x.dtype == dtype
 
     def fused(x, scale, shift, weight, bias, eps, scale_offset):
         out = torch.empty_like(x) if like else torch.empty(shape, dtype=dtype, device=device)
-        launch(x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
-               x if bias is None else bias, out, one, rcp, *scalars, eps, scale_offset, factor, d_float)
+        (unit if scale_offset == 1.0 else launch)(
+            x, x if scale is None else scale, x if shift is None else shift, x if weight is None else weight,
+            x if bias is None else bias, out, one, rcp, *scalars, eps, scale_offset, factor, d_float)
         return out
 
     return fused
@@ -564,8 +562,7 @@ def aot_variants(platform: str = "cuda", norms=("layer", "rms"), modulation=(Fal
     return out
 
 
-# pointers and the extents a production launch sees as multiples of 16 (Triton's divisibility
-# specialization: the 16-byte accesses of the real build)
+# pointers and extents a production launch sees as multiples of 16 (Triton's divisibility: 16-byte accesses)
 _ALIGNED = ("X", "SC", "SH", "W", "BIAS", "Y", "ONE", "RCP", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sh_sb",
             "sh_ss")
 # 16-bit rows: 4 elements per access are 8 bytes (fp32 rows load 128 bits)
@@ -582,7 +579,7 @@ def _aot_builds(const: dict, dt: str, norm: str, D: int, modulated: bool) -> lis
     sig.update({n: "i32" for n in ("n_rows", "S", "D", "x_sb", "x_ss", "sc_sb", "sc_ss", "sc_L", "sh_sb", "sh_ss",
                                    "sh_L")})
     sig.update({"eps": "fp32", "scale_offset": "fp32", "mean_factor": "fp32", "d_float": "fp32"})
-    const, options = _split_options(const)
+    const, options = _split_options({**const, "UNIT_OFFSET": modulated})  # the default scale_offset's build
     warps = options.pop("num_warps")
     options.pop("num_stages")
     sig.update({n: "constexpr" for n in const})
