@@ -450,9 +450,9 @@ def test_width_launch_rule():
     def many(D):
         return rule(D, 2, "cuda", n_rows=75600)
 
-    assert few(1152) == RowConfig(block=1024, chunks=1, num_warps=1, tail=128)  # held: 1024 + 128
-    assert few(2240) == RowConfig(block=2048, chunks=1, num_warps=2, tail=256)  # not padded to 4096
-    assert few(2432) == RowConfig(block=2048, chunks=1, num_warps=2, tail=512)
+    assert few(1152) == RowConfig(block=1024, chunks=1, num_warps=2, tail=128)  # held: 1024 + 128
+    assert few(2240) == RowConfig(block=2048, chunks=1, num_warps=4, tail=256)  # not padded to 4096
+    assert few(2432) == RowConfig(block=2048, chunks=1, num_warps=4, tail=512)
     assert few(1600) == RowConfig(block=512, chunks=4, num_warps=1, unroll=4)  # 1024 + 1024 would pad 1/5
     assert few(2600) == RowConfig(block=512, chunks=6, num_warps=1, unroll=6)  # 2048 + 1024: 15% padding
     assert few(1920) == RowConfig(block=2048, chunks=1, num_warps=2)

@@ -126,8 +126,9 @@ def _row_norm_exact_kernel(
     one64 = tl.load(ONE)  # fp64 1.0 (see _div)
     if UNIT_OFFSET:  # 1 + scale: the compiler adds the constant to packed bf16 pairs (exact: 1 is a bf16 value)
         scale_offset = 1.0
-    # LayerNorm tiles' row order (_welford_triton.thread_of_row: 2 on one warp, VEC's full chunks); RMSNorm 0
-    ONE_WARP: tl.constexpr = PWARPS == 1 and WARP == 32 and NWARP == 4 and VEC and ROW_REST == 0
+    # LayerNorm tiles' row order (_welford_triton.thread_of_row: 2 for a held row of full chunks on one warp);
+    # RMSNorm 0
+    ONE_WARP: tl.constexpr = PWARPS == 1 and WARP == 32 and NWARP == 4 and HOLD1 > 0 and ROW_REST == 0
     LAYER: tl.constexpr = (2 if ONE_WARP else 1) if NORM == 0 else 0
     if NORM == 0:
         NT: tl.constexpr = WARP * NWARP

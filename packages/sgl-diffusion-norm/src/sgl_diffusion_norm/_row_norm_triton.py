@@ -252,22 +252,21 @@ _MANY_ROWS = 16384  # as the core row rule: from here a launch has enough progra
 
 def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None = None,
                  n_rows: int | None = None) -> RowConfig:
-    """Launch rule of ``layer_norm``, ``rms_norm``, ``ln_modulate`` and ``rms_modulate`` (close kernel).
-
-    bf16 / fp16 rows of 1152-6144 columns on CUDA, chosen by padding and row count:
+    """Launch rule of the four norms (close kernel). bf16 / fp16 rows of 1152-6144 columns on CUDA:
 
     * below 16384 rows, a row whose power-of-two block wastes at most 1/16 of it (1920, 2048, 3840, 4096)
       is held whole, 32 values per thread; below 3072 columns, half that block and a smaller tile where
-      they pad at most 1/16 (1152 = 1024 + 128, 1536, 2240 = 2048 + 256, 2304-2560); other rows go in
-      512-wide chunks on one warp, unrolled, below 3072, 1024-wide on 4 warps up to 5120, 2048 above;
+      they pad at most 1/16 (1152 = 1024 + 128, 1536, 2240 = 2048 + 256, 2304-2560), 16 values per thread
+      in the first; other rows in 512-wide chunks on one warp, unrolled, below 3072, 1024-wide on 4 warps up
+      to 5120, 2048 above. The two tiles against 512-wide chunks, one H100, % of copy at 4096 rows, B = 1 / 2
+      (docs/benchmarks/row_norm_width_sweep_h100.json): ln_modulate 2240 96.2 / 98.4 against 91.7 / 89.8,
+      2432 98.1 / 103.3 against 88.1 / 92.0, 1152 (2 warps) 88.7 / 94.7 against 91.5 / 90.9;
     * from 16384 rows, the widest of 512 / 1024 / 2048 that the row fills at least 1.875 times (two
       chunks, the second at least 7/8 full), 16 values per thread.
 
-    Measured on one H100 (bf16 ``ln_modulate`` and ``rms_modulate``, 13 DiT widths x B 1, 2 x 4096 /
-    32760 tokens, up to 23 launches each, docs/benchmarks/row_norm_width_sweep_h100.json): the worst
-    case rose from 72% to 83% of copy and the mean from 90% to 95% (the best launch of each case: 95%);
-    the rule's shortest cases, 4096-8192 rows of 1152-2560 columns, reach 83-94%. fp32 rows, ROCm and
-    other widths keep ``RowConfig.from_heuristic`` (the H200 rule the sweep started from)."""
+    Swept on one H100 (bf16 ``ln_modulate``, ``rms_modulate``, 13 DiT widths x B 1, 2 x 4096 / 32760 tokens,
+    up to 23 launches each): worst case 72 -> 83% of copy, mean 90 -> 95% (before the two tiles). fp32 rows,
+    ROCm and other widths keep ``RowConfig.from_heuristic`` (the H200 rule the sweep started from)."""
     if platform != "cuda" or elem_bytes != 2 or not _SWEPT_D[0] <= D <= _SWEPT_D[1]:
         return RowConfig.from_heuristic(D, elem_bytes, platform, arch, n_rows=n_rows)
     full = next_pow2(D)
@@ -276,7 +275,7 @@ def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None 
             return RowConfig(block=full, chunks=1, num_warps=full // 1024)
         head, tail = full // 2, next_pow2(D - full // 2)  # held as two tiles: 1152 = 1024 + 128
         if D < 3072 and tail < head and 16 * D >= 15 * (head + tail):
-            return RowConfig(block=head, chunks=1, num_warps=max(1, head // 1024), tail=tail)
+            return RowConfig(block=head, chunks=1, num_warps=head // 512, tail=tail)
         block = 512 if D < 3072 else 1024 if D <= 5120 else 2048
         warps = 1 if block == 512 else 4
     else:
