@@ -114,15 +114,13 @@ def test_scale_offsets_keep_the_rounding_points(device, op):
     """``scale_offset`` 1 (diffusers' ``1 + scale``) has its own build, where the compiler adds the constant to
     packed bf16 pairs; other offsets take the general one. Small-integer rows (statistics exact in any order)
     and random modulation: the kernel alone is ``torch.equal`` to eager for 1, 0, 0.5 and 1.1 (not a bf16
-    value: eager adds the fp32 scalar before rounding)."""
-    if device.type != "cpu":
-        pytest.skip("the CPU-order argument; the GPU lane checks real data")
+    value: eager adds the fp32 scalar before rounding). On a GPU the same inputs meet CUDA eager."""
     from sgl_diffusion_core import describe
 
     g = torch.Generator().manual_seed(11)
-    x = _ints(2, 5, 512, gen=g)
-    sc, sh = (torch.randn(2, 1, 512, generator=g).to(torch.bfloat16) for _ in range(2))
-    w = torch.randn(512, generator=g).to(torch.bfloat16)
+    x = _ints(2, 5, 512, gen=g, device=device)
+    sc, sh = (torch.randn(2, 1, 512, generator=g).to(torch.bfloat16).to(device) for _ in range(2))
+    w = torch.randn(512, generator=g).to(torch.bfloat16).to(device)
     fn, ref, _ = OPS[op]
     geom = describe(f"norm.{op}", x, sc, sh, weight=w).info["geom"]
     kernel = K.prepare_kernel(geom, x, sc, sh, w, None)

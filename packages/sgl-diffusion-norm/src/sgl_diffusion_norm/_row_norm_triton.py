@@ -258,9 +258,8 @@ def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None 
       is held whole, 32 values per thread; below 3072 columns, half that block and a smaller tile where
       they pad at most 1/16 (1152 = 1024 + 128, 1536, 2240 = 2048 + 256, 2304-2560), 16 values per thread
       in the first; other rows in 512-wide chunks on one warp, unrolled, below 3072, 1024-wide on 4 warps up
-      to 5120, 2048 above. The two tiles against 512-wide chunks, one H100, % of copy at 4096 rows, B = 1 / 2
-      (docs/benchmarks/row_norm_width_sweep_h100.json): ln_modulate 2240 96.2 / 98.4 against 91.7 / 89.8,
-      2432 98.1 / 103.3 against 88.1 / 92.0, 1152 (2 warps) 88.7 / 94.7 against 91.5 / 90.9;
+      to 5120, 2048 above. Two tiles against 512-wide chunks, one H100, ln_modulate x 4096, B 1 / 2, % of copy:
+      2240 96.2 / 98.4 vs 91.7 / 89.8, 2432 98.1 / 103.3 vs 88.1 / 92.0, 1152 88.7 / 94.7 vs 91.5 / 90.9;
     * from 16384 rows, the widest of 512 / 1024 / 2048 that the row fills at least 1.875 times (two
       chunks, the second at least 7/8 full), 16 values per thread.
 
@@ -273,8 +272,8 @@ def width_config(D: int, elem_bytes: int, platform: str, arch: int | str | None 
     if n_rows is not None and n_rows < _MANY_ROWS:
         if full <= 4096 and 16 * D >= 15 * full:
             return RowConfig(block=full, chunks=1, num_warps=full // 1024)
-        head, tail = full // 2, next_pow2(D - full // 2)  # held as two tiles: 1152 = 1024 + 128
-        if D < 3072 and tail < head and 16 * D >= 15 * (head + tail):
+        head, tail = _two_tiles(D)  # held as two tiles: 1152 = 1024 + 128
+        if D < 3072 and tail and 16 * D >= 15 * (head + tail):
             return RowConfig(block=head, chunks=1, num_warps=head // 512, tail=tail)
         block = 512 if D < 3072 else 1024 if D <= 5120 else 2048
         warps = 1 if block == 512 else 4
@@ -334,21 +333,22 @@ def fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
 
 
 def _fp8_held(D: int, platform: str, values: int | None = None) -> RowConfig:
-    """The row in registers: one power-of-two block; on CUDA, where the rest of the row past half that block
-    fits a smaller power of two, that half and a tail tile (3072 = 2048 + 1024: no quarter of the lanes
-    masked; sm_90, FLUX: 1096 -> 928 instructions per thread, 77 -> 70 registers). ROCm keeps the block
-    (its builds with a tail are not compiled in the lanes). Warps: at least 4, one per 1024 columns of the
-    block; with ``values`` (CUDA, above 2048 columns): enough for at most ``values / 32`` values per thread."""
+    """The row in registers: one power-of-two block, on CUDA :func:`_two_tiles` where they split it (3072 =
+    2048 + 1024; sm_90, FLUX: 1096 -> 928 instructions per thread, 77 -> 70 registers; ROCm's builds with a tail
+    are not compiled in the lanes). Warps: at least 4, one per 1024 columns of the block; with ``values``
+    (CUDA, above 2048 columns): enough for at most ``values / 32`` values per thread."""
     block = next_pow2(max(D, 1))
     warps = max(4, block // 1024)
     if values and platform == "cuda" and D > 2048:
         warps = next_pow2(-(-D // values))
-    if block > D and platform == "cuda":
-        head = block // 2
-        tail = next_pow2(D - head)
-        if tail < head:
-            return RowConfig(block=head, chunks=1, num_warps=warps, tail=tail)
-    return RowConfig(block=block, chunks=1, num_warps=warps)
+    head, tail = _two_tiles(D) if platform == "cuda" else (block, 0)
+    return RowConfig(block=head, chunks=1, num_warps=warps, tail=tail)
+
+
+def _two_tiles(D: int) -> tuple[int, int]:
+    """``(half the power-of-two block, the power of two past it)`` where that is smaller, else ``(block, 0)``."""
+    block = next_pow2(max(D, 1))
+    return (block // 2, next_pow2(D - block // 2)) if 4 * D <= 3 * block else (block, 0)
 
 
 def gated_fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConfig:
