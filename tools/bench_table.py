@@ -41,7 +41,7 @@ RULES = {
     "(`_row_norm_exact_triton.launch_constants`)",
     "flush_mode_probe": "the benchmarks' L2 flush (`sgl_diffusion_core.bench.FLUSH`)",
     "fp8_norm_sweep": "the FP8-result launch rules of the row norms and `gated_residual_norm_modulate` "
-    "(`_row_norm_triton.fp8_config`, `gated_fp8_config`)",
+    "(`_row_norm_triton_rule.fp8_config`, `gated_fp8_config`)",
     "gn_order_probe": "`group_norm_silu`'s L2 policy and apply order",
     "hint_ab": "the default L2 policy of the layout, modulate and qk_norm kernels",
     "indexed_order_sweep": "the elementwise tile rule (`sgl_diffusion_core.launch.TileConfig`) on the 1-D grid",
@@ -52,7 +52,7 @@ RULES = {
     "its k scales per block of 64 keys (`quantized_attention_torch.KEY_BLOCK`)",
     "rasterize_sweep": "`rasterize`'s per-face launch rule (`rasterize_triton.PROGRAMS_PER_SM`, `RASTER_WARPS`, "
     "`TILE_W` x `TILE_H`)",
-    "row_norm_width_sweep": "the row norms' launch rules across DiT widths (`_row_norm_triton.width_config`, "
+    "row_norm_width_sweep": "the row norms' launch rules across DiT widths (`_row_norm_triton_rule.width_config`, "
     "`_row_norm_exact_triton._hold_rule`)",
     "sites_e2e": "`sgl_diffusion_sites.optimize` end to end (`tools/gpu/sites_e2e.py`)",
     "vae_norm_sweep": "`channel_rms_norm`'s and `group_norm_silu`'s launch rules",

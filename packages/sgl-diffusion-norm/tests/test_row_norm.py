@@ -363,3 +363,39 @@ def test_close_kernel_at_the_cuda_width_rule(device, op, D):
         else:
             out = kernel.prepare_norm(geom, x, w, b, config=cfg)(x, w, b, 1e-6, 1.0)
         testing.assert_close(out, ref, atol=atol, rtol=rtol)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_close_kernel_width_read_at_run_time(device, op, monkeypatch):
+    """From 16384 rows a row of full chunks reads its width at run time (``WIDTH`` 0), other rows build it
+    in; both builds give the same values (3072 columns as 3 full 1024-wide chunks, 2240 with a partial one)."""
+    if "triton" not in testing.runnable_backends(f"norm.{op}", device):
+        pytest.skip(f"no Triton backend of {op} runs on {device}")
+    kernel = testing.backend_module(f"norm.{op}", "triton")
+    full, partial = (kernel.width_config(D, 2, "cuda", n_rows=32760) for D in (3072, 2240))
+    assert (full.block, full.chunks, partial.block, partial.chunks) == (1024, 3, 1024, 3)
+    assert kernel._width_constant(3072, full, 32760) == 0
+    assert kernel._width_constant(2240, partial, 32760) == 2240
+    assert kernel._width_constant(3072, full, 4096) == 3072
+    _, _, modulated = OPS[op]
+    torch.manual_seed(3)
+    x = torch.randn(2, 3, 3072, device=device).to(torch.bfloat16)
+    scale, shift = ((torch.randn(2, 1, 3072, device=device) * 0.5).to(torch.bfloat16) for _ in range(2))
+    w = (1 + 0.5 * torch.randn(3072, device=device)).to(torch.bfloat16)
+    b = None if op == "rms_modulate" else (0.5 * torch.randn(3072, device=device)).to(torch.bfloat16)
+    if not modulated:
+        scale = shift = None
+    args = (x, scale, shift) if modulated else (x, w, b)
+    kw = {"weight": w, **({} if op == "rms_modulate" else {"bias": b})} if modulated else {}
+    geom = testing.geometry(f"norm.{op}", *args, **kw)
+
+    def run():
+        if modulated:
+            return kernel.prepare(geom, x, scale, shift, w, b, config=full)(x, scale, shift, w, b, 1e-6, 1.0)
+        return kernel.prepare_norm(geom, x, w, b, config=full)(x, w, b, 1e-6, 1.0)
+
+    built_in = run()
+    monkeypatch.setattr(kernel, "_width_constant", lambda D, cfg, rows: 0)
+    assert torch.equal(run(), built_in)
+    atol, rtol = _declared(op, "triton", torch.bfloat16)
+    testing.assert_close(built_in, _call(op, "torch", x, scale, shift, w, b), atol=atol, rtol=rtol)
