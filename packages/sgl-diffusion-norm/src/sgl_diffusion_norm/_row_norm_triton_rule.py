@@ -141,12 +141,12 @@ def _width_constant(D: int, cfg: RowConfig, rows: int) -> int:
     (wider rows keep the constant: at 16384 columns, 1024 x 16 unrolled under an 80-register cap, the
     run-time width spills on sm_90).
 
-    There the constant-width build ran slower (one H100, bf16, 32760 rows x B 1 / 2, % of copy, constant vs
-    run-time width, same run): ``layer_norm`` 3072 (1024 x 3) 87.9 / 85.8 vs 94.4 / 93.6, 6144 (2048 x 3)
-    87.7 / 86.4 vs 94.8 / 94.2; ``ln_modulate`` 3072 92.7 / 91.5 vs 94.4 / 94.0; 4096 (2048 x 2) equal; a
-    partial last chunk gained from the constant (``layer_norm`` 2240: 97.5 / 98.6 vs 88.7 / 93.0). At 4096
-    rows the modulated ops ran faster with the constant (``ln_modulate`` 5120 / 6144 B 1: 95 / 93 vs 87 /
-    86%, ``rms_modulate`` 96 / 94 vs 91 / 91%; ``layer_norm`` 6144 the other way, 93 vs 99%):
+    There the constant-width build ran slower (one H100, bf16, 32760 rows x B 1 / 2, % of copy, constant vs run-time
+    width, same run): ``layer_norm`` 3072 (1024 x 3) 87.9 / 85.8 vs 94.4 / 93.6, 6144 (2048 x 3) 87.7 / 86.4 vs 94.8
+    / 94.2; ``ln_modulate`` 3072 92.7 / 91.5 vs 94.4 / 94.0; 4096 (2048 x 2) equal (in the width suites, 1536 and
+    2048 within 2 points); a partial last chunk gained from the constant (``layer_norm`` 2240: 97.5 / 98.6 vs 88.7 /
+    93.0). At 4096 rows the modulated ops ran faster with the constant (``ln_modulate`` 5120 / 6144 B 1: 95 / 93 vs
+    87 / 86%, ``rms_modulate`` 96 / 94 vs 91 / 91%; ``layer_norm`` 6144 the other way, 93 vs 99%):
     row_norm_width_sweep_h100.json, *_widths_h100.json."""
     full_chunks = cfg.chunks > 1 and D % cfg.block == 0
     return 0 if rows >= _MANY_ROWS and full_chunks and _SWEPT_D[0] <= D <= _SWEPT_D[1] else D
