@@ -216,7 +216,7 @@ def op_section(s: Suite, contract_of: ContractOf | None, embed_plots: bool = Fal
     if models:
         out.append("Bytes: " + "; ".join(models) + ".\n\n")
     if sweep and rows and all(_WIDTH_CASE.match(r["case"]) for r in rows):
-        return out + width_matrix(rows, contract_of, op) + _failed(s) + ["\n"]
+        return out + width_matrix(rows, contract_of, op) + _failed(s) + _embedded(s, embed_plots) + ["\n"]
     out.append(
         "| case | shape | provider | contract | us | % of copy | copy us | eager us | torch.compile us "
         "| vs torch.compile | host us |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
@@ -239,11 +239,14 @@ def op_section(s: Suite, contract_of: ContractOf | None, embed_plots: bool = Fal
             )
     if others:
         out.append(f"\nOther baselines in the JSON: {', '.join(f'`{p}`' for p in sorted(others))}.\n")
-    out += _failed(s)
-    if embed_plots and s.plot is not None:
-        out.append(f"\n![{s.plot.stem}]({s.plot.name})\n")
+    out += _failed(s) + _embedded(s, embed_plots)
     out.append("\n")
     return out
+
+
+def _embedded(s: Suite, embed_plots: bool) -> list[str]:
+    """The record's plot, on the page that embeds plots (the docs site's benchmarks page)."""
+    return [f"\n![{s.plot.stem}]({s.plot.name})\n"] if embed_plots and s.plot is not None else []
 
 
 def _failed(s: Suite) -> list[str]:
@@ -400,8 +403,7 @@ def tune_section(s: Suite, embed_plots: bool = False) -> list[str]:
         out += _nccl(data)
     elif rows:
         out += sweep_table(rows)
-    if embed_plots and s.plot is not None:
-        out.append(f"\n![{s.plot.stem}]({s.plot.name})\n")
+    out += _embedded(s, embed_plots)
     out.append("\n")
     return out
 
