@@ -374,9 +374,9 @@ def test_close_kernel_width_read_at_run_time(device, op, monkeypatch):
     kernel = testing.backend_module(f"norm.{op}", "triton")
     full, partial = (kernel.width_config(D, 2, "cuda", n_rows=32760) for D in (3072, 2240))
     assert (full.block, full.chunks, partial.block, partial.chunks) == (1024, 3, 1024, 3)
-    assert kernel._width_constant(3072, full, 32760) == 0
-    assert kernel._width_constant(2240, partial, 32760) == 2240
-    assert kernel._width_constant(3072, full, 4096) == 3072
+    assert kernel.width_constant(3072, full, 32760) == 0
+    assert kernel.width_constant(2240, partial, 32760) == 2240
+    assert kernel.width_constant(3072, full, 4096) == 3072
     _, _, modulated = OPS[op]
     torch.manual_seed(3)
     x = torch.randn(2, 3, 3072, device=device).to(torch.bfloat16)
@@ -395,7 +395,7 @@ def test_close_kernel_width_read_at_run_time(device, op, monkeypatch):
         return kernel.prepare_norm(geom, x, w, b, config=full)(x, w, b, 1e-6, 1.0)
 
     built_in = run()
-    monkeypatch.setattr(kernel, "_width_constant", lambda D, cfg, rows: 0)
+    monkeypatch.setattr(kernel, "width_constant", lambda D, cfg, rows: 0)
     assert torch.equal(run(), built_in)
     atol, rtol = _declared(op, "triton", torch.bfloat16)
     testing.assert_close(built_in, _call(op, "torch", x, scale, shift, w, b), atol=atol, rtol=rtol)

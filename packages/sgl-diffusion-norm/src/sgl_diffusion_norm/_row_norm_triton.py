@@ -19,6 +19,9 @@ The gated residual (``new = residual + gate * update``) is elementwise and bit-e
 each op rounded to its eager dtype with ``triton_math.round_to`` and the launch built without
 FMA contraction. The chunked path recomputes it in the output pass (same inputs, same bits)
 rather than re-reading the row it stored.
+
+The launch rules (block, chunks, warps, whether a build takes the width as a constant) live in
+``_row_norm_triton_rule``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from sgl_diffusion_core import (
     vendor,
 )
 
-from ._row_norm_triton_rule import _width_constant, config_for, fp8_config, gated_config, gated_fp8_config, width_config
+from ._row_norm_triton_rule import config_for, fp8_config, gated_config, gated_fp8_config, width_config, width_constant
 
 TL_DTYPES = triton_math.TL_DTYPES
 # the FP8 constexprs of a launch that writes the default dtype
@@ -129,7 +132,7 @@ def _row_norm_kernel(
     differ by one from the reference's ``y / scale``); a chunked row computes its output twice, once
     for the amax and once for the codes (its inputs are still in L1/L2).
     """
-    if WIDTH > 0:  # the row width as a compile-time constant (see _width_constant): partial chunks' masks fold
+    if WIDTH > 0:  # the row width as a compile-time constant (see width_constant): partial chunks' masks fold
         D = WIDTH
     pid = tl.program_id(0)  # (b, s) divided in int32 (a 64-bit division is a long subroutine), offsets int64
     bi = pid // S
@@ -252,7 +255,7 @@ def _launch(g, x, cfg, constexprs, fp_fusion, fp8=_NO_FP8, mods=(None, None, Non
         (g.rows,),
         {**constexprs, "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail, **fp8,
          **{f"{n}_FRAMES": lay is not None and lay.L > 1 for n, lay in zip(("SC", "SH", "G"), mods)},
-         "WIDTH": _width_constant(g.D, cfg, g.rows)},
+         "WIDTH": width_constant(g.D, cfg, g.rows)},
         device=x.device,
         n_ptrs=10,
         options=cfg.launch_options(tensor_platform(x.device)),
@@ -401,7 +404,7 @@ def _variant(platform, label, dt, D, rows, norm, *, scale, affine, res, idx="i32
              "HAS_RES": res, "HAS_GATE": res, "T1R": dt, "SUM_DT": dt, "NR_DT": dt,
              "BLOCK": cfg.block, "CHUNKS": cfg.chunks, "UNROLL": cfg.unroll, "TAIL": cfg.tail,
              **_fp8_constexprs(fp8, platform, bits=False), **dict.fromkeys(_FRAMES, False),
-             "WIDTH": _width_constant(D, cfg, rows)}
+             "WIDTH": width_constant(D, cfg, rows)}
     block = f"{cfg.block}+{cfg.tail}" if cfg.tail else f"{cfg.block}"
     name = (f"{label}[{name_dt}{'->' + fp8 if fp8 else ''},D={D},block={block}x{cfg.chunks},w={cfg.num_warps},"
             f"maxnreg={cfg.max_registers if platform == 'cuda' else None},unroll={cfg.unroll},affine={affine},{idx}]")

@@ -1,6 +1,6 @@
 """Launch rules of the close row-norm kernel (``_row_norm_triton``): the block, chunks, warps and register
 cap of a row (:func:`width_config`, :func:`gated_config`), of an FP8 result (:func:`fp8_config`,
-:func:`gated_fp8_config`), and whether a build takes the row width as a constant (:func:`_width_constant`).
+:func:`gated_fp8_config`), and whether a build takes the row width as a constant (:func:`width_constant`).
 Each rule's docstring gives the measurement behind it (files under docs/benchmarks/).
 """
 
@@ -135,7 +135,7 @@ def gated_fp8_config(D: int, base: RowConfig, platform: str = "cuda") -> RowConf
     return RowConfig(block=base.block, chunks=base.chunks, num_warps=base.num_warps)
 
 
-def _width_constant(D: int, cfg: RowConfig, rows: int) -> int:
+def width_constant(D: int, cfg: RowConfig, rows: int) -> int:
     """The kernel's ``WIDTH``: ``D`` (one build per width, partial chunks' masks fold), or 0 (``D`` read at
     run time) for a row of 1152-6144 columns in full chunks from 16384 rows, which streams through L1 twice
     (wider rows keep the constant: at 16384 columns, 1024 x 16 unrolled under an 80-register cap, the
