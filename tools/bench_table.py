@@ -38,7 +38,7 @@ RULES = {
     "channel_hint_probe": "`channel_rms_norm`'s L2 policy on the cluster kernel's loads",
     "channel_rms_norm_sweep": "`channel_rms_norm`'s v1 launch rule",
     "exact_norm_sweep": "the exact row-norm kernel's build choices, its warps per program among them "
-    "(`_row_norm_exact_triton.launch_constants`)",
+    "(`_row_norm_exact_triton_rule.launch_constants`)",
     "flush_mode_probe": "the benchmarks' L2 flush (`sgl_diffusion_core.bench.FLUSH`)",
     "fp8_norm_sweep": "the FP8-result launch rules of the row norms and `gated_residual_norm_modulate` "
     "(`_row_norm_triton_rule.fp8_config`, `gated_fp8_config`)",
@@ -53,7 +53,7 @@ RULES = {
     "rasterize_sweep": "`rasterize`'s per-face launch rule (`rasterize_triton.PROGRAMS_PER_SM`, `RASTER_WARPS`, "
     "`TILE_W` x `TILE_H`)",
     "row_norm_width_sweep": "the row norms' launch rules across DiT widths (`_row_norm_triton_rule.width_config`, "
-    "`_row_norm_exact_triton._hold_rule`)",
+    "`_row_norm_exact_triton_rule._hold_rule`)",
     "sites_e2e": "`sgl_diffusion_sites.optimize` end to end (`tools/gpu/sites_e2e.py`)",
     "vae_norm_sweep": "`channel_rms_norm`'s and `group_norm_silu`'s launch rules",
 }

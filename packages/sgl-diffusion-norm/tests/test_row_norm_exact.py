@@ -421,13 +421,16 @@ def test_rms_norm_kernel_follows_eagers_reduction_order(D, hold):
     testing.assert_exact(got, _aten_rms_norm_order(x.reshape(rows, D), 1e-6))
 
 
-def _exact_case(op, D):
-    """``op``'s geometry and kernel tensors at 5 rows of width ``D``, bf16 (RMSNorm's production layout:
-    32 lanes, chunks of 128; a last program with fewer rows where a program takes several)."""
+def _exact_case(op, D, rows=None):
+    """``op``'s geometry and kernel tensors at ``rows`` rows of width ``D``, bf16. By default LayerNorm 5
+    rows, RMSNorm 17: from 16 rows ATen's block gives an RMSNorm row one warp (32 lanes, chunks of 128:
+    the production layout; at 5 rows 128 lanes, chunks of 512), and 17 leaves a last program with fewer
+    rows where a program takes several."""
     from sgl_diffusion_core import describe
 
     torch.manual_seed(D)
-    x = (torch.randn(1, 5, D) * 2 + 0.5).to(torch.bfloat16)
+    rows = rows or (17 if op.startswith("rms") else 5)
+    x = (torch.randn(1, rows, D) * 2 + 0.5).to(torch.bfloat16)
     mod = (torch.randn(1, 2, D) * 0.5).to(torch.bfloat16)
     w = (1 + 0.1 * torch.randn(D)).to(torch.bfloat16)
     if op.endswith("modulate"):
@@ -464,6 +467,34 @@ def test_held_row_keeps_the_bits(op, D, builds):
     for extra in builds:
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
         testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
+
+
+PARTIAL_CASES = [("rms_modulate", 2440, ((16, {}), (14, {"MOD_AHEAD": 0}))), ("rms_norm", 640, ((4, {}), (3, {})))]
+
+
+@pytest.mark.parametrize("op,D,builds", PARTIAL_CASES, ids=[f"{op}-{D}" for op, D, _ in PARTIAL_CASES])
+def test_partial_hold_keeps_the_bits(op, D, builds):
+    """An RMSNorm row held in part (``HOLD`` a chunk count: the first chunks held, the rest read in
+    the statistics pass after them and again by the output pass): 2440 = 20 chunks held 16 (one tree,
+    the output chain's operands loaded ahead in the rule's groups of 4) or 14 (8 + 4 + 2, not ahead);
+    640 = 5 chunks held 4 or 3 (2 + 1). The bits of the kernel that reads x twice."""
+    prepare = K.prepare_kernel
+    geom, tensors = _exact_case(op, D)
+    ref = prepare(geom, *tensors, tuning={"HOLD": False})(*tensors, 1e-6, 1.0)
+    for hold, extra in builds:
+        const = K.launch_constants(geom, *tensors[3:], "cpu", {"HOLD": hold, **extra}, torch.bfloat16)
+        assert const["LANES"] == 32
+        assert sum(const[f"HOLD{i}"] for i in (1, 2, 3)) == hold < const["CHUNKS"] == -(-D // 128)
+        run = prepare(geom, *tensors, tuning={"HOLD": hold, **extra})
+        testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
+    for bad in (0, 5, 7, 2.0):  # 640: 1 to 4 chunks; 7 = 4 + 2 + 1 is past the row's 5
+        if op == "rms_norm":
+            with pytest.raises(ValueError, match="HOLD as a chunk count"):
+                prepare(geom, *tensors, tuning={"HOLD": bad})
+    if op == "rms_norm":
+        lgeom, ltensors = _exact_case("layer_norm", 3100)
+        with pytest.raises(ValueError, match="HOLD as a chunk count"):
+            prepare(lgeom, *ltensors, tuning={"HOLD": 2})
 
 
 @pytest.mark.parametrize("op,D", [("rms_modulate", 2440), ("layer_norm", 3100), ("ln_modulate", 4096)])
