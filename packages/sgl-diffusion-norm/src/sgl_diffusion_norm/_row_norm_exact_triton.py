@@ -56,13 +56,14 @@ from sgl_diffusion_core import (
 )
 
 from ._row_hold_triton import (
-    emit,
+    add_squares,
     emit_ahead,
     hold_emit,
     hold_load,
     hold_squares,
     lane_total,
     mod_tree,
+    reread_emit,
     sum_squares,
 )
 from ._row_norm_exact_triton_rule import hold_tiles as hold_tiles  # reachable with the backend (tests)
@@ -170,10 +171,7 @@ def _row_norm_exact_kernel(
                 acc = hold_squares(acc, t2, HOLD2)
             if HOLD3 > 0:
                 acc = hold_squares(acc, t3, HOLD3)
-            for k in tl.range(HOLD1 + HOLD2 + HOLD3, CHUNKS, loop_unroll_factor=2):
-                offs = k * CH + tl.arange(0, CH)[None, :]
-                v = triton_math.widen(tl.load(x_row + offs, mask=rmask & (offs < D), other=0.0))
-                acc += v * v
+            acc = add_squares(acc, x_row, rmask, D, HOLD1 + HOLD2 + HOLD3, CHUNKS, CH, 2)
             total = lane_total(acc, ROWS, LANES, WARP)
         else:
             total = sum_squares(x_row, rmask, D, ROWS, LANES, WARP, CHUNKS, UNROLL)
@@ -222,12 +220,9 @@ def _row_norm_exact_kernel(
                            HOLD3, LAYER, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
                            T2, T3, OUT, ROUND_OFFSET)
         # a partial hold (RMSNorm): the chunks past the held ones, read again
-        for k in tl.range(HOLD1 + HOLD2 + HOLD3, CHUNKS, loop_unroll_factor=2):
-            offs = k * CH + tl.arange(0, CH)[None, :]
-            mask = rmask & (offs < D)
-            v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
-            emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, NORM, HAS_SCALE, HAS_SHIFT,
-                  HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
+        reread_emit(x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2 + HOLD3,
+                     CHUNKS, CH, 2, False, NORM, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2,
+                     T3, OUT, ROUND_OFFSET)
     elif OUT_AHEAD > 0:  # LayerNorm: the output pass reads x again, its loads a chunk ahead (forward order)
         first = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, OUT_AHEAD, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
                           HAS_W, HAS_BIAS)
@@ -236,19 +231,9 @@ def _row_norm_exact_kernel(
                     y_row, scale_offset, CH, CHUNKS, 0, 0, 0, OUT_AHEAD, True, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
                     HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
     else:  # RMSNorm: the output pass reads x again
-        cols = tl.arange(0, CH)[None, :]
-        for kk in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL_OUT):
-            # REVERSE_OUT: the output pass walks the chunks last to first, so the chunks the
-            # statistics pass read last (the likeliest still in L1 / L2) are read again first
-            if REVERSE_OUT:
-                k = CHUNKS - 1 - kk
-            else:
-                k = kk
-            offs = k * CH + cols
-            mask = rmask & (offs < D)
-            v = triton_math.widen(tl.load(x_row + offs, mask=mask, other=0.0, eviction_policy="evict_first"))
-            emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, NORM, HAS_SCALE, HAS_SHIFT,
-                  HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
+        reread_emit(x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CHUNKS, CH,
+                     UNROLL_OUT, REVERSE_OUT, NORM, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
+                     T2, T3, OUT, ROUND_OFFSET)
 
 
 def _split_options(const: dict) -> tuple[dict, dict]:
