@@ -487,11 +487,10 @@ def test_partial_hold_keeps_the_bits(op, D, builds):
         assert sum(const[f"HOLD{i}"] for i in (1, 2, 3)) == hold < const["CHUNKS"] == -(-D // 128)
         run = prepare(geom, *tensors, tuning={"HOLD": hold, **extra})
         testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
-    for bad in (0, 5, 7, 2.0):  # 640: 1 to 4 chunks; 7 = 4 + 2 + 1 is past the row's 5
-        if op == "rms_norm":
+    if op == "rms_norm":  # 640: 1 to 4 chunks; 7 = 4 + 2 + 1 is past the row's 5; LayerNorm holds whole rows
+        for bad in (0, 5, 7, 2.0):
             with pytest.raises(ValueError, match="HOLD as a chunk count"):
                 prepare(geom, *tensors, tuning={"HOLD": bad})
-    if op == "rms_norm":
         lgeom, ltensors = _exact_case("layer_norm", 3100)
         with pytest.raises(ValueError, match="HOLD as a chunk count"):
             prepare(lgeom, *ltensors, tuning={"HOLD": 2})
