@@ -469,33 +469,6 @@ def test_held_row_keeps_the_bits(op, D, builds):
         testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
 
 
-PARTIAL_CASES = [("rms_modulate", 2440, ((16, {}), (14, {"MOD_AHEAD": 0}))), ("rms_norm", 640, ((4, {}), (3, {})))]
-
-
-@pytest.mark.parametrize("op,D,builds", PARTIAL_CASES, ids=[f"{op}-{D}" for op, D, _ in PARTIAL_CASES])
-def test_partial_hold_keeps_the_bits(op, D, builds):
-    """An RMSNorm row held in part (``HOLD`` a chunk count: the first chunks held, the rest read in
-    the statistics pass after them and again by the output pass): 2440 = 20 chunks held 16 (one tree,
-    the output chain's operands loaded ahead in the rule's groups of 4) or 14 (8 + 4 + 2, not ahead);
-    640 = 5 chunks held 4 or 3 (2 + 1). The bits of the kernel that reads x twice."""
-    prepare = K.prepare_kernel
-    geom, tensors = _exact_case(op, D)
-    ref = prepare(geom, *tensors, tuning={"HOLD": False})(*tensors, 1e-6, 1.0)
-    for hold, extra in builds:
-        const = K.launch_constants(geom, *tensors[3:], "cpu", {"HOLD": hold, **extra}, torch.bfloat16)
-        assert const["LANES"] == 32
-        assert sum(const[f"HOLD{i}"] for i in (1, 2, 3)) == hold < const["CHUNKS"] == -(-D // 128)
-        run = prepare(geom, *tensors, tuning={"HOLD": hold, **extra})
-        testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
-    if op == "rms_norm":  # 640: 1 to 4 chunks; 7 = 4 + 2 + 1 is past the row's 5; LayerNorm holds whole rows
-        for bad in (0, 5, 7, 2.0):
-            with pytest.raises(ValueError, match="HOLD as a chunk count"):
-                prepare(geom, *tensors, tuning={"HOLD": bad})
-        lgeom, ltensors = _exact_case("layer_norm", 3100)
-        with pytest.raises(ValueError, match="HOLD as a chunk count"):
-            prepare(lgeom, *ltensors, tuning={"HOLD": 2})
-
-
 @pytest.mark.parametrize("op,D", [("rms_modulate", 2440), ("layer_norm", 3100), ("ln_modulate", 4096)])
 def test_output_pass_rule(op, D):
     """Rows read twice: LayerNorm's output pass loads a chunk ahead (``OUT_AHEAD`` 1), RMSNorm's is the loop."""
@@ -530,8 +503,12 @@ def test_tuning_is_checked():
     for bad in (3, 8, 0):  # a LayerNorm program's physical warps: 1, 2 or 4 (its lanes stay 4 x 32)
         with pytest.raises(ValueError, match="WARPS"):
             K.prepare_kernel(lgeom, xl, None, None, None, None, tuning={"WARPS": bad})
-    with pytest.raises(ValueError, match="WARPS"):  # RMSNorm's warps follow its lanes and rows
-        K.prepare_kernel(geom, x, None, None, None, None, tuning={"WARPS": 1})
+    for bad in (3, 8, 0):  # an RMSNorm row's warps: eager's warp-row on 1, 2 or 4
+        with pytest.raises(ValueError, match="WARPS"):
+            K.prepare_kernel(geom, x, None, None, None, None, tuning={"WARPS": bad})
+    for bad in (16, 0, 1):  # the whole row held or x read twice
+        with pytest.raises(ValueError, match="HOLD"):
+            K.prepare_kernel(geom, x, None, None, None, None, tuning={"HOLD": bad})
     if triton_interpret():  # a launch option: the interpreter ignores warps, but a one-warp program reduces
         # through other code with the same combines: its inter-warp levels in registers (a partial last chunk:
         # several coefficient runs per tree level), and for rows of full chunks its tiles in another row order

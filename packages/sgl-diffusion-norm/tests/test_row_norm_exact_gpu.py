@@ -110,11 +110,13 @@ def test_plain_exact(D):
 
 @pytest.mark.parametrize("D", [3072, 5120])
 @pytest.mark.parametrize("tuning", [{}, {"HOLD": False}, {"ROWS": 2}, {"MAXNREG": None}, {"MOD_AHEAD": 0},
-                                    {"MOD_AHEAD": 2}])
+                                    {"MOD_AHEAD": 2}, {"WARPS": 2}, {"WARPS": 4}, {"WARPS": 2, "ROWS": 2},
+                                    {"WARPS": 2, "HOLD": False}])
 def test_rms_build_choices_at_many_rows(D, tuning):
     """RMSNorm's launch at 16401 rows, a video's (the rule: the row held in registers, capped above
     32 chunks, the output chain's operands loaded ahead) and the other build choices there (read
-    twice, two rows per program, uncapped, no operands ahead, groups of two): the fused kernel
+    twice, two rows per program, uncapped, no operands ahead, groups of two, eager's warp-row spread
+    over 2 or 4 warps, held or read twice): the fused kernel
     alone is ``torch.equal`` to eager (rms_modulate, per sample, bf16 weight), so no build choice
     relies on the gate's fallback."""
     from sgl_diffusion_core import describe

@@ -37,6 +37,10 @@ def test_layer_norm_warps_rule():
     rms = SimpleNamespace(x=RowGeometry(1, 4096, 1152, 4096 * 1152, 1152, (1, 4096, 1152), False), norm="rms",
                           chain=ch, scale=None, shift=None)
     assert "WARPS" not in K.launch_constants(rms, None, None, "cuda", None, dt)  # its warps follow its lanes and rows
+    for tuning, want in (({"WARPS": 2}, 2), ({"WARPS": 4, "HOLD": False}, 8), ({"WARPS": 2, "HOLD": False}, 4)):
+        # a tuning spreads eager's warp-row over WARPS warps (ROWS rows per program: 2 for rows read twice here)
+        const = K.launch_constants(rms, None, None, "cuda", tuning, dt)
+        assert K._split_options(const)[1]["num_warps"] == want == const["ROWS"] * tuning["WARPS"], tuning
 
 
 def test_hold_rule():

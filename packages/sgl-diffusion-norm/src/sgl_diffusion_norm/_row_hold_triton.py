@@ -42,24 +42,18 @@ def _columns(x, R: tl.constexpr, NT: tl.constexpr):
 @triton.jit
 def sum_squares(x_rows, rmask, D, R: tl.constexpr, LANES: tl.constexpr, WARP: tl.constexpr,
                  CHUNKS: tl.constexpr, UNROLL: tl.constexpr):
-    """Sums of squares of ``R`` rows (``x_rows``: ``[R, 1]`` pointers), each in eager's order."""
-    acc = add_squares(tl.zeros([R, 4 * LANES], tl.float32), x_rows, rmask, D, 0, CHUNKS, 4 * LANES, UNROLL)
-    return lane_total(acc, R, LANES, WARP)
-
-
-@triton.jit
-def add_squares(acc, x_rows, rmask, D, K0: tl.constexpr, CHUNKS: tl.constexpr, CH: tl.constexpr,
-                 UNROLL: tl.constexpr):
-    """``acc`` (``[R, CH]``: 4 accumulators per lane) plus the squares of chunks ``K0 .. CHUNKS - 1``, one
-    chunk after another: one contiguous ``CH`` block per row and chunk (8-byte vector loads for bf16),
-    kept in cache for the output pass that reads it again."""
-    cols = tl.arange(0, CH)[None, :]
-    for k in tl.range(K0, CHUNKS, loop_unroll_factor=UNROLL):
-        offs = k * CH + cols
+    """Sums of squares of ``R`` rows (``x_rows``: ``[R, 1]`` pointers), each in eager's order: the 4
+    accumulators of each lane add the squares of one chunk after another (one contiguous ``4 * LANES``
+    block per row and chunk: 8-byte vector loads for bf16, kept in cache for the output pass that
+    reads it again), then :func:`lane_total`."""
+    cols = tl.arange(0, 4 * LANES)[None, :]
+    acc = tl.zeros([R, 4 * LANES], tl.float32)
+    for k in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
+        offs = k * 4 * LANES + cols
         v = triton_math.widen(tl.load(x_rows + offs, mask=rmask & (offs < D), other=0.0,
                                       eviction_policy="evict_last"))
         acc += v * v
-    return acc
+    return lane_total(acc, R, LANES, WARP)
 
 
 @triton.jit
@@ -323,18 +317,17 @@ def emit(v, offs, mask, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset
 
 
 @triton.jit
-def reread_emit(x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset,
-                 K0: tl.constexpr, CHUNKS: tl.constexpr, CH: tl.constexpr, UNROLL: tl.constexpr,
-                 REVERSE: tl.constexpr, NORM: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr,
-                 HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr, P_DT: tl.constexpr, C_DT: tl.constexpr,
-                 A_DT: tl.constexpr, N_DT: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr,
-                 OUT: tl.constexpr, ROUND_OFFSET: tl.constexpr):
-    """The output chain of chunks ``K0 .. CHUNKS - 1`` (``[R, CH]`` tiles), x read again. ``REVERSE``: last
+def reread_emit(x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CHUNKS: tl.constexpr,
+                 CH: tl.constexpr, UNROLL: tl.constexpr, REVERSE: tl.constexpr, NORM: tl.constexpr,
+                 HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
+                 P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr, T1: tl.constexpr,
+                 T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr, ROUND_OFFSET: tl.constexpr):
+    """The output chain of the row's ``CHUNKS`` chunks (``[R, CH]`` tiles), x read again. ``REVERSE``: last
     chunk first, so the chunks the statistics pass read last (the likeliest still in L1 / L2) come first."""
     cols = tl.arange(0, CH)[None, :]
-    for kk in tl.range(K0, CHUNKS, loop_unroll_factor=UNROLL):
+    for kk in tl.range(0, CHUNKS, loop_unroll_factor=UNROLL):
         if REVERSE:
-            k = CHUNKS - 1 - (kk - K0)
+            k = CHUNKS - 1 - kk
         else:
             k = kk
         offs = k * CH + cols

@@ -56,7 +56,6 @@ from sgl_diffusion_core import (
 )
 
 from ._row_hold_triton import (
-    add_squares,
     emit_ahead,
     hold_emit,
     hold_load,
@@ -159,8 +158,7 @@ def _row_norm_exact_kernel(
     else:
         CH: tl.constexpr = 4 * LANES
         if HOLD1 > 0:
-            # the row held in registers: chunks HOLD1 + HOLD2 + HOLD3 (powers of two), all CHUNKS or the first
-            # ones (a partial hold: the rest read here, in order, and again by the output pass)
+            # the row held in registers: chunks HOLD1 + HOLD2 + HOLD3 == CHUNKS (powers of two)
             t1 = hold_load(x_row, rmask, D, 0, CH, HOLD1, False, 0)
             if HOLD2 > 0:
                 t2 = hold_load(x_row, rmask, D, HOLD1, CH, HOLD2, False, 0)
@@ -171,7 +169,6 @@ def _row_norm_exact_kernel(
                 acc = hold_squares(acc, t2, HOLD2)
             if HOLD3 > 0:
                 acc = hold_squares(acc, t3, HOLD3)
-            acc = add_squares(acc, x_row, rmask, D, HOLD1 + HOLD2 + HOLD3, CHUNKS, CH, 2)
             total = lane_total(acc, ROWS, LANES, WARP)
         else:
             total = sum_squares(x_row, rmask, D, ROWS, LANES, WARP, CHUNKS, UNROLL)
@@ -205,7 +202,7 @@ def _row_norm_exact_kernel(
             if HOLD3 == 0:
                 t3 = t1
             emit_ahead(t1, t2, t3, first, t1, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row,
-                        scale_offset, CH, HOLD1 + HOLD2 + HOLD3, HOLD1, HOLD2, HOLD3, MOD_AHEAD, False, False, False,
+                        scale_offset, CH, CHUNKS, HOLD1, HOLD2, HOLD3, MOD_AHEAD, False, False, False,
                         HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
         else:
             hold_emit(t1, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CH, HOLD1,
@@ -219,10 +216,6 @@ def _row_norm_exact_kernel(
                 hold_emit(t3, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2, CH,
                            HOLD3, LAYER, FULL, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
                            T2, T3, OUT, ROUND_OFFSET)
-        # a partial hold (RMSNorm): the chunks past the held ones, read again
-        reread_emit(x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, HOLD1 + HOLD2 + HOLD3,
-                     CHUNKS, CH, 2, False, NORM, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2,
-                     T3, OUT, ROUND_OFFSET)
     elif OUT_AHEAD > 0:  # LayerNorm: the output pass reads x again, its loads a chunk ahead (forward order)
         first = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, 0, CH, OUT_AHEAD, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
                           HAS_W, HAS_BIAS)
@@ -231,7 +224,7 @@ def _row_norm_exact_kernel(
                     y_row, scale_offset, CH, CHUNKS, 0, 0, 0, OUT_AHEAD, True, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
                     HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
     else:  # RMSNorm: the output pass reads x again
-        reread_emit(x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, 0, CHUNKS, CH,
+        reread_emit(x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row, scale_offset, CHUNKS, CH,
                      UNROLL_OUT, REVERSE_OUT, NORM, HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1,
                      T2, T3, OUT, ROUND_OFFSET)
 
@@ -240,9 +233,11 @@ def _split_options(const: dict) -> tuple[dict, dict]:
     """The kernel's constexprs and its Triton launch options (warps, stages, the register cap)."""
     const = dict(const)
     maxnreg = const.pop("MAXNREG", None)
-    warps = const.pop("WARPS", None) or const["NWARP"]
-    if const["NORM"] == 1:  # one warp-row per row, ROWS rows per program
-        warps = max(1, const["LANES"] * const["NWARP"] // const["WARP"]) * const["ROWS"]
+    warps = const.pop("WARPS", None)
+    if const["NORM"] == 1:  # eager's warp-row per row (spread over WARPS warps), ROWS rows per program
+        warps = max(1, const["LANES"] * const["NWARP"] // const["WARP"]) * const["ROWS"] * (warps or 1)
+    else:
+        warps = warps or const["NWARP"]
     const["PWARPS"] = warps  # LayerNorm's tree: the levels within a physical warp run in registers
     return const, {"num_warps": warps, "num_stages": 1, **({"maxnreg": maxnreg} if maxnreg else {})}
 

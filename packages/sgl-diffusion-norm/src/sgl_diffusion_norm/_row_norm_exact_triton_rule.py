@@ -49,7 +49,11 @@ _HOLD_BYTES = {2: 384, 4: 320}
 _HOLD_MAXNREG = 128
 _MANY_ROWS = 16384  # from here the rules treat a launch as many rows (RMSNorm's ROWS, REVERSE_OUT; LayerNorm's HOLD)
 _FEW_WARPS_CHUNKS = 5  # CUDA LayerNorm rows of up to this many chunks run on fewer than 4 warps (WARPS)
-# what tuning may override (GPU sweeps, tests pinning a path at small sizes): values the rules choose elsewhere
+# what tuning may override (GPU sweeps, tests pinning a path at small sizes): values the rules choose elsewhere.
+# WARPS also spreads an RMSNorm row (eager's warp-row, 1 warp at the rules) over 2 or 4 warps, each thread then
+# carrying 2 or 1 of a lane's 4 accumulators: the same bits (the reduction's combines are pairs and sequential
+# chains, whichever thread holds them); sm_90 rms_norm held at 5120 columns in 62 / 64 registers against 108,
+# at 6144 in 70 / 72 against 126. Not timed on a GPU: no rule picks it.
 TUNABLE = ("UNROLL", "UNROLL_OUT", "ROWS", "REVERSE_OUT", "VEC", "FULL", "HOLD", "MOD_AHEAD", "MAXNREG", "WARPS")
 
 
@@ -117,9 +121,9 @@ def launch_constants(geom, weight, bias, platform: str, tuning: dict | None = No
         **{f"{n}_FRAMES": lay is not None and lay.L > 1 for n, lay in (("SC", geom.scale), ("SH", geom.shift))},
         **{k: v for k, v in tuning.items() if k not in ("HOLD", "MOD_AHEAD", "MAXNREG")},
     }
-    if "WARPS" in tuning and (out["NORM"] != 0 or tuning["WARPS"] not in (1, 2, 4)):
-        raise ValueError(f"WARPS (a LayerNorm program's warps) must be 1, 2 or 4, not {tuning['WARPS']!r} for "
-                         f"{geom.norm}")
+    if "WARPS" in tuning and tuning["WARPS"] not in (1, 2, 4):
+        raise ValueError(f"WARPS (a LayerNorm program's warps, the warps of an RMSNorm row) must be 1, 2 or 4, "
+                         f"not {tuning['WARPS']!r}")
     # LayerNorm's full chunks (the layout after any override) drop their masks (Welford selects, loads,
     # stores); unmasked RMSNorm builds measured slower (rms_modulate at Wan 59.9 against 79.8%)
     full = min(out["CHUNKS"], g.D // (4 * out["WARP"] * out["NWARP"])) if out["NORM"] == 0 else 0
@@ -149,8 +153,9 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     (one H100, bf16 rms_modulate at 4096 and 8192 rows of 1152-4096 columns: +0 to +11 points, e.g. D =
     4096 83 -> 94%, 2240 83 -> 90%; at 32760+ rows within a point either way:
     docs/benchmarks/row_norm_width_sweep_h100.json).
-    A tuning may hold an RMSNorm row in part (``HOLD`` a chunk count: the first chunks held, the rest
-    read after them by the statistics pass and again, from L1 / L2, by the output pass).
+    Holding only a row's first 8-32 chunks (the rest read twice, under 48-96 registers) measured 67-82% of
+    copy at Wan's 5120 columns and 4096 rows, against 95% held whole (one H100, rms_modulate:
+    row_norm_width_sweep_h100.json).
     ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
     4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
     load, so the compiler never hoists them itself: rms_modulate FLUX 80 -> 104%, Wan 87 -> 92% at
@@ -167,16 +172,12 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
         tiles = hold_tiles(hold_chunks)
     else:
         hold_chunks, tiles = chunks, None
-    if "HOLD" in tuning:  # force the held row on (where the chunks split) or off, or hold its first chunks
+    if "HOLD" in tuning:  # force the held row on (where the chunks split) or off
         want = tuning["HOLD"]
+        if not isinstance(want, bool):
+            raise ValueError(f"HOLD (the whole row held in registers, or x read twice) is True or False, not {want!r}")
         if want and tiles is None:
             raise ValueError("HOLD needs VEC (LayerNorm)")
-        if not isinstance(want, bool):
-            # RMSNorm: the first `want` chunks held, the rest read again (from L1 / L2) by the output pass
-            if out["NORM"] != 1 or not isinstance(want, int) or not 0 < want < chunks or hold_tiles(want) is None:
-                raise ValueError(f"HOLD as a chunk count holds an RMSNorm row's first chunks: an int from 1 to "
-                                 f"{chunks - 1} of at most three powers of two, not {want!r}")
-            hold_chunks, tiles = chunks, hold_tiles(want)
     else:
         want = (tiles is not None and x_dtype in (torch.bfloat16, torch.float32)
                 and hold_chunks * 4 * x_dtype.itemsize <= _HOLD_BYTES[x_dtype.itemsize]
@@ -194,8 +195,7 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     else:
         capped = platform == "cuda" and held and out["NORM"] == 1 and (out["CHUNKS"] > 32 or rows < _MANY_ROWS)
         out["MAXNREG"] = _HOLD_MAXNREG if capped else None
-    n_held = out["HOLD1"] + out["HOLD2"] + out["HOLD3"]  # CHUNKS, or the first chunks of a partial hold
-    ahead = tuning.get("MOD_AHEAD", 4 if n_held <= 32 else 1)
+    ahead = tuning.get("MOD_AHEAD", 4 if out["CHUNKS"] <= 32 else 1)
     if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
         raise ValueError(f"MOD_AHEAD (chunks per group of prefetched operands) must be 0 or a power of two, "
                          f"not {ahead!r}")
@@ -203,6 +203,6 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
         raise ValueError("MOD_AHEAD loads RMSNorm rows' operands ahead; a LayerNorm row has no such build choice")
     if out["NORM"] == 0 or not held or not (out["HAS_W"] or out["HAS_BIAS"] or out["HAS_SCALE"]):
         ahead = 0
-    while ahead > 1 and n_held % ahead:
+    while ahead > 1 and out["CHUNKS"] % ahead:
         ahead //= 2
     out["MOD_AHEAD"] = ahead
