@@ -423,7 +423,10 @@ METHOD = """\
 ## Method
 
 - **What is timed**: one call of each provider, between two CUDA events, after warm-up calls; the tables
-  give the median (p20 and p80 are in the JSON). Ours is the public op (`sgl_diffusion`; variants such
+  give the median over all calls (p20 and p80 are in the JSON). Rows with a `rounds` field were timed in
+  that many rounds in which the providers take turns (rep / rounds calls each per round), so clock
+  drift and the order of providers fall on all of them alike; rows without it, one provider after another.
+  Ours is the public op (`sgl_diffusion`; variants such
   as `sgl_diffusion(close)` name the kernel asked for); the baselines are the eager PyTorch chain the op
   replaces and `torch.compile` of that chain specialized to the shape.
 - **Bytes**: the minimal bytes a perfect fused kernel moves, every input read once and every output

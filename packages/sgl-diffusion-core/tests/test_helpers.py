@@ -105,6 +105,34 @@ def test_bench_helpers_on_cpu(tmp_path):
     assert all("frac_of_copy" in r and r["check"] == "passed" for r in data["rows"])
 
 
+def test_bench_providers_take_turns():
+    """``rounds``: each provider is timed in every round, one after another (a, b, a, b, ...), a row's
+    figures are over all its calls and say how many rounds; a provider that fails in a later round is
+    reported as failed, the others keep their rows; fewer than one round is refused."""
+    x = torch.ones(4, 8)
+    order = []
+
+    def provider(name, fail_on=None):
+        def fn():
+            order.append(name)
+            if fail_on is not None and order.count(name) >= fail_on:
+                raise RuntimeError("out of memory")
+            return x * 2
+        return fn
+
+    case = bench.BenchCase(name="tiny", shape="[4, 8]", dtype="float32", bytes=128,
+                           providers={"sgl_diffusion": provider("a"), "eager": provider("b"),
+                                      "torch.compile": provider("c", fail_on=8)})
+    rec = bench.run_cases("test.tiny", [case], torch.device("cpu"), progress=lambda s: None, rep=30, rounds=3)
+    turns = [n for i, n in enumerate(order) if i == 0 or order[i - 1] != n]
+    assert turns[:5] == ["a", "b", "c", "a", "b"] and turns.count("a") == 3 == turns.count("b")
+    rows = {r["provider"]: r for r in rec.rows}
+    assert rows["sgl_diffusion"]["rounds"] == 3 == rows["eager"]["rounds"] and "median_us" in rows["eager"]
+    assert "out of memory" in rows["torch.compile"]["error"] and "median_us" not in rows["torch.compile"]
+    with pytest.raises(ValueError, match="rounds"):
+        bench.run_cases("test.tiny", [case], torch.device("cpu"), progress=lambda s: None, rounds=0)
+
+
 def test_bench_record_written_after_each_case(tmp_path):
     """``on_case`` sees the record after every case, so a run cut short (a time limit) keeps what it finished."""
     x = torch.ones(4, 8)

@@ -67,7 +67,14 @@ def _flush_mode() -> str:
 
 def time_gpu(fn: Callable[[], Any], device: torch.device, *, warmup: int = 10, rep: int = 100,
              flush_bytes: int = 256 << 20) -> Timing:
-    """Median / p20 / p80 of ``fn`` in ms, with CUDA events and an L2 flush (``FLUSH``) before each call.
+    """Median / p20 / p80 of ``fn`` in ms (:func:`gpu_samples`)."""
+    return _stats(gpu_samples(fn, device, warmup=warmup, rep=rep, flush_bytes=flush_bytes))
+
+
+def gpu_samples(fn: Callable[[], Any], device: torch.device, *, warmup: int = 10, rep: int = 100,
+                flush_bytes: int = 256 << 20) -> list[float]:
+    """The times of ``rep`` calls of ``fn`` in ms, sorted, with CUDA events and an L2 flush (``FLUSH``)
+    before each call (off CUDA: the host clock, :func:`time_host`'s calls).
 
     The GPU is kept ahead of the host: a sleep kernel as long as twice the host's whole loop is
     enqueued first, so each call's kernels follow its start event at once. Without it, wherever the
@@ -76,7 +83,7 @@ def time_gpu(fn: Callable[[], Any], device: torch.device, *, warmup: int = 10, r
     measured their host overhead."""
     _flush_mode()  # checked on every device
     if device.type != "cuda":
-        return time_host(fn, warmup=max(1, warmup // 5), rep=max(3, rep // 10))
+        return _host_samples(fn, warmup=max(1, warmup // 5), rep=max(3, rep // 10))
     do_flush = l2_flusher(device, flush_bytes)
     for _ in range(warmup):
         fn()
@@ -97,8 +104,7 @@ def time_gpu(fn: Callable[[], Any], device: torch.device, *, warmup: int = 10, r
         fn()
         ends[i].record()
     _sync(device)
-    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
-    return _stats(times)
+    return sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
 # GPU clock cycles per microsecond assumed when sizing the sleep ahead of timed calls: at least the
@@ -114,6 +120,10 @@ def _sleep_cycles(us: float) -> int:
 
 
 def time_host(fn: Callable[[], Any], *, warmup: int = 2, rep: int = 10) -> Timing:
+    return _stats(_host_samples(fn, warmup=warmup, rep=rep))
+
+
+def _host_samples(fn: Callable[[], Any], *, warmup: int, rep: int) -> list[float]:
     for _ in range(warmup):
         fn()
     times = []
@@ -121,7 +131,7 @@ def time_host(fn: Callable[[], Any], *, warmup: int = 2, rep: int = 10) -> Timin
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
-    return _stats(sorted(times))
+    return sorted(times)
 
 
 def _stats(times: list[float]) -> Timing:
@@ -274,12 +284,17 @@ class BenchCase:
 
 
 def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[str], None] = print,
-              rep: int = 100, host_calls: int = 200,
+              rep: int = 100, rounds: int = 1, host_calls: int = 200,
               on_case: Callable[[BenchRecord], Any] | None = None,
               record: BenchRecord | None = None) -> BenchRecord:
     """Time every provider of every case plus a same-run copy of the same bytes; one record.
-    ``on_case(record)`` runs after each case (the CLI writes the record so far: a run cut short
-    keeps its finished cases); ``record``: a record to add the rows to (a run resumed)."""
+    ``rounds``: the providers take turns, each timed for ``ceil(rep / rounds)`` calls per round, and
+    a row's median and percentiles are over all its calls (clock drift and the order of providers
+    fall on each of them alike). ``on_case(record)`` runs after each case (the CLI writes the record
+    so far: a run cut short keeps its finished cases); ``record``: a record to add the rows to (a
+    run resumed)."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, not {rounds}")
     rec = record if record is not None else BenchRecord(op=op, env=environment(device))
     for case in cases:
         progress(f"[{op}] {case.name} {case.shape} {case.dtype}: checking")
@@ -289,15 +304,12 @@ def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[
             status = "passed"
         copy_t, copy_gbps = copy_bandwidth(case.bytes, device, rep=rep)
         progress(f"[{op}] {case.name}: copy {copy_t.median_ms * 1e3:.1f} us = {copy_gbps:.0f} GB/s")
+        samples, errors = _timed_in_turn(op, case, device, rep, rounds, progress)
         for prov, fn in case.providers.items():
-            progress(f"[{op}] {case.name}: timing {prov}")
-            try:
-                t = time_gpu(fn, device, rep=rep)
-            except Exception as exc:  # a baseline that fails (e.g. compile error) is reported, not fatal
-                progress(f"[{op}] {case.name}: {prov} failed: {type(exc).__name__}: {exc}")
-                rec.add(case=case.name, shape=case.shape, dtype=case.dtype, provider=prov,
-                        error=f"{type(exc).__name__}: {exc}")
+            if prov in errors:  # a baseline that fails (e.g. compile error) is reported, not fatal
+                rec.add(case=case.name, shape=case.shape, dtype=case.dtype, provider=prov, error=errors[prov])
                 continue
+            t = _stats(samples[prov])
             # the calls run on the GPU after the host loop: a long kernel gets fewer (~50 ms of GPU work)
             calls = max(3, min(host_calls, int(50.0 / max(t.median_ms, 1e-3))))
             host = host_us_per_call(fn, device, calls=calls) if device.type == "cuda" else None
@@ -306,7 +318,7 @@ def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[
                 case=case.name, shape=case.shape, dtype=case.dtype, provider=prov, bytes=case.bytes,
                 median_us=t.median_ms * 1e3, p20_us=t.p20_ms * 1e3, p80_us=t.p80_ms * 1e3,
                 gbps=gbps, copy_gbps=copy_gbps, copy_us=copy_t.median_ms * 1e3,
-                frac_of_copy=gbps / copy_gbps, host_us_per_call=host, check=status, **case.extra,
+                frac_of_copy=gbps / copy_gbps, host_us_per_call=host, check=status, rounds=rounds, **case.extra,
             )
             progress(f"[{op}] {case.name}: {prov:>14} {t.median_ms * 1e3:9.1f} us  {gbps:7.0f} GB/s  "
                      f"{100 * gbps / copy_gbps:5.1f}% of copy" + (f"  host {host:.1f} us/call" if host else ""))
@@ -320,6 +332,26 @@ def run_cases(op: str, cases: Any, device: torch.device, *, progress: Callable[[
         if on_case is not None:
             on_case(rec)
     return rec
+
+
+def _timed_in_turn(op: str, case: BenchCase, device: torch.device, rep: int, rounds: int,
+                   progress: Callable[[str], None]) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """Each provider's call times (ms, sorted) over ``rounds`` turns, and the providers that failed."""
+    per_round = -(-rep // rounds)
+    samples: dict[str, list[float]] = {prov: [] for prov in case.providers}
+    errors: dict[str, str] = {}
+    for turn in range(rounds):
+        for prov, fn in case.providers.items():
+            if prov in errors:
+                continue
+            if turn == 0:
+                progress(f"[{op}] {case.name}: timing {prov}" + (f" ({rounds} rounds)" if rounds > 1 else ""))
+            try:
+                samples[prov] += gpu_samples(fn, device, rep=per_round)
+            except Exception as exc:
+                errors[prov] = f"{type(exc).__name__}: {exc}"
+                progress(f"[{op}] {case.name}: {prov} failed: {errors[prov]}")
+    return {prov: sorted(t) for prov, t in samples.items()}, errors
 
 
 def config_label(cfg: Any) -> str:

@@ -1,7 +1,7 @@
 """The ``sgl-diffusion`` command.
 
     sgl-diffusion doctor [--json] [--model CLASS|CONFIG [--quality exact|close]]
-    sgl-diffusion bench --op OP [--dtype bf16] [--cases a,b] [--rep N] [--device DEV] [--out PATH.json]
+    sgl-diffusion bench --op OP [--dtype bf16] [--cases a,b] [--rep N] [--rounds R] [--device DEV] [--out PATH.json]
 
 Exit codes: 0 ok, 1 the environment cannot run the command (e.g. core not installed,
 a benchmark target that fails to import), 2 usage error (unknown op or case, an op
@@ -490,9 +490,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             yield case
 
     _progress(f"[{op_id}] benchmarking on {device}, dtype {DTYPES[args.dtype]}, "
-              f"cases {','.join(names) if names else 'all'}, rep {args.rep}")
+              f"cases {','.join(names) if names else 'all'}, rep {args.rep} in {args.rounds} round(s)")
     # with --out the record is written after every case: a run cut short keeps its finished cases
-    rec = bench.run_cases(op_id, cases(), device, progress=_progress, rep=args.rep,
+    rec = bench.run_cases(op_id, cases(), device, progress=_progress, rep=args.rep, rounds=args.rounds,
                           on_case=(lambda r: r.write(args.out)) if args.out else None, record=resumed)
     env = rec.env
     print(f"\n{op_id} on {env.get('gpu')} ({env.get('device')}), torch {env.get('torch')}, "
@@ -536,6 +536,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="storage dtype: bf16, fp16 or fp32 (default: bf16)")
     bench.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     bench.add_argument("--rep", type=int, default=100, help="timed repetitions per provider (default: 100)")
+    bench.add_argument("--rounds", type=int, default=3,
+                       help="the providers take turns in this many rounds of rep / rounds calls each, so drift "
+                            "and their order fall on all of them alike (default: 3)")
     bench.add_argument("--device", default=None, help="torch device (default: the machine's best device)")
     bench.add_argument("--out", default=None, metavar="PATH.json", help="write the benchmark record as JSON")
     bench.add_argument("--resume", action="store_true",
@@ -553,6 +556,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if getattr(args, "rep", 1) < 1:
         parser.error("--rep must be at least 1")
+    if getattr(args, "rounds", 1) < 1:
+        parser.error("--rounds must be at least 1")
     try:
         return args.func(args)
     except UsageError as exc:
