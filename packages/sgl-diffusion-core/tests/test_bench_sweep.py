@@ -34,6 +34,29 @@ def test_sweep_rows_failures_and_summary():
     assert line.startswith("case: default ") and "'block':" in line
 
 
+def test_sweep_configs_take_turns():
+    """``rounds``: the configurations that built are timed in turn in every round; one that fails while
+    timed is reported and left out, the others keep their rows."""
+    x = torch.randn(64)
+    order, seen = [], []
+
+    def run_for(cfg):
+        def run():
+            order.append(cfg.block)
+            if cfg.block == 2 and order.count(2) > 6:  # its check and first round pass, a later call fails
+                raise RuntimeError("illegal memory access")
+            return x
+        return run
+
+    rows = bench.sweep("case", [Cfg(1), Cfg(2), Cfg(3)], run_for, 2 * x.numel() * 4, torch.device("cpu"),
+                       rep=90, rounds=3, progress=seen.append)
+    timed = order[3:]  # after each configuration's checked first call
+    turns = [b for i, b in enumerate(timed) if i == 0 or timed[i - 1] != b]
+    assert turns[:4] == [1, 2, 3, 1] and turns.count(1) == 3 == turns.count(3)
+    assert [r["block"] for r in rows] == [1, 3]
+    assert any("failed RuntimeError: illegal memory access" in line for line in seen)
+
+
 def test_sweep_labels_plain_dict_configs():
     """Build-choice dicts are named ``k=v,..`` in rows and progress lines, the empty one ``default``."""
     x = torch.randn(64)

@@ -364,25 +364,33 @@ def config_label(cfg: Any) -> str:
 
 def sweep(case: str, configs: Sequence[Any], run_for: Callable[[Any], Callable[[], Any]], nbytes: int,
           device: torch.device, *, check: Callable[[Any], str | None] | None = None, rep: int = 30,
-          progress: Callable[[str], None] = print) -> list[dict[str, Any]]:
+          rounds: int = 1, progress: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Time one kernel under several launch configurations at one shape (a GPU tuning aid).
 
     ``configs[0]`` is the current default. ``run_for(cfg)`` returns a zero-argument launch;
     ``check(result)`` may return a note (a mismatch) that goes into the row. One same-run copy
     of ``nbytes`` is the reference. A configuration that fails to compile or run is reported
-    and skipped. Rows: ``case``, ``default``, the configuration's fields (a dataclass) or its
-    :func:`config_label` (``config``), ``median_us``, ``frac_of_copy``, ``note``.
+    and skipped. ``rounds``: the configurations take turns, ``ceil(rep / rounds)`` calls each per
+    round (as :func:`run_cases`). Rows: ``case``, ``default``, the configuration's fields (a
+    dataclass) or its :func:`config_label` (``config``), ``median_us``, ``frac_of_copy``, ``note``.
     """
     _, copy_gbps = copy_bandwidth(nbytes, device)
-    rows: list[dict[str, Any]] = []
+    runs: dict[int, tuple[Callable[[], Any], str | None]] = {}
     for i, cfg in enumerate(configs):
         try:
             run = run_for(cfg)
-            note = check(run()) if check is not None else None
-            t = time_gpu(run, device, rep=rep)
+            runs[i] = (run, check(run()) if check is not None else None)
         except Exception as exc:  # a configuration the compiler rejects, or a launch that fails
             progress(f"{case} {config_label(cfg)}: failed {type(exc).__name__}: {str(exc)[:200]}")
+    timed = BenchCase(name=case, shape="", dtype="", bytes=nbytes, providers={str(i): r for i, (r, _) in runs.items()})
+    samples, errors = _timed_in_turn("sweep", timed, device, rep, rounds, lambda line: None)
+    rows: list[dict[str, Any]] = []
+    for i, (_run, note) in runs.items():
+        cfg = configs[i]
+        if str(i) in errors:
+            progress(f"{case} {config_label(cfg)}: failed {errors[str(i)][:200]}")
             continue
+        t = _stats(samples[str(i)])
         frac = t.gbps(nbytes) / copy_gbps
         fields = asdict(cfg) if is_dataclass(cfg) else {"config": config_label(cfg)}
         rows.append({"case": case, "default": i == 0, **fields, "median_us": t.median_ms * 1e3,
