@@ -17,6 +17,7 @@ residual and update and writes out and the new residual: four full tensors.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import torch
@@ -85,10 +86,12 @@ def exact_kernel(op_id: str, args: tuple, kw: dict, tensors: tuple):
 
 
 def _inputs(name: str, dtype: torch.dtype, device: torch.device):
-    if name not in SHAPES:
-        raise ValueError(f"unknown row-norm bench case {name!r}; known: {', '.join(SHAPES)} and the group "
-                         "'widths'")
-    B, S, D = SHAPES[name]
+    """Random bf16 rows of the case ``name``: a named shape, or ``d<D>-b<B>-s<S>`` at any size."""
+    sized = re.fullmatch(r"d(\d+)-b(\d+)-s(\d+)", name)
+    if name not in SHAPES and sized is None:
+        raise ValueError(f"unknown row-norm bench case {name!r}; known: {', '.join(SHAPES)}, the group 'widths' "
+                         "and d<D>-b<B>-s<S>")
+    B, S, D = SHAPES[name] if name in SHAPES else (int(sized[2]), int(sized[3]), int(sized[1]))
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.randn(B, S, D, device=device, dtype=dtype, generator=g)
     mod = torch.randn(B, 6, D, device=device, dtype=dtype, generator=g) * 0.5  # adaLN-Zero chunks
@@ -403,3 +406,71 @@ def ln_modulate_tune(
                     )
         del x, scale, shift
     return rows
+
+
+def exact_tune(op_name: str, device: torch.device, tunings: list[dict], names: list[str] | None = None,
+               dtype: torch.dtype = torch.bfloat16, rounds: int = 3, rep: int = 60, progress=print) -> list[dict]:
+    """Sweep build choices of the exact kernel (``TUNABLE`` of ``_row_norm_exact_triton_rule``) at the
+    row-norm shapes of ``layer_norm``, ``rms_norm`` or ``rms_modulate`` (GPU tuning aid): the rule's
+    own build first, then each of ``tunings``, taking turns over ``rounds`` (``bench.sweep``). Each
+    build's first output is compared with eager: a row's ``note`` says where the bits differ."""
+    import sgl_diffusion_norm as norm
+
+    if op_name not in ("layer_norm", "rms_norm", "rms_modulate"):
+        raise ValueError(f"exact_tune sweeps layer_norm, rms_norm or rms_modulate, not {op_name!r}")
+    op_id, ref = f"norm.{op_name}", getattr(norm, f"{op_name}_reference")
+    K = testing.backend_module(op_id, "triton_exact")
+    rows: list[dict] = []
+    for name in _names(names, DEFAULT):
+        (B, S, D), x, mod, w = _inputs(name, dtype, device)
+        if op_name == "rms_modulate":
+            args, kw, tensors = (x, mod[:, 1:2], mod[:, 0:1]), {"weight": w}, (x, mod[:, 1:2], mod[:, 0:1], w, None)
+        else:
+            args, kw, tensors = (x, w), {}, (x, None, None, w, None)
+        geom, expected = testing.geometry(op_id, *args, **kw), ref(*args, **kw)
+
+        def run_for(tuning, geom=geom, tensors=tensors):
+            fused = K.prepare_kernel(geom, *tensors, tuning=tuning)
+            return lambda: fused(*tensors, 1e-6, 1.0)
+
+        nbytes = bench.tensor_bytes(x, expected, w) + (2 * D * mod.element_size() if op_name == "rms_modulate" else 0)
+        rows += bench.sweep(name, [{}, *tunings], run_for, nbytes, device, rep=rep, rounds=rounds, progress=progress,
+                            check=lambda out, e=expected: None if torch.equal(out, e) else "differs from eager")
+        del x, mod, w, expected
+    return rows
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """``python row_norm_bench.py exact-tune --op rms_norm --cases d5120-b1-s4096 --tuning '{"WARPS": 2}'
+    [--tuning ...] [--rounds R] [--out sweep.json]``: :func:`exact_tune` on this machine's GPU."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(prog="row_norm_bench.py")
+    sub = ap.add_subparsers(dest="command", required=True)
+    tune = sub.add_parser("exact-tune", help="sweep build choices of the exact row-norm kernel")
+    tune.add_argument("--op", required=True, choices=("layer_norm", "rms_norm", "rms_modulate"))
+    tune.add_argument("--cases", default=None,
+                      help="comma-separated case names (d<D>-b<B>-s<S> for any size) or groups (default: flux, "
+                           "wan, hunyuan)")
+    tune.add_argument("--tuning", action="append", default=[], type=json.loads, help="a JSON dict of build choices")
+    tune.add_argument("--rounds", type=int, default=3)
+    tune.add_argument("--rep", type=int, default=60)
+    tune.add_argument("--out", default=None, help="write {env, what, rows} as JSON after each case")
+    args = ap.parse_args(argv)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    record = {"env": bench.environment(device), "rows": [],
+              "what": f"exact {args.op} kernel: the rule's build ('default') and build choices, {args.rounds} "
+                      f"rounds of {args.rep} calls in turn, % of the fastest same-run copy"}
+    for name in _names([c for c in (args.cases or "").split(",") if c] or None, DEFAULT):
+        record["rows"] += exact_tune(args.op, device, args.tuning, [name], rounds=args.rounds, rep=args.rep)
+        if args.out:  # after each case: a run cut short keeps what it finished
+            with open(args.out, "w") as f:
+                json.dump(record, f, indent=1)
+    for line in bench.sweep_summary(record["rows"]):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
