@@ -133,6 +133,20 @@ def _case(op_name, name, dtype, ours, eager, check, nbytes, shape, kernel=None, 
     )
 
 
+def _norm_args(op_name: str, x, mod, w) -> tuple[tuple, dict, tuple]:
+    """The op's arguments, keywords and the kernel's ``(x, scale, shift, weight, bias)``: ``layer_norm`` /
+    ``rms_norm`` with a weight, ``rms_modulate`` per sample with a weight."""
+    if op_name == "rms_modulate":
+        sc, sh = mod[:, 1:2], mod[:, 0:1]
+        return (x, sc, sh), {"weight": w}, (x, sc, sh, w, None)
+    return (x, w), {}, (x, None, None, w, None)
+
+
+def _norm_bytes(op_name: str, x, out, mod, w) -> int:
+    """x read and the result written once, the weight, and ``rms_modulate``'s per-sample scale and shift."""
+    return bench.tensor_bytes(x, out, w) + (2 * x.shape[-1] * mod.element_size() if op_name == "rms_modulate" else 0)
+
+
 def _norm_cases(op_name: str, device, dtype, names) -> Iterator[bench.BenchCase]:
     import sgl_diffusion_norm as norm
 
@@ -141,11 +155,7 @@ def _norm_cases(op_name: str, device, dtype, names) -> Iterator[bench.BenchCase]
     spec_tol = _tolerance(op_id, dtype)
     for name in _names(names, DEFAULT):
         (B, S, D), x, mod, w = _inputs(name, dtype, device)
-        if op_name == "rms_modulate":
-            sc, sh = mod[:, 1:2], mod[:, 0:1]
-            args, kw, tensors = (x, sc, sh), {"weight": w}, (x, sc, sh, w, None)
-        else:
-            args, kw, tensors = (x, w), {}, (x, None, None, w, None)
+        args, kw, tensors = _norm_args(op_name, x, mod, w)
         out = fn(*args, **kw)
 
         def ours(exact, fn=fn, args=args, kw=kw):
@@ -158,7 +168,7 @@ def _norm_cases(op_name: str, device, dtype, names) -> Iterator[bench.BenchCase]
             testing.assert_exact(ours(True), eager())  # gate: verified kernel or eager, bits equal
             testing.assert_close(ours(False), eager(), atol=spec_tol[0], rtol=spec_tol[1])
 
-        nbytes = bench.tensor_bytes(x, out, w) + (2 * D * mod.element_size() if op_name == "rms_modulate" else 0)
+        nbytes = _norm_bytes(op_name, x, out, mod, w)
         yield _case(
             op_name,
             name,
@@ -422,18 +432,15 @@ def exact_tune(op_name: str, device: torch.device, tunings: list[dict], names: l
     K = testing.backend_module(op_id, "triton_exact")
     rows: list[dict] = []
     for name in _names(names, DEFAULT):
-        (B, S, D), x, mod, w = _inputs(name, dtype, device)
-        if op_name == "rms_modulate":
-            args, kw, tensors = (x, mod[:, 1:2], mod[:, 0:1]), {"weight": w}, (x, mod[:, 1:2], mod[:, 0:1], w, None)
-        else:
-            args, kw, tensors = (x, w), {}, (x, None, None, w, None)
+        _, x, mod, w = _inputs(name, dtype, device)
+        args, kw, tensors = _norm_args(op_name, x, mod, w)
         geom, expected = testing.geometry(op_id, *args, **kw), ref(*args, **kw)
 
         def run_for(tuning, geom=geom, tensors=tensors):
             fused = K.prepare_kernel(geom, *tensors, tuning=tuning)
             return lambda: fused(*tensors, 1e-6, 1.0)
 
-        nbytes = bench.tensor_bytes(x, expected, w) + (2 * D * mod.element_size() if op_name == "rms_modulate" else 0)
+        nbytes = _norm_bytes(op_name, x, expected, mod, w)
         rows += bench.sweep(name, [{}, *tunings], run_for, nbytes, device, rep=rep, rounds=rounds, progress=progress,
                             check=lambda out, e=expected: None if torch.equal(out, e) else "differs from eager")
         del x, mod, w, expected

@@ -153,8 +153,8 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     (one H100, bf16 rms_modulate at 4096 and 8192 rows of 1152-4096 columns: +0 to +11 points, e.g. D =
     4096 83 -> 94%, 2240 83 -> 90%; at 32760+ rows within a point either way:
     docs/benchmarks/row_norm_width_sweep_h100.json).
-    Holding only a row's first 8-32 chunks (the rest read twice, under 48-96 registers) measured 67-82% of
-    copy at Wan's 5120 columns and 4096 rows, against 95% held whole (one H100, rms_modulate:
+    Holding only a row's first 8-32 chunks (the rest read twice, under 48-96 registers) took 36.8-44.8 us
+    at Wan's 5120 columns and 4096 rows, against 31.8 us held whole (one H100, rms_modulate:
     row_norm_width_sweep_h100.json).
     ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
     4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
