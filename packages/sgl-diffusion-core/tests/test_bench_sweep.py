@@ -58,7 +58,8 @@ def test_sweep_configs_take_turns():
 
 
 def test_sweep_labels_plain_dict_configs():
-    """Build-choice dicts are named ``k=v,..`` in rows and progress lines, the empty one ``default``."""
+    """Build-choice dicts are named ``k=v,..`` in rows and progress lines, the empty one ``default``; a
+    string names itself, anything else its ``repr``."""
     x = torch.randn(64)
     seen = []
     rows = bench.sweep("case", [{}, {"ROWS": 2, "UNROLL": 4}], lambda cfg: (lambda: x * 2), 2 * x.numel() * 4,
@@ -66,6 +67,7 @@ def test_sweep_labels_plain_dict_configs():
     assert [r["config"] for r in rows] == ["default", "ROWS=2,UNROLL=4"]
     assert seen[0].startswith("case default default:") and seen[1].startswith("case ROWS=2,UNROLL=4:")
     assert bench.config_label(("tiles", 1024)) == "('tiles', 1024)"
+    assert bench.config_label("torch.compile") == "torch.compile"
 
 
 def test_flush_mode_is_checked_and_recorded(monkeypatch):

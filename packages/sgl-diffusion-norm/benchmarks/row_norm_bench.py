@@ -419,11 +419,14 @@ def ln_modulate_tune(
 
 
 def exact_tune(op_name: str, device: torch.device, tunings: list[dict], names: list[str] | None = None,
-               dtype: torch.dtype = torch.bfloat16, rounds: int = 3, rep: int = 60, progress=print) -> list[dict]:
+               dtype: torch.dtype = torch.bfloat16, rounds: int = 3, rep: int = 60, progress=print,
+               compiled: bool = False) -> list[dict]:
     """Sweep build choices of the exact kernel (``TUNABLE`` of ``_row_norm_exact_triton_rule``) at the
     row-norm shapes of ``layer_norm``, ``rms_norm`` or ``rms_modulate`` (GPU tuning aid): the rule's
     own build first, then each of ``tunings``, taking turns over ``rounds`` (``bench.sweep``). Each
-    build's first output is compared with eager: a row's ``note`` says where the bits differ."""
+    build's first output is compared with eager: a row's ``note`` says where the bits differ.
+    ``compiled``: ``torch.compile`` of the eager chain takes its turn too (config ``'torch.compile'``;
+    its note says whether its bits match)."""
     import sgl_diffusion_norm as norm
 
     if op_name not in ("layer_norm", "rms_norm", "rms_modulate"):
@@ -436,12 +439,16 @@ def exact_tune(op_name: str, device: torch.device, tunings: list[dict], names: l
         args, kw, tensors = _norm_args(op_name, x, mod, w)
         geom, expected = testing.geometry(op_id, *args, **kw), ref(*args, **kw)
 
-        def run_for(tuning, geom=geom, tensors=tensors):
+        def run_for(tuning, geom=geom, tensors=tensors, args=args, kw=kw):
+            if tuning == "torch.compile":
+                chain = torch.compile(ref)
+                return lambda: chain(*args, **kw)
             fused = K.prepare_kernel(geom, *tensors, tuning=tuning)
             return lambda: fused(*tensors, 1e-6, 1.0)
 
         nbytes = _norm_bytes(op_name, x, expected, mod, w)
-        rows += bench.sweep(name, [{}, *tunings], run_for, nbytes, device, rep=rep, rounds=rounds, progress=progress,
+        configs = [{}, *tunings] + (["torch.compile"] if compiled else [])
+        rows += bench.sweep(name, configs, run_for, nbytes, device, rep=rep, rounds=rounds, progress=progress,
                             check=lambda out, e=expected: None if torch.equal(out, e) else "differs from eager")
         del x, mod, w, expected
     return rows
@@ -463,6 +470,7 @@ def _main(argv: list[str] | None = None) -> int:
     tune.add_argument("--tuning", action="append", default=[], type=json.loads, help="a JSON dict of build choices")
     tune.add_argument("--rounds", type=int, default=3)
     tune.add_argument("--rep", type=int, default=60)
+    tune.add_argument("--compile", action="store_true", help="time torch.compile of the eager chain beside them")
     tune.add_argument("--out", default=None, help="write {env, what, rows} as JSON after each case")
     args = ap.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -470,7 +478,8 @@ def _main(argv: list[str] | None = None) -> int:
               "what": f"exact {args.op} kernel: the rule's build ('default') and build choices, {args.rounds} "
                       f"rounds of {args.rep} calls in turn, % of the fastest same-run copy"}
     for name in _names([c for c in (args.cases or "").split(",") if c] or None, DEFAULT):
-        record["rows"] += exact_tune(args.op, device, args.tuning, [name], rounds=args.rounds, rep=args.rep)
+        record["rows"] += exact_tune(args.op, device, args.tuning, [name], rounds=args.rounds, rep=args.rep,
+                                     compiled=args.compile)
         if args.out:  # after each case: a run cut short keeps what it finished
             with open(args.out, "w") as f:
                 json.dump(record, f, indent=1)

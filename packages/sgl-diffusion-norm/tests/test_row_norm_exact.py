@@ -522,23 +522,27 @@ def test_tuning_is_checked():
                 testing.assert_exact(got, want)
 
 
-def test_exact_tune_sweeps_build_choices(tmp_path):
+def test_exact_tune_sweeps_build_choices(tmp_path, monkeypatch):
     """The benchmark file's ``exact-tune`` (a GPU tuning aid, run here under the interpreter at a small
-    size): the rule's build and each tuning, their bits compared with eager, the record written per case;
-    an op without the exact kernel's tunings and an unknown case are refused."""
+    size): the rule's build and each tuning, their bits compared with eager, ``torch.compile`` of the
+    eager chain beside them (here an identity compiler: its bits are eager's), the record written per
+    case; an op without the exact kernel's tunings and an unknown case are refused."""
     import json
     import sys
 
     from sgl_diffusion_core import REGISTRY, bench
 
     module = sys.modules[bench.load_cases(REGISTRY.op("norm.rms_norm")).__module__]
+    monkeypatch.setattr(torch, "compile", lambda fn: fn)
     out = tmp_path / "sweep.json"
     assert module._main(["exact-tune", "--op", "rms_norm", "--cases", "d256-b1-s16", "--tuning", '{"WARPS": 2}',
-                         "--tuning", '{"HOLD": false}', "--rounds", "1", "--rep", "3", "--out", str(out)]) == 0
+                         "--tuning", '{"HOLD": false}', "--rounds", "1", "--rep", "3", "--out", str(out),
+                         "--compile"]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert [(r["case"], r["config"], r["default"]) for r in rows] == [
-        ("d256-b1-s16", "default", True), ("d256-b1-s16", "WARPS=2", False), ("d256-b1-s16", "HOLD=False", False)]
-    assert all(r["median_us"] > 0 for r in rows)
+        ("d256-b1-s16", "default", True), ("d256-b1-s16", "WARPS=2", False), ("d256-b1-s16", "HOLD=False", False),
+        ("d256-b1-s16", "torch.compile", False)]
+    assert all(r["median_us"] > 0 and r["note"] is None for r in rows)
     with pytest.raises(ValueError, match="exact_tune sweeps"):
         module.exact_tune("ln_modulate", torch.device("cpu"), [])
     with pytest.raises(ValueError, match="unknown row-norm bench case"):

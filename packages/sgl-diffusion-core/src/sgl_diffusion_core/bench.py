@@ -356,10 +356,11 @@ def _timed_in_turn(op: str, case: BenchCase, device: torch.device, rep: int, rou
 
 def config_label(cfg: Any) -> str:
     """How :func:`sweep` names a configuration: a dict of build choices as ``k=v,k=v`` (the empty
-    dict: ``default``, the rule's own choice), anything else by its ``repr``."""
+    dict: ``default``, the rule's own choice), a string as itself (a named reference such as
+    ``torch.compile``), anything else by its ``repr``."""
     if isinstance(cfg, dict):
         return ",".join(f"{k}={v}" for k, v in cfg.items()) or "default"
-    return repr(cfg)
+    return cfg if isinstance(cfg, str) else repr(cfg)
 
 
 def sweep(case: str, configs: Sequence[Any], run_for: Callable[[Any], Callable[[], Any]], nbytes: int,
