@@ -442,7 +442,8 @@ def _exact_case(op, D, rows=None):
 
 
 # RMSNorm's build choices spread over its widths (each one at one width: they do not depend on it)
-HELD_CASES = [("rms_modulate", 2432, ({"ROWS": 2}, {"MOD_AHEAD": 0})), ("rms_norm", 640, ({"ROWS": 1}, {"ROWS": 4})),
+HELD_CASES = [("rms_modulate", 2432, ({"ROWS": 2}, {"MOD_AHEAD": 0}, {"MOD_AHEAD": 8}, {"MOD_AHEAD": 32})),
+              ("rms_norm", 640, ({"ROWS": 1}, {"ROWS": 4})),
               ("rms_modulate", 2440, ({}, {"MOD_AHEAD": 2})), ("ln_modulate", 2432, ({},)),
               ("layer_norm", 1536, ({},)), ("ln_modulate", 3100, ({},)), ("layer_norm", 3584, ({},)),
               ("ln_modulate", 4096, ({},)), ("rms_modulate", 1920, ({}, {"MOD_AHEAD": 0})),
@@ -459,7 +460,8 @@ def test_held_row_keeps_the_bits(op, D, builds):
     that reads x twice (RMSNorm: the loop; LayerNorm: its loads a chunk ahead, the rule), in bf16,
     RMSNorm with 1, 2 and 4 rows per program (a last program with fewer rows) and with the output
     chain's operands loaded ahead (``MOD_AHEAD``: RMSNorm's rule, groups of 4 chunks at 2440 = 20
-    chunks, halved to 1 where the chunk count is odd) or not, each choice at one of the widths."""
+    chunks, halved to 1 where the chunk count is odd; tuned, groups that leave chunks over: 19 = 2 x 8
+    + 2 + 1, and 32 capped at the row's 16 + 2 + 1) or not, each choice at one of the widths."""
     prepare = K.prepare_kernel
     geom, tensors = _exact_case(op, D)
     ref = prepare(geom, *tensors, tuning={"HOLD": False})(*tensors, 1e-6, 1.0)

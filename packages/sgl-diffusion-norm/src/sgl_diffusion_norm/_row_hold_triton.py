@@ -209,15 +209,22 @@ def emit_ahead(t1, t2, t3, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS,
                 HAS_SCALE: tl.constexpr, HAS_SHIFT: tl.constexpr, HAS_W: tl.constexpr, HAS_BIAS: tl.constexpr,
                 P_DT: tl.constexpr, C_DT: tl.constexpr, A_DT: tl.constexpr, N_DT: tl.constexpr,
                 T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr, OUT: tl.constexpr,
-                ROUND_OFFSET: tl.constexpr):
-    """The output chain with its loads issued one group of ``G`` chunks ahead of the chunks they
-    serve (``first``: group 0's operands, :func:`_mod_tree`): the operands, and with ``REREAD`` x
-    itself (``first_x``: group 0's chunks, read again from L1 / L2), else the held row's chunks
-    (``t1``, ``t2``, ``t3``). A store may alias any load, so the compiler never moves a later
-    chunk's loads above an earlier chunk's store: without this each chunk waits for its own loads
-    (sm_90 Nsight Compute, exact rms_modulate at FLUX held: 71% of the kernel's stall samples on
-    the output chain's operand loads)."""
-    NG: tl.constexpr = CHUNKS // G
+                ROUND_OFFSET: tl.constexpr, K0: tl.constexpr = 0):
+    """The output chain of chunks ``K0 .. CHUNKS - 1`` with its loads issued one group of ``G`` chunks
+    ahead of the chunks they serve (``first``: the first group's operands, :func:`mod_tree`): the
+    operands, and with ``REREAD`` x itself (``first_x``: the first group's chunks, read again from
+    L1 / L2), else the held row's chunks (``t1``, ``t2``, ``t3``). Chunks left over after the whole
+    groups (fewer than ``G``) follow as groups of the largest power of two that fits, each loaded
+    while the group before it is written (19 chunks in groups of 4: 4 x 4, 2, 1). A store may alias
+    any load, so the compiler never moves a later chunk's loads above an earlier chunk's store:
+    without this each chunk waits for its own loads (sm_90 Nsight Compute, exact rms_modulate at FLUX
+    held: 71% of the kernel's stall samples on the output chain's operand loads)."""
+    NG: tl.constexpr = (CHUNKS - K0) // G
+    REM: tl.constexpr = CHUNKS - K0 - NG * G
+    # the leftover chunks' first group: the largest power of two in REM (G is at most 32)
+    P: tl.constexpr = 16 if REM >= 16 else (8 if REM >= 8 else (4 if REM >= 4 else (2 if REM >= 2 else 1)))
+    KT: tl.constexpr = K0 + NG * G
+    tl.static_assert(NG > 0, "a group of operands ahead is at most the chunks left")
     ops_n = first
     xs_n = first_x
     for g in tl.static_range(NG):
@@ -225,18 +232,27 @@ def emit_ahead(t1, t2, t3, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS,
         xs = xs_n
         if g + 1 < NG:
             if REREAD:
-                xs_n = hold_load(x_row, rmask, D, (g + 1) * G, CH, G, LAYER, FULL)
-            ops_n = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, (g + 1) * G, CH, G, LAYER, FULL, HAS_SCALE,
+                xs_n = hold_load(x_row, rmask, D, K0 + (g + 1) * G, CH, G, LAYER, FULL)
+            ops_n = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, K0 + (g + 1) * G, CH, G, LAYER, FULL, HAS_SCALE,
                               HAS_SHIFT, HAS_W, HAS_BIAS)
+        elif REM > 0:
+            if REREAD:
+                xs_n = hold_load(x_row, rmask, D, KT, CH, P, LAYER, FULL)
+            ops_n = mod_tree(rmask, D, W, BIAS, sc_row, sh_row, KT, CH, P, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
+                              HAS_W, HAS_BIAS)
         for j in tl.static_range(G):
-            offs, mask = _hold_leaf(rmask, D, g * G + j, CH, LAYER, FULL)
+            offs, mask = _hold_leaf(rmask, D, K0 + g * G + j, CH, LAYER, FULL)
             if REREAD:
                 v = triton_math.widen_bits(_tree_leaf(xs, j, G))
             else:
-                v = triton_math.widen_bits(_held_chunk(t1, t2, t3, g * G + j, HOLD1, HOLD2, HOLD3))
+                v = triton_math.widen_bits(_held_chunk(t1, t2, t3, K0 + g * G + j, HOLD1, HOLD2, HOLD3))
             _emit_apply(v, offs, mask, mean, rstd, _tree_leaf(ops[0], j, G), _tree_leaf(ops[1], j, G),
                         _tree_leaf(ops[2], j, G), _tree_leaf(ops[3], j, G), y_row, scale_offset, 0 if LAYER else 1,
                         HAS_SCALE, HAS_SHIFT, HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET)
+    if REM > 0:
+        emit_ahead(t1, t2, t3, ops_n, xs_n, x_row, rmask, D, mean, rstd, W, BIAS, sc_row, sh_row, y_row,
+                    scale_offset, CH, CHUNKS, HOLD1, HOLD2, HOLD3, P, REREAD, LAYER, FULL, HAS_SCALE, HAS_SHIFT,
+                    HAS_W, HAS_BIAS, P_DT, C_DT, A_DT, N_DT, T1, T2, T3, OUT, ROUND_OFFSET, KT)
 
 
 def hold_tiles(chunks: int) -> tuple[int, int, int] | None:

@@ -203,6 +203,7 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
         raise ValueError("MOD_AHEAD loads RMSNorm rows' operands ahead; a LayerNorm row has no such build choice")
     if out["NORM"] == 0 or not held or not (out["HAS_W"] or out["HAS_BIAS"] or out["HAS_SCALE"]):
         ahead = 0
-    while ahead > 1 and out["CHUNKS"] % ahead:
+    # the rule's group divides the chunks; a tuned one is at most the row, its leftover chunks in smaller groups
+    while ahead > 1 and (out["CHUNKS"] % ahead if "MOD_AHEAD" not in tuning else ahead > out["CHUNKS"]):
         ahead //= 2
     out["MOD_AHEAD"] = ahead
