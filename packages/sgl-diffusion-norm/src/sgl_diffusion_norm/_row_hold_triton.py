@@ -221,7 +221,7 @@ def emit_ahead(t1, t2, t3, first, first_x, x_row, rmask, D, mean, rstd, W, BIAS,
     held: 71% of the kernel's stall samples on the output chain's operand loads)."""
     NG: tl.constexpr = (CHUNKS - K0) // G
     REM: tl.constexpr = CHUNKS - K0 - NG * G
-    # the leftover chunks' first group: the largest power of two in REM (G is at most 32)
+    # the leftover chunks' first group: the largest power of two up to 16 in REM (the rest in later groups)
     P: tl.constexpr = 16 if REM >= 16 else (8 if REM >= 8 else (4 if REM >= 4 else (2 if REM >= 2 else 1)))
     KT: tl.constexpr = K0 + NG * G
     tl.static_assert(NG > 0, "a group of operands ahead is at most the chunks left")
