@@ -467,6 +467,9 @@ def test_held_row_keeps_the_bits(op, D, builds):
     ref = prepare(geom, *tensors, tuning={"HOLD": False})(*tensors, 1e-6, 1.0)
     assert K.launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True}, torch.bfloat16)["HOLD1"] > 0
     for extra in builds:
+        if extra.get("MOD_AHEAD"):  # the group the build really uses: at most the row, leftovers in smaller groups
+            const = K.launch_constants(geom, *tensors[3:], "cpu", {"HOLD": True, **extra}, torch.bfloat16)
+            assert const["MOD_AHEAD"] == min(extra["MOD_AHEAD"], 1 << (const["CHUNKS"].bit_length() - 1))
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
         testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
 

@@ -205,7 +205,10 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
         raise ValueError("MOD_AHEAD loads RMSNorm rows' operands ahead; a LayerNorm row has no such build choice")
     if out["NORM"] == 0 or not held or not (out["HAS_W"] or out["HAS_BIAS"] or out["HAS_SCALE"]):
         ahead = 0
-    # the rule's group divides the chunks; a tuned one is at most the row, its leftover chunks in smaller groups
-    while ahead > 1 and (out["CHUNKS"] % ahead if "MOD_AHEAD" not in tuning else ahead > out["CHUNKS"]):
-        ahead //= 2
+    if "MOD_AHEAD" in tuning:  # a tuned group is at most the row; the chunks left over go in smaller groups
+        while ahead > out["CHUNKS"]:
+            ahead //= 2
+    else:  # the rule's group divides the chunks
+        while ahead > 1 and out["CHUNKS"] % ahead:
+            ahead //= 2
     out["MOD_AHEAD"] = ahead
