@@ -460,8 +460,8 @@ def test_held_row_keeps_the_bits(op, D, builds):
     that reads x twice (RMSNorm: the loop; LayerNorm: its loads a chunk ahead, the rule), in bf16,
     RMSNorm with 1, 2 and 4 rows per program (a last program with fewer rows) and with the output
     chain's operands loaded ahead (``MOD_AHEAD``: RMSNorm's rule, groups of 4 chunks at 2440 = 20
-    chunks, halved to 1 where the chunk count is odd; tuned, groups that leave chunks over: 19 = 2 x 8
-    + 2 + 1, and 32 capped at the row's 16 + 2 + 1) or not, each choice at one of the widths."""
+    chunks and 2432 = 19 = 4 x 4 + 2 + 1; tuned: 19 = 2 x 8 + 2 + 1, and 32 capped at the row's 16 +
+    2 + 1) or not, each choice at one of the widths."""
     prepare = K.prepare_kernel
     geom, tensors = _exact_case(op, D)
     ref = prepare(geom, *tensors, tuning={"HOLD": False})(*tensors, 1e-6, 1.0)
@@ -472,6 +472,17 @@ def test_held_row_keeps_the_bits(op, D, builds):
             assert const["MOD_AHEAD"] == min(extra["MOD_AHEAD"], 1 << (const["CHUNKS"].bit_length() - 1))
         run = prepare(geom, *tensors, tuning={"HOLD": True, **extra})
         testing.assert_exact(run(*tensors, 1e-6, 1.0), ref)
+
+
+@pytest.mark.parametrize("op,D,group", [("rms_modulate", 1152, 4), ("rms_modulate", 2432, 4), ("rms_norm", 384, 2),
+                                        ("rms_norm", 5120, 4), ("rms_norm", 6144, 4), ("rms_modulate", 5120, 2)])
+def test_operands_ahead_rule(op, D, group):
+    """Held RMSNorm rows load the output chain's operands 4 chunks ahead at any chunk count (9 and 19
+    chunks too: the leftovers go in smaller groups), 2 in a modulated row of more than 32 chunks, and
+    never more than the row."""
+    geom, tensors = _exact_case(op, D)
+    const = K.launch_constants(geom, *tensors[3:], "cuda", {}, torch.bfloat16)
+    assert const["HOLD1"] > 0 and const["MOD_AHEAD"] == group
 
 
 @pytest.mark.parametrize("op,D", [("rms_modulate", 2440), ("layer_norm", 3100), ("ln_modulate", 4096)])

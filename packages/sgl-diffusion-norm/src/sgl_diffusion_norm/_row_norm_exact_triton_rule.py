@@ -158,12 +158,17 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     Holding only a row's first 8-32 chunks (the rest read twice, under 48-96 registers) took 36.8-44.8 us
     at Wan's 5120 columns and 4096 rows, against 31.8 us held whole (one H100, rms_modulate:
     row_norm_width_sweep_h100.json).
-    ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of
-    4 chunks ahead (1 above 32 chunks), halved until it divides the chunks (a store may alias any
-    load, so the compiler never hoists them itself: rms_modulate FLUX 80 -> 104%, Wan 87 -> 92% at
-    1); LayerNorm none, and a tuning that asks for it is refused (within 1.3 points at FLUX / Wan /
-    HunyuanVideo, within the noise at 1152-2432 columns: exact_norm_sweep_h100.json). Measurements:
-    docs/benchmarks/rms_modulate_bench_h200.json, ln_modulate_bench_h200.json (the ops at these rules).
+    ``MOD_AHEAD``: held RMSNorm rows load the output chain's operands a group of 4 chunks ahead (2 for
+    a modulated row of more than 32 chunks, where 4 spills), the chunks left over in the largest
+    smaller groups (19 = 4 x 4 + 2 + 1). A store may alias any load, so the compiler never hoists
+    them itself: without the groups the output pass waits on one L2 load per chunk (rms_modulate
+    FLUX 80 -> 104%). One H100, bf16, 4096 rows: rms_norm 5120 / 6144 columns 89 -> 102%, 89 ->
+    101% (8 ahead: 102%, 96%); rms_modulate 5120 / 6144 94 -> 104%, 93 -> 100%, 1152 (9 chunks) 89
+    -> 101%, 2432 (19) 94 -> 99%, 2240 (18) at batch 2 94 -> 99%; at 32760 rows +1 to +2 points
+    (row_norm_width_sweep_h100.json). LayerNorm none, and a tuning that asks for it is refused
+    (within 1.3 points at FLUX / Wan / HunyuanVideo, within the noise at 1152-2432 columns:
+    exact_norm_sweep_h100.json). Measurements: docs/benchmarks/rms_modulate_bench_h200.json,
+    ln_modulate_bench_h200.json (the ops at these rules).
     """
     chunks = out["CHUNKS"]
     if out["NORM"] == 1 or out["VEC"]:
@@ -197,7 +202,8 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
     else:
         capped = platform == "cuda" and held and out["NORM"] == 1 and (out["CHUNKS"] > 32 or rows < _MANY_ROWS)
         out["MAXNREG"] = _HOLD_MAXNREG if capped else None
-    ahead = tuning.get("MOD_AHEAD", 4 if out["CHUNKS"] <= 32 else 1)
+    modulated = out["HAS_SCALE"] or out["HAS_SHIFT"]
+    ahead = tuning.get("MOD_AHEAD", 4 if out["CHUNKS"] <= 32 or not modulated else 2)
     if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0 or ahead & (ahead - 1):
         raise ValueError(f"MOD_AHEAD (chunks per group of prefetched operands) must be 0 or a power of two, "
                          f"not {ahead!r}")
@@ -205,10 +211,6 @@ def _hold_rule(out: dict, rows: int, x_dtype: torch.dtype, platform: str, tuning
         raise ValueError("MOD_AHEAD loads RMSNorm rows' operands ahead; a LayerNorm row has no such build choice")
     if out["NORM"] == 0 or not held or not (out["HAS_W"] or out["HAS_BIAS"] or out["HAS_SCALE"]):
         ahead = 0
-    if "MOD_AHEAD" in tuning:  # a tuned group is at most the row; the chunks left over go in smaller groups
-        while ahead > out["CHUNKS"]:
-            ahead //= 2
-    else:  # the rule's group divides the chunks
-        while ahead > 1 and out["CHUNKS"] % ahead:
-            ahead //= 2
+    while ahead > out["CHUNKS"]:  # a group is at most the row; the chunks left over go in smaller groups
+        ahead //= 2
     out["MOD_AHEAD"] = ahead
